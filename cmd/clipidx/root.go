@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
+)
+
+// globals holds the flags every subcommand shares.
+type globals struct {
+	model   string // --model, env CLIPIDX_MODEL
+	device  string // --device auto|cpu|npu, env CLIPIDX_DEVICE
+	threads int    // --threads, 0 = all cores
+	db      string // --db, env CLIPIDX_DB
+}
+
+var g globals
+
+// exitError carries a specific exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// subcommands registers constructors from the cmd_*.go files (one file per
+// subcommand, each adding itself in an init function).
+var subcommands []func() *cobra.Command
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "clipidx",
+		Short:         "Search a photo collection by meaning with CLIP ViT-H/14",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.model, "model", envOr("CLIPIDX_MODEL", defaultModelDir()), "model folder (HF CLIP layout or taconite bundle) [env CLIPIDX_MODEL]")
+	pf.StringVar(&g.device, "device", envOr("CLIPIDX_DEVICE", "auto"), "where the model runs: auto, cpu or npu [env CLIPIDX_DEVICE]")
+	pf.IntVar(&g.threads, "threads", envInt("CLIPIDX_THREADS", 0), "CPU threads for the model (0 = all cores)")
+	pf.StringVar(&g.db, "db", envOr("CLIPIDX_DB", defaultDBPath()), "index database file [env CLIPIDX_DB]")
+	for _, mk := range subcommands {
+		root.AddCommand(mk())
+	}
+	return root
+}
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "clipidx:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(key string, def int) int {
+	if v := os.Getenv(key); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// defaultModelDir is where `clipidx model pull` puts the default checkpoint.
+func defaultModelDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return filepath.Join(".", "clipidx-models", "CLIP-ViT-H-14-laion2B-s32B-b79K")
+	}
+	return filepath.Join(dir, "clipidx", "models", "laion", "CLIP-ViT-H-14-laion2B-s32B-b79K")
+}
+
+// defaultDBPath is under the user's data directory ($XDG_DATA_HOME or ~/.local/share).
+func defaultDBPath() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "clipidx", "index.db")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "clipidx-index.db"
+	}
+	return filepath.Join(home, ".local", "share", "clipidx", "index.db")
+}

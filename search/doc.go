@@ -1,0 +1,3 @@
+// Package search ranks stored vectors against a query embedding by cosine
+// similarity. It declares the TextEncoder interface it needs.
+package search
