@@ -1,0 +1,133 @@
+package clipidx
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/clipidx/clipidx"
+
+// pkgImports maps each package folder (relative, slash-separated) to the
+// imports of its non-test files, and separately of its test files.
+func pkgImports(t *testing.T) (src, tests map[string]map[string]bool) {
+	t.Helper()
+	src, tests = map[string]map[string]bool{}, map[string]map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		m := src
+		if strings.HasSuffix(path, "_test.go") {
+			m = tests
+		}
+		if m[dir] == nil {
+			m[dir] = map[string]bool{}
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			m[dir][p] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, tests
+}
+
+func internalImports(imports map[string]bool) []string {
+	var out []string
+	for p := range imports {
+		if p == module || strings.HasPrefix(p, module+"/") {
+			out = append(out, strings.TrimPrefix(strings.TrimPrefix(p, module), "/"))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func under(pkg, root string) bool { return pkg == root || strings.HasPrefix(pkg, root+"/") }
+
+// TestImportGraph enforces the rules drawn in doc.go.
+func TestImportGraph(t *testing.T) {
+	src, tests := pkgImports(t)
+	if len(src) < 8 {
+		t.Fatalf("found only %d packages; is the test running at the repository root?", len(src))
+	}
+	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss"}
+	for pkg, imps := range src {
+		internal := internalImports(imps)
+		for _, leaf := range leaves {
+			if under(pkg, leaf) {
+				for _, p := range internal {
+					if !under(p, leaf) {
+						t.Errorf("%s is a leaf but imports %s", pkg, p)
+					}
+				}
+			}
+		}
+		for _, p := range internal {
+			switch {
+			case (under(pkg, "index") || under(pkg, "search")) && under(p, "clipnpu"):
+				t.Errorf("%s imports %s: index and search declare the encoder interfaces they need", pkg, p)
+			case under(pkg, "clipnpu") && (p == "tokenizer" || p == "preprocess" || p == "index" || p == "store" || p == "search" || under(p, "cmd")):
+				t.Errorf("%s imports %s: clipnpu takes ids and tensors, nothing above it", pkg, p)
+			case under(p, "cmd") || under(p, "examples"):
+				t.Errorf("%s imports %s: commands are not libraries", pkg, p)
+			}
+		}
+		library := !under(pkg, "cmd") && !under(pkg, "examples")
+		for p := range imps {
+			if library && (strings.HasPrefix(p, "github.com/spf13/") || strings.HasPrefix(p, "github.com/schollz/progressbar") || p == "flag") {
+				t.Errorf("%s imports %s: only cmd/clipidx parses flags and draws progress bars", pkg, p)
+			}
+		}
+		base := filepath.Base(pkg)
+		if base == "util" || base == "utils" || base == "common" || base == "helpers" {
+			t.Errorf("package %s: no util/common/helpers packages", pkg)
+		}
+	}
+	for _, m := range []map[string]map[string]bool{src, tests} {
+		for pkg, imps := range m {
+			if imps["go.etcd.io/bbolt"] && !under(pkg, "store") {
+				t.Errorf("%s imports go.etcd.io/bbolt: only store may", pkg)
+			}
+		}
+	}
+}
+
+// TestNoCgo keeps the default build free of cgo.
+func TestNoCgo(t *testing.T) {
+	src, _ := pkgImports(t)
+	for pkg, imps := range src {
+		if imps["C"] {
+			t.Errorf("%s uses cgo (import \"C\"); the default build has none", pkg)
+		}
+	}
+	if _, err := os.Stat("go.mod"); err != nil {
+		t.Fatal(err)
+	}
+}
