@@ -1,0 +1,62 @@
+//go:build linux
+
+package rss
+
+import "testing"
+
+func TestParseStatus(t *testing.T) {
+	status := []byte("Name:\tclipidx\nVmPeak:\t  200 kB\nVmHWM:\t    1536 kB\nVmRSS:\t     512 kB\nThreads:\t3\n")
+	tests := []struct {
+		name string
+		data []byte
+		key  string
+		want int64
+		err  bool
+	}{
+		{"hwm", status, "VmHWM:", 1536 * 1024, false},
+		{"rss", status, "VmRSS:", 512 * 1024, false},
+		{"no unit", status, "Threads:", 3, false},
+		{"missing", status, "VmSwap:", 0, true},
+		{"empty value", []byte("VmHWM:\n"), "VmHWM:", 0, true},
+		{"bad number", []byte("VmHWM: x kB\n"), "VmHWM:", 0, true},
+		{"negative", []byte("VmHWM: -4 kB\n"), "VmHWM:", 0, true},
+		{"bad unit", []byte("VmHWM: 4 pages\n"), "VmHWM:", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseStatus(tc.data, tc.key)
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			if got != tc.want {
+				t.Fatalf("got %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPeakGrows touches 64 MiB and checks that the high-water mark covers it
+// and never falls below the current RSS.
+func TestPeakGrows(t *testing.T) {
+	const n = 64 << 20
+	buf := make([]byte, n)
+	for i := 0; i < n; i += 4096 {
+		buf[i] = 1
+	}
+	// Current first: the peak read after it can only be higher.
+	c, err := Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Peak()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p < n {
+		t.Fatalf("peak %d bytes after touching %d", p, n)
+	}
+	if p < c {
+		t.Fatalf("peak %d below current %d", p, c)
+	}
+	_ = buf[n-1]
+}
