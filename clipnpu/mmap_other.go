@@ -1,0 +1,15 @@
+//go:build !unix
+
+package clipnpu
+
+import "os"
+
+// mapFile reads the whole file into memory on systems without mmap support
+// in golang.org/x/sys/unix (Windows, Plan 9, wasm).
+func mapFile(path string) (*mapping, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &mapping{data: data}, nil
+}
