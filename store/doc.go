@@ -1,4 +1,42 @@
 // Package store owns the on-disk index: a bbolt file holding L2-normalised
 // vectors, file records and the model identity. It is the only package that
 // imports go.etcd.io/bbolt.
+//
+// # Layout (schema version 1)
+//
+//	meta    "schema" u32, "identity" JSON, "next" u64 (next fresh vector id),
+//	        "images"/"failed" u64 counters, "last_build" JSON
+//	files   absolute path → record: size, mtime (ns), SHA-256 of the bytes,
+//	        vector id (0 = none) and the failure reason of a failed file
+//	refs    vector id (u64 BE) ‖ path → nothing: which files use a vector
+//	hashes  SHA-256 → vector id: content already embedded (reuse, no model)
+//	vecs    vector id → SHA-256: the content a vector was computed from
+//	chunks  chunk number (u32 BE) → ChunkSlots vectors laid out contiguously
+//	free    vector id → nothing: slots freed by garbage collection, reused first
+//	gc      vector id → nothing: vectors that lost their last file; GC frees them
+//
+// A chunk value is [live bitmap ChunkSlots/8 bytes][hi: ChunkSlots·D u16]
+// [lo: ChunkSlots·D u16]. Each float32 component is split into its upper 16
+// bits rounded half up (a bfloat16, "hi") and its lower 16 bits ("lo"), so
+// the chunk holds every vector exactly (4 bytes a component, as float32) but
+// a search scans only the hi half sequentially and re-ranks the few top
+// candidates exactly from hi+lo. See Join and the search package.
+//
+// # Concurrency
+//
+// bbolt holds an exclusive file lock while a database is open read-write,
+// and readers would block for as long as it stays open. A Writer therefore
+// opens the file read-write only for the duration of one Commit and closes it
+// again; Readers open read-only (a shared lock) with a timeout, so a search
+// or status waits at most for one commit, never for a whole build. A separate
+// lock file (path + ".lock") keeps two builds from running at once.
+//
+// # Crash safety
+//
+// Every Commit is one bbolt transaction (fsynced), so after a crash the file
+// holds exactly the batches committed before it. A vector whose last file
+// went away is not freed at once but listed in the gc bucket and freed by
+// Writer.GC at the end of a build: until then a file seen later in the same
+// build with that content can still reuse it. Check verifies every
+// invariant.
 package store

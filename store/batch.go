@@ -1,0 +1,306 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Batch is an ordered list of changes committed in one transaction.
+type Batch struct {
+	ops []op
+}
+
+type opKind uint8
+
+const (
+	opPut opKind = iota
+	opDelete
+)
+
+type op struct {
+	kind opKind
+	path string
+	file File
+	vec  []float32
+}
+
+// Put records path as indexed with content f.Hash. When vec is nil the
+// vector stored for that hash is reused (Commit fails with ErrNoVector when
+// there is none); otherwise vec (length Dim, normalised by the store) is
+// stored, unless a vector for the same hash exists already, which is reused.
+// A File with a non-empty Err records a failure instead, and vec is ignored.
+func (b *Batch) Put(path string, f File, vec []float32) {
+	f.Vec = 0
+	b.ops = append(b.ops, op{kind: opPut, path: path, file: f, vec: vec})
+}
+
+// Delete forgets path. Its vector is freed by the next GC if no other file
+// uses it.
+func (b *Batch) Delete(path string) {
+	b.ops = append(b.ops, op{kind: opDelete, path: path})
+}
+
+// Len is the number of changes in the batch.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// Reset empties the batch for reuse.
+func (b *Batch) Reset() { b.ops = b.ops[:0] }
+
+// wtx wraps a read-write transaction with the buckets and the dimension.
+type wtx struct {
+	tx                                                *bolt.Tx
+	meta, files, refs, hashes, vecs, chunks, free, gc *bolt.Bucket
+	dim                                               int
+	chunk                                             map[uint32][]byte // modified chunk copies, written at flush
+	images, failed                                    int64             // counter deltas
+}
+
+func newWtx(tx *bolt.Tx, dim int) *wtx {
+	return &wtx{
+		tx: tx, dim: dim,
+		meta: tx.Bucket(bMeta), files: tx.Bucket(bFiles), refs: tx.Bucket(bRefs),
+		hashes: tx.Bucket(bHashes), vecs: tx.Bucket(bVecs), chunks: tx.Bucket(bChunks),
+		free: tx.Bucket(bFree), gc: tx.Bucket(bGC),
+		chunk: map[uint32][]byte{},
+	}
+}
+
+func (w *wtx) apply(o op) error {
+	switch o.kind {
+	case opDelete:
+		old, ok, err := w.getFile(o.path)
+		if err != nil || !ok {
+			return err
+		}
+		if err := w.unref(o.path, old); err != nil {
+			return err
+		}
+		return w.files.Delete([]byte(o.path))
+	case opPut:
+		old, ok, err := w.getFile(o.path)
+		if err != nil {
+			return err
+		}
+		f := o.file
+		if f.Err == "" {
+			id, err := w.resolve(f.Hash, o.vec)
+			if err != nil {
+				return fmt.Errorf("%s: %w", o.path, err)
+			}
+			f.Vec = id
+		}
+		if ok {
+			if old.Vec == f.Vec && f.Vec != 0 {
+				// Same content: only the stat changed; keep the ref.
+				return w.files.Put([]byte(o.path), encodeFile(f))
+			}
+			if err := w.unref(o.path, old); err != nil {
+				return err
+			}
+		}
+		if f.Vec != 0 {
+			if err := w.refs.Put(refKey(f.Vec, o.path), nil); err != nil {
+				return err
+			}
+			// A vector queued for GC is alive again.
+			if err := w.gc.Delete(u64(uint64(f.Vec))); err != nil {
+				return err
+			}
+			w.images++
+		} else {
+			w.failed++
+		}
+		return w.files.Put([]byte(o.path), encodeFile(f))
+	}
+	return nil
+}
+
+func (w *wtx) getFile(path string) (File, bool, error) {
+	v := w.files.Get([]byte(path))
+	if v == nil {
+		return File{}, false, nil
+	}
+	f, err := decodeFile(v)
+	if err != nil {
+		return f, false, fmt.Errorf("record of %s: %w", path, err)
+	}
+	return f, true, nil
+}
+
+// unref drops the link from path to its old vector (or its failure count).
+func (w *wtx) unref(path string, old File) error {
+	if old.Vec == 0 {
+		w.failed--
+		return nil
+	}
+	w.images--
+	if err := w.refs.Delete(refKey(old.Vec, path)); err != nil {
+		return err
+	}
+	prefix := u64(uint64(old.Vec))
+	if k, _ := w.refs.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+		return nil // still used by another file
+	}
+	return w.gc.Put(prefix, nil)
+}
+
+// resolve returns the vector id for content h, storing vec when needed.
+func (w *wtx) resolve(h Hash, vec []float32) (VecID, error) {
+	if v := w.hashes.Get(h[:]); v != nil {
+		return VecID(getU64(v)), nil
+	}
+	if vec == nil {
+		return 0, ErrNoVector
+	}
+	unit, err := normalized(vec, w.dim)
+	if err != nil {
+		return 0, err
+	}
+	id, err := w.alloc()
+	if err != nil {
+		return 0, err
+	}
+	if err := w.writeSlot(id, unit, true); err != nil {
+		return 0, err
+	}
+	if err := w.hashes.Put(h[:], u64(uint64(id))); err != nil {
+		return 0, err
+	}
+	return id, w.vecs.Put(u64(uint64(id)), h[:])
+}
+
+func normalized(v []float32, dim int) ([]float32, error) {
+	if len(v) != dim {
+		return nil, fmt.Errorf("%w: length %d, want %d", ErrBadVector, len(v), dim)
+	}
+	var s float64
+	for _, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("%w: not finite", ErrBadVector)
+		}
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return nil, fmt.Errorf("%w: zero norm", ErrBadVector)
+	}
+	inv := 1 / math.Sqrt(s)
+	out := make([]float32, dim)
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out, nil
+}
+
+// alloc takes a freed slot if there is one, else a fresh id.
+func (w *wtx) alloc() (VecID, error) {
+	if k, _ := w.free.Cursor().First(); k != nil {
+		id := VecID(getU64(k))
+		return id, w.free.Delete(k)
+	}
+	next := getU64(w.meta.Get(kNext))
+	if next == 0 {
+		next = 1
+	}
+	return VecID(next), w.meta.Put(kNext, u64(next+1))
+}
+
+// chunkFor returns a writable copy of the chunk holding id.
+func (w *wtx) chunkFor(id VecID) ([]byte, int) {
+	c := uint32((id - 1) / ChunkSlots)
+	slot := int((id - 1) % ChunkSlots)
+	buf, ok := w.chunk[c]
+	if !ok {
+		buf = make([]byte, chunkSize(w.dim))
+		copy(buf, w.chunks.Get(chunkKey(c)))
+		w.chunk[c] = buf
+	}
+	return buf, slot
+}
+
+// writeSlot stores unit in id's slot (live) or clears it (live false).
+func (w *wtx) writeSlot(id VecID, unit []float32, live bool) error {
+	buf, slot := w.chunkFor(id)
+	bit := byte(1) << (slot % 8)
+	if live {
+		buf[slot/8] |= bit
+	} else {
+		buf[slot/8] &^= bit
+	}
+	hiOff := ChunkSlots/8 + slot*w.dim*2
+	loOff := ChunkSlots/8 + ChunkSlots*w.dim*2 + slot*w.dim*2
+	for i := 0; i < w.dim; i++ {
+		var hi, lo uint16
+		if live {
+			hi, lo = Split(unit[i])
+		}
+		binary.LittleEndian.PutUint16(buf[hiOff+2*i:], hi)
+		binary.LittleEndian.PutUint16(buf[loOff+2*i:], lo)
+	}
+	return nil
+}
+
+// flush writes modified chunks and counters.
+func (w *wtx) flush() error {
+	for c, buf := range w.chunk {
+		if err := w.chunks.Put(chunkKey(c), buf); err != nil {
+			return err
+		}
+	}
+	for _, kv := range []struct {
+		k []byte
+		d int64
+	}{{kImages, w.images}, {kFailed, w.failed}} {
+		if kv.d == 0 {
+			continue
+		}
+		n := int64(getU64(w.meta.Get(kv.k))) + kv.d
+		if n < 0 {
+			return fmt.Errorf("%w: counter %s below zero", ErrCorrupt, kv.k)
+		}
+		if err := w.meta.Put(kv.k, u64(uint64(n))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collect frees every vector queued in the gc bucket that no file uses.
+func (w *wtx) collect() (int, error) {
+	var ids []VecID
+	c := w.gc.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		ids = append(ids, VecID(getU64(k)))
+	}
+	n := 0
+	for _, id := range ids {
+		key := u64(uint64(id))
+		if err := w.gc.Delete(key); err != nil {
+			return n, err
+		}
+		if k, _ := w.refs.Cursor().Seek(key); k != nil && bytes.HasPrefix(k, key) {
+			continue
+		}
+		h := w.vecs.Get(key)
+		if h == nil {
+			continue
+		}
+		if err := w.hashes.Delete(bytes.Clone(h)); err != nil {
+			return n, err
+		}
+		if err := w.vecs.Delete(key); err != nil {
+			return n, err
+		}
+		if err := w.writeSlot(id, nil, false); err != nil {
+			return n, err
+		}
+		if err := w.free.Put(key, nil); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,157 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Check verifies every invariant of the index and returns the problems
+// found, joined (nil when the index is sound):
+//
+//   - each file record decodes; an indexed file names a live vector whose
+//     content hash equals the file's, and a ref links them; a failed file
+//     has a reason and no vector;
+//   - each ref names an existing file record that points back at it;
+//   - each vector has at least one ref (no orphans, unless queued for GC
+//     when allowQueued), a hashes entry pointing back at it, a live chunk
+//     slot holding a unit vector, and is not in the free list;
+//   - each live slot has a vecs entry; each free id is dead; the meta
+//     counters match the records.
+func (s *Snapshot) Check(allowQueued bool) error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		if len(errs) < 100 {
+			errs = append(errs, fmt.Errorf(format, a...))
+		}
+	}
+	tx := s.tx
+	files, refs, hashes, vecs, free, gc := tx.Bucket(bFiles), tx.Bucket(bRefs), tx.Bucket(bHashes), tx.Bucket(bVecs), tx.Bucket(bFree), tx.Bucket(bGC)
+
+	images, failed := 0, 0
+	files.ForEach(func(k, v []byte) error {
+		f, err := decodeFile(v)
+		if err != nil {
+			bad("file %s: %v", k, err)
+			return nil
+		}
+		if f.Vec == 0 {
+			failed++
+			if f.Err == "" {
+				bad("file %s: no vector and no failure reason", k)
+			}
+			return nil
+		}
+		images++
+		if f.Err != "" {
+			bad("file %s: has vector %d and failure %q", k, f.Vec, f.Err)
+		}
+		if h := vecs.Get(u64(uint64(f.Vec))); h == nil {
+			bad("file %s: vector %d missing", k, f.Vec)
+		} else if !bytes.Equal(h, f.Hash[:]) {
+			bad("file %s: content hash differs from vector %d's", k, f.Vec)
+		}
+		if refs.Get(refKey(f.Vec, string(k))) == nil {
+			bad("file %s: ref to vector %d missing", k, f.Vec)
+		}
+		return nil
+	})
+	m := tx.Bucket(bMeta)
+	if n := int(getU64(m.Get(kImages))); n != images {
+		bad("meta: images counter %d, records say %d", n, images)
+	}
+	if n := int(getU64(m.Get(kFailed))); n != failed {
+		bad("meta: failed counter %d, records say %d", n, failed)
+	}
+
+	refCount := map[VecID]int{}
+	refs.ForEach(func(k, _ []byte) error {
+		if len(k) < 9 {
+			bad("ref %x: too short", k)
+			return nil
+		}
+		id, path := VecID(binary.BigEndian.Uint64(k)), string(k[8:])
+		refCount[id]++
+		v := files.Get([]byte(path))
+		if v == nil {
+			bad("ref %d → %s: no such file", id, path)
+			return nil
+		}
+		if f, err := decodeFile(v); err == nil && f.Vec != id {
+			bad("ref %d → %s: file points at vector %d", id, path, f.Vec)
+		}
+		return nil
+	})
+
+	next := VecID(getU64(m.Get(kNext)))
+	vecs.ForEach(func(k, h []byte) error {
+		id := VecID(getU64(k))
+		if id == 0 || id >= next {
+			bad("vector %d: outside allocated range [1,%d)", id, next)
+		}
+		if refCount[id] == 0 && !(allowQueued && gc.Get(k) != nil) {
+			bad("vector %d: orphan (no file uses it)", id)
+		}
+		if hv := hashes.Get(h); hv == nil || VecID(getU64(hv)) != id {
+			bad("vector %d: hashes entry missing or points elsewhere", id)
+		}
+		if free.Get(k) != nil {
+			bad("vector %d: also in the free list", id)
+		}
+		v := s.Vector(id)
+		if v == nil {
+			bad("vector %d: chunk slot not live", id)
+			return nil
+		}
+		var ss float64
+		for _, x := range v {
+			ss += float64(x) * float64(x)
+		}
+		if math.Abs(ss-1) > 1e-4 {
+			bad("vector %d: norm² %.6f, want 1", id, ss)
+		}
+		return nil
+	})
+	hashes.ForEach(func(h, v []byte) error {
+		if hv := vecs.Get(v); hv == nil || !bytes.Equal(hv, h) {
+			bad("hash %x: vector %d missing or computed from other content", h[:6], getU64(v))
+		}
+		return nil
+	})
+	chunks, err := s.Chunks()
+	if err != nil {
+		bad("%v", err)
+	}
+	for _, c := range chunks {
+		for i := 0; i < ChunkSlots; i++ {
+			id := c.First + VecID(i)
+			key := u64(uint64(id))
+			if c.Live(i) && vecs.Get(key) == nil {
+				bad("chunk slot %d: live without a vector", id)
+			}
+			if !c.Live(i) && free.Get(key) == nil && id < next {
+				bad("chunk slot %d: dead but not in the free list", id)
+			}
+		}
+	}
+	free.ForEach(func(k, _ []byte) error {
+		if s.Vector(VecID(getU64(k))) != nil {
+			bad("free id %d: slot still live", getU64(k))
+		}
+		return nil
+	})
+	return errors.Join(errs...)
+}
+
+// Check opens the index at path read-only and runs Snapshot.Check with
+// allowQueued false: a finished build leaves no orphan.
+func Check(path string) error {
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.View(func(s *Snapshot) error { return s.Check(false) })
+}

@@ -1,0 +1,269 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// DefaultTimeout bounds how long an open waits for another process's lock.
+// Builds hold the write lock only for one commit, so this is generous.
+const DefaultTimeout = 30 * time.Second
+
+// ErrBusy is returned when the index stayed locked for longer than the
+// timeout (a very long commit, or a foreign process holding the file).
+var ErrBusy = errors.New("index is locked by another process")
+
+func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, error) {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if readOnly {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", path, ErrNoIndex)
+		}
+	}
+	db, err := bolt.Open(path, 0o644, &bolt.Options{
+		Timeout:      timeout,
+		ReadOnly:     readOnly,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w (waited %v)", path, ErrBusy, timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// readMeta checks the schema and returns the identity (zero if unset).
+func readMeta(tx *bolt.Tx) (Identity, error) {
+	var id Identity
+	m := tx.Bucket(bMeta)
+	if m == nil {
+		return id, ErrSchema
+	}
+	if v := getU64(append(make([]byte, 4), m.Get(kSchema)...)); v != SchemaVersion {
+		return id, fmt.Errorf("%w: file has version %d, this clipidx writes %d; rebuild with `clipidx build --reindex DIR...`", ErrSchema, v, SchemaVersion)
+	}
+	for _, b := range allBuckets {
+		if tx.Bucket(b) == nil {
+			return id, fmt.Errorf("%w: bucket %s missing", ErrSchema, b)
+		}
+	}
+	if v := m.Get(kIdentity); v != nil {
+		if err := json.Unmarshal(v, &id); err != nil {
+			return id, fmt.Errorf("%w: identity: %v", ErrCorrupt, err)
+		}
+	}
+	return id, nil
+}
+
+// initialize creates the buckets of an empty file, or wipes every bucket
+// when reset is true, and records the schema and identity.
+func initialize(tx *bolt.Tx, id Identity, reset bool) error {
+	for _, b := range allBuckets {
+		if reset && tx.Bucket(b) != nil {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	m := tx.Bucket(bMeta)
+	if err := m.Put(kSchema, []byte{0, 0, 0, SchemaVersion}); err != nil {
+		return err
+	}
+	js, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	return m.Put(kIdentity, js)
+}
+
+// Reader is a read-only handle: a shared lock that never blocks a build for
+// longer than one View.
+type Reader struct {
+	db   *bolt.DB
+	path string
+}
+
+// ReaderOptions configures OpenReader. The zero value waits DefaultTimeout.
+type ReaderOptions struct {
+	Timeout time.Duration
+}
+
+// OpenReader opens an existing index read-only. It returns an error
+// wrapping ErrNoIndex when the file does not exist and ErrSchema when it is
+// not a clipidx index of this schema version.
+func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
+	db, err := openBolt(path, true, opts.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{db: db, path: path}
+	if err := db.View(func(tx *bolt.Tx) error { _, err := readMeta(tx); return err }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// View runs fn on a consistent snapshot. Slices handed out by the snapshot
+// are valid only until fn returns.
+func (r *Reader) View(fn func(s *Snapshot) error) error {
+	return r.db.View(func(tx *bolt.Tx) error {
+		id, err := readMeta(tx)
+		if err != nil {
+			return err
+		}
+		return fn(&Snapshot{tx: tx, id: id})
+	})
+}
+
+// Close releases the shared lock.
+func (r *Reader) Close() error { return r.db.Close() }
+
+// WriterOptions configures OpenWriter; the zero value works.
+type WriterOptions struct {
+	// Reindex wipes an index built with another model (or schema) instead of
+	// refusing with ErrModelMismatch.
+	Reindex bool
+	// Timeout bounds the wait for readers' shared locks at each commit.
+	Timeout time.Duration
+	// NoSync skips fsync at commit (for benchmarks only: a crash may then
+	// corrupt the file).
+	NoSync bool
+}
+
+// Writer adds and removes files. It holds the build lock from OpenWriter to
+// Close, but the database itself only during each call.
+type Writer struct {
+	path string
+	id   Identity
+	opts WriterOptions
+	lock *os.File
+}
+
+// OpenWriter takes the build lock for path, creates the index if needed and
+// checks that it was built with identity id. It returns ErrBuildRunning when
+// another build runs, ErrModelMismatch or ErrSchema (unless opts.Reindex).
+func OpenWriter(path string, id Identity, opts WriterOptions) (*Writer, error) {
+	if id.Dim <= 0 {
+		return nil, fmt.Errorf("%w: dimension %d", ErrBadVector, id.Dim)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockFile(path + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{path: path, id: id, opts: opts, lock: lock}
+	err = w.update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bMeta) == nil {
+			return initialize(tx, id, false)
+		}
+		have, err := readMeta(tx)
+		if err == nil {
+			err = have.Compatible(id, false)
+		}
+		if err != nil && opts.Reindex {
+			return initialize(tx, id, true)
+		}
+		return err
+	})
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
+	db, err := openBolt(w.path, false, w.opts.Timeout)
+	if err != nil {
+		return err
+	}
+	db.NoSync = w.opts.NoSync
+	err = db.Update(fn)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Identity is the identity the index was opened with.
+func (w *Writer) Identity() Identity { return w.id }
+
+// Path is the index file.
+func (w *Writer) Path() string { return w.path }
+
+// Commit applies b in one transaction, in order. Nothing of b is stored
+// when it returns an error.
+func (w *Writer) Commit(b *Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	return w.update(func(tx *bolt.Tx) error {
+		t := newWtx(tx, w.id.Dim)
+		for _, o := range b.ops {
+			if err := t.apply(o); err != nil {
+				return err
+			}
+		}
+		return t.flush()
+	})
+}
+
+// GC frees vectors no file uses any more and returns how many.
+func (w *Writer) GC() (int, error) {
+	var n int
+	err := w.update(func(tx *bolt.Tx) error {
+		t := newWtx(tx, w.id.Dim)
+		var err error
+		if n, err = t.collect(); err != nil {
+			return err
+		}
+		return t.flush()
+	})
+	return n, err
+}
+
+// Finish records the end of a build.
+func (w *Writer) Finish(lb LastBuild) error {
+	js, err := json.Marshal(lb)
+	if err != nil {
+		return err
+	}
+	return w.update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(kLastBuild, js) })
+}
+
+// View runs fn on a read-only snapshot (a shared lock for its duration).
+func (w *Writer) View(fn func(s *Snapshot) error) error {
+	r, err := OpenReader(w.path, ReaderOptions{Timeout: w.opts.Timeout})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.View(fn)
+}
+
+// Close releases the build lock.
+func (w *Writer) Close() error {
+	if w.lock == nil {
+		return nil
+	}
+	err := unlockFile(w.lock)
+	w.lock = nil
+	return err
+}

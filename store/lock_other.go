@@ -1,0 +1,13 @@
+//go:build !unix
+
+package store
+
+import "os"
+
+// lockFile on systems without flock only creates the file: two concurrent
+// builds are not prevented there (each commit is still atomic).
+func lockFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+}
+
+func unlockFile(f *os.File) error { return f.Close() }

@@ -1,0 +1,201 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// SchemaVersion is the layout version written to and required from the meta
+// bucket. It changes whenever the layout described in the package doc does.
+const SchemaVersion = 1
+
+// ChunkSlots is the number of vectors held by one chunk value.
+const ChunkSlots = 256
+
+// Bucket and key names.
+var (
+	bMeta   = []byte("meta")
+	bFiles  = []byte("files")
+	bRefs   = []byte("refs")
+	bHashes = []byte("hashes")
+	bVecs   = []byte("vecs")
+	bChunks = []byte("chunks")
+	bFree   = []byte("free")
+	bGC     = []byte("gc")
+
+	allBuckets = [][]byte{bMeta, bFiles, bRefs, bHashes, bVecs, bChunks, bFree, bGC}
+
+	kSchema    = []byte("schema")
+	kIdentity  = []byte("identity")
+	kNext      = []byte("next")
+	kImages    = []byte("images")
+	kFailed    = []byte("failed")
+	kLastBuild = []byte("last_build")
+)
+
+var (
+	// ErrNoIndex is returned when the index file does not exist yet.
+	ErrNoIndex = errors.New("no index yet: run clipidx build")
+	// ErrSchema is returned when the file was written with another schema
+	// version (or is not a clipidx index).
+	ErrSchema = errors.New("index schema version mismatch")
+	// ErrModelMismatch is returned when the index was built with another model,
+	// dimension, preprocessing version or EXIF setting than the one in use.
+	ErrModelMismatch = errors.New("index was built with a different model")
+	// ErrBuildRunning is returned when another build holds the build lock.
+	ErrBuildRunning = errors.New("another build is running on this index")
+	// ErrNoVector is returned by Commit when a Put without a vector names a
+	// content hash the index does not hold.
+	ErrNoVector = errors.New("no stored vector for this content")
+	// ErrBadVector is returned when a vector has the wrong length, is not
+	// finite or has zero norm.
+	ErrBadVector = errors.New("invalid vector")
+	// ErrCorrupt is returned when a record cannot be decoded.
+	ErrCorrupt = errors.New("index record corrupt")
+)
+
+// Identity names the model and pipeline the vectors come from. Two indexes
+// may be mixed only when every field matches.
+type Identity struct {
+	Model       string `json:"model"`
+	WeightsHash string `json:"weights_hash,omitempty"`
+	Dim         int    `json:"dim"`
+	Preprocess  string `json:"preprocess"`
+	EXIF        bool   `json:"exif"`
+}
+
+// Compatible returns nil when vectors computed under want may be stored in
+// (or searched against) an index built under have. Text queries pass
+// textOnly, which ignores the image preprocessing fields.
+func (have Identity) Compatible(want Identity, textOnly bool) error {
+	var diff []string
+	if have.Model != want.Model {
+		diff = append(diff, fmt.Sprintf("model %q, not %q", have.Model, want.Model))
+	}
+	if have.WeightsHash != want.WeightsHash && have.WeightsHash != "" && want.WeightsHash != "" {
+		diff = append(diff, fmt.Sprintf("weights %.12s, not %.12s", have.WeightsHash, want.WeightsHash))
+	}
+	if have.Dim != want.Dim {
+		diff = append(diff, fmt.Sprintf("dimension %d, not %d", have.Dim, want.Dim))
+	}
+	if !textOnly {
+		if have.Preprocess != want.Preprocess {
+			diff = append(diff, fmt.Sprintf("preprocessing %q, not %q", have.Preprocess, want.Preprocess))
+		}
+		if have.EXIF != want.EXIF {
+			diff = append(diff, fmt.Sprintf("EXIF orientation %v, not %v", have.EXIF, want.EXIF))
+		}
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the index has %s; rebuild it with `clipidx build --reindex DIR...` or pass the matching --model", ErrModelMismatch, joinComma(diff))
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+// Hash is the SHA-256 of a file's bytes.
+type Hash [32]byte
+
+// VecID names a stored vector; 0 means none. Vector id n lives in slot
+// (n-1) % ChunkSlots of chunk (n-1) / ChunkSlots.
+type VecID uint64
+
+// File is what the index knows about one file.
+type File struct {
+	Size    int64
+	MtimeNs int64
+	Hash    Hash   // zero when the file could not be read
+	Vec     VecID  // 0 for a failed file
+	Err     string // failure reason; "" for an indexed file
+}
+
+// Failed reports whether the file is recorded as a failure.
+func (f File) Failed() bool { return f.Vec == 0 }
+
+const recVersion = 1
+
+func encodeFile(f File) []byte {
+	b := make([]byte, 0, 1+8+8+32+8+binary.MaxVarintLen64+len(f.Err))
+	b = append(b, recVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(f.Size))
+	b = binary.BigEndian.AppendUint64(b, uint64(f.MtimeNs))
+	b = append(b, f.Hash[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(f.Vec))
+	b = binary.AppendUvarint(b, uint64(len(f.Err)))
+	return append(b, f.Err...)
+}
+
+func decodeFile(b []byte) (File, error) {
+	var f File
+	if len(b) < 1+8+8+32+8+1 || b[0] != recVersion {
+		return f, ErrCorrupt
+	}
+	f.Size = int64(binary.BigEndian.Uint64(b[1:]))
+	f.MtimeNs = int64(binary.BigEndian.Uint64(b[9:]))
+	copy(f.Hash[:], b[17:49])
+	f.Vec = VecID(binary.BigEndian.Uint64(b[49:]))
+	n, k := binary.Uvarint(b[57:])
+	if k <= 0 || uint64(len(b)-57-k) != n {
+		return f, ErrCorrupt
+	}
+	f.Err = string(b[57+k:])
+	return f, nil
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func getU64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func refKey(id VecID, path string) []byte {
+	return append(u64(uint64(id)), path...)
+}
+
+func chunkKey(c uint32) []byte { return binary.BigEndian.AppendUint32(nil, c) }
+
+// chunkSize is the byte length of one chunk value for dimension dim.
+func chunkSize(dim int) int { return ChunkSlots/8 + 2*ChunkSlots*dim*2 }
+
+// Split divides a float32 into its upper 16 bits rounded half up (a
+// bfloat16 approximation within 2⁻⁸ relative) and its lower 16 bits, such
+// that Join(Split(x)) == x bit for bit for every finite x.
+func Split(x float32) (hi, lo uint16) {
+	b := math.Float32bits(x)
+	hi = uint16(b >> 16)
+	lo = uint16(b)
+	if lo >= 0x8000 {
+		hi++ // one more unit in magnitude, for either sign
+	}
+	return hi, lo
+}
+
+// Join reverses Split.
+func Join(hi, lo uint16) float32 {
+	t := hi - lo>>15
+	return math.Float32frombits(uint32(t)<<16 | uint32(lo))
+}
+
+// LastBuild records the end of a build in the meta bucket.
+type LastBuild struct {
+	Time     string          `json:"time"` // RFC 3339, UTC
+	Roots    []string        `json:"roots,omitempty"`
+	Complete bool            `json:"complete"`
+	Summary  json.RawMessage `json:"summary,omitempty"`
+}

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Snapshot is a consistent read-only view of the index, valid inside
+// Reader.View (or Writer.View) only.
+type Snapshot struct {
+	tx *bolt.Tx
+	id Identity
+}
+
+// Identity is the model identity recorded in the index.
+func (s *Snapshot) Identity() Identity { return s.id }
+
+// Dim is the vector dimension.
+func (s *Snapshot) Dim() int { return s.id.Dim }
+
+// Stats summarises the index.
+type Stats struct {
+	Images    int        // files with a vector
+	Failed    int        // files recorded as failures
+	Vectors   int        // distinct stored vectors
+	Bytes     int64      // size of the database file
+	LastBuild *LastBuild // nil before the first finished build
+}
+
+// Stats reads the counters kept in the meta bucket (no scan).
+func (s *Snapshot) Stats() (Stats, error) {
+	m := s.tx.Bucket(bMeta)
+	st := Stats{
+		Images:  int(getU64(m.Get(kImages))),
+		Failed:  int(getU64(m.Get(kFailed))),
+		Vectors: s.tx.Bucket(bVecs).Stats().KeyN,
+		Bytes:   s.tx.Size(),
+	}
+	if fi, err := os.Stat(s.tx.DB().Path()); err == nil {
+		st.Bytes = fi.Size()
+	}
+	if v := m.Get(kLastBuild); v != nil {
+		st.LastBuild = new(LastBuild)
+		if err := json.Unmarshal(v, st.LastBuild); err != nil {
+			return st, fmt.Errorf("%w: last build: %v", ErrCorrupt, err)
+		}
+	}
+	return st, nil
+}
+
+// Chunk is ChunkSlots contiguous vectors. Slot i holds vector First+i when
+// Live(i); Hi holds the rounded upper halves (bfloat16, little-endian u16)
+// of all slots back to back, Lo the lower halves. Both alias the database
+// map: read only, valid inside the View.
+type Chunk struct {
+	First VecID
+	live  []byte
+	Hi    []byte
+	Lo    []byte
+}
+
+// Live reports whether slot i holds a vector.
+func (c Chunk) Live(i int) bool { return c.live[i/8]&(1<<(i%8)) != 0 }
+
+// LiveCount is the number of live slots.
+func (c Chunk) LiveCount() int {
+	n := 0
+	for _, b := range c.live {
+		for ; b != 0; b &= b - 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// Chunks returns every chunk in id order.
+func (s *Snapshot) Chunks() ([]Chunk, error) {
+	var out []Chunk
+	want := chunkSize(s.id.Dim)
+	half := ChunkSlots * s.id.Dim * 2
+	c := s.tx.Bucket(bChunks).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != 4 || len(v) != want {
+			return nil, fmt.Errorf("%w: chunk %x has %d bytes, want %d", ErrCorrupt, k, len(v), want)
+		}
+		n := binary.BigEndian.Uint32(k)
+		out = append(out, Chunk{
+			First: VecID(uint64(n)*ChunkSlots + 1),
+			live:  v[:ChunkSlots/8],
+			Hi:    v[ChunkSlots/8 : ChunkSlots/8+half],
+			Lo:    v[ChunkSlots/8+half:],
+		})
+	}
+	return out, nil
+}
+
+// Vector returns vector id exactly (float32), or nil if it is not stored.
+func (s *Snapshot) Vector(id VecID) []float32 {
+	if id == 0 {
+		return nil
+	}
+	v := s.tx.Bucket(bChunks).Get(chunkKey(uint32((id - 1) / ChunkSlots)))
+	slot := int((id - 1) % ChunkSlots)
+	if len(v) != chunkSize(s.id.Dim) || v[slot/8]&(1<<(slot%8)) == 0 {
+		return nil
+	}
+	d := s.id.Dim
+	hi := v[ChunkSlots/8+slot*d*2:]
+	lo := v[ChunkSlots/8+ChunkSlots*d*2+slot*d*2:]
+	out := make([]float32, d)
+	for i := range out {
+		out[i] = Join(binary.LittleEndian.Uint16(hi[2*i:]), binary.LittleEndian.Uint16(lo[2*i:]))
+	}
+	return out
+}
+
+// VectorByHash returns the stored vector computed from content h.
+func (s *Snapshot) VectorByHash(h Hash) (VecID, []float32) {
+	v := s.tx.Bucket(bHashes).Get(h[:])
+	if v == nil {
+		return 0, nil
+	}
+	id := VecID(getU64(v))
+	return id, s.Vector(id)
+}
+
+// Paths returns the files using vector id, sorted.
+func (s *Snapshot) Paths(id VecID) []string {
+	prefix := u64(uint64(id))
+	var out []string
+	c := s.tx.Bucket(bRefs).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		out = append(out, string(k[8:]))
+	}
+	return out
+}
+
+// File returns the record of path.
+func (s *Snapshot) File(path string) (File, bool, error) {
+	v := s.tx.Bucket(bFiles).Get([]byte(path))
+	if v == nil {
+		return File{}, false, nil
+	}
+	f, err := decodeFile(v)
+	if err != nil {
+		return f, false, fmt.Errorf("record of %s: %w", path, err)
+	}
+	return f, true, nil
+}
+
+// Files calls fn for every file record whose path is dir itself or lies
+// under dir (every record when dir is ""), in path order.
+func (s *Snapshot) Files(dir string, fn func(path string, f File) error) error {
+	c := s.tx.Bucket(bFiles).Cursor()
+	visit := func(k, v []byte) error {
+		f, err := decodeFile(v)
+		if err != nil {
+			return fmt.Errorf("record of %s: %w", k, err)
+		}
+		return fn(string(k), f)
+	}
+	if dir == "" {
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if err := visit(k, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if k, v := c.Seek([]byte(dir)); k != nil && string(k) == dir {
+		if err := visit(k, v); err != nil {
+			return err
+		}
+	}
+	prefix := []byte(strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator))
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := visit(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Under reports whether path is dir or inside it (both absolute, clean).
+func Under(path, dir string) bool {
+	if path == dir {
+		return true
+	}
+	d := strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator)
+	return strings.HasPrefix(path, d)
+}

@@ -1,0 +1,305 @@
+package store
+
+import (
+	"crypto/sha256"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestSplitJoinExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := []float32{0, -0, 1, -1, 0.5, 1e-30, -1e-30, math.SmallestNonzeroFloat32, math.MaxFloat32 / 2,
+		math.Float32frombits(0x3f80_8000), math.Float32frombits(0xbf80_ffff), math.Float32frombits(0x3f7f_ffff)}
+	for range 100000 {
+		vals = append(vals, float32(r.NormFloat64()*0.05))
+	}
+	for _, x := range vals {
+		hi, lo := Split(x)
+		if got := Join(hi, lo); math.Float32bits(got) != math.Float32bits(x) {
+			t.Fatalf("Join(Split(%g)) = %g", x, got)
+		}
+		approx := math.Float32frombits(uint32(hi) << 16)
+		if d := math.Abs(float64(approx) - float64(x)); d > math.Abs(float64(x))/256+1e-38 {
+			t.Fatalf("hi of %g = %g, error %g over 2^-8 relative", x, approx, d)
+		}
+	}
+}
+
+func TestFileRecordRoundTrip(t *testing.T) {
+	for _, f := range []File{
+		{},
+		{Size: 12, MtimeNs: -5, Hash: Hash{1, 2, 3}, Vec: 77},
+		{Size: 1 << 40, MtimeNs: 1700000000123456789, Err: "decode: corrupt JPEG ✗"},
+	} {
+		got, err := decodeFile(encodeFile(f))
+		if err != nil || got != f {
+			t.Errorf("round trip %+v = %+v, %v", f, got, err)
+		}
+	}
+	for _, b := range [][]byte{nil, {2}, encodeFile(File{Err: "x"})[:58]} {
+		if _, err := decodeFile(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("decodeFile(%x) err = %v, want ErrCorrupt", b, err)
+		}
+	}
+}
+
+func FuzzDecodeFile(f *testing.F) {
+	f.Add(encodeFile(File{Size: 3, Err: "bad"}))
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := decodeFile(b)
+		if err == nil {
+			if again, err := decodeFile(encodeFile(rec)); err != nil || again != rec {
+				t.Fatalf("re-encode of %+v: %+v, %v", rec, again, err)
+			}
+		}
+	})
+}
+
+var testID = Identity{Model: "fake", WeightsHash: "abc", Dim: 8, Preprocess: "p1", EXIF: true}
+
+func vec(seed uint64, dim int) []float32 {
+	r := rand.New(rand.NewPCG(seed, 9))
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+func hashOf(s string) Hash { return sha256.Sum256([]byte(s)) }
+
+func openW(t *testing.T, path string) *Writer {
+	t.Helper()
+	w, err := OpenWriter(path, testID, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+func view(t *testing.T, path string, fn func(s *Snapshot)) {
+	t.Helper()
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.View(func(s *Snapshot) error { fn(s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustCheck(t *testing.T, path string, allowQueued bool) {
+	t.Helper()
+	view(t, path, func(s *Snapshot) {
+		if err := s.Check(allowQueued); err != nil {
+			t.Fatalf("check: %v", err)
+		}
+	})
+}
+
+func TestCommitReuseDeleteGC(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/p/a.jpg", File{Size: 1, Hash: hashOf("A")}, vec(1, 8))
+	b.Put("/p/b.jpg", File{Size: 1, Hash: hashOf("B")}, vec(2, 8))
+	b.Put("/p/a-copy.jpg", File{Size: 1, Hash: hashOf("A")}, nil) // reuse by hash
+	b.Put("/p/bad.jpg", File{Size: 0, Err: "empty file"}, nil)
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, path, false)
+	var idA VecID
+	view(t, path, func(s *Snapshot) {
+		st, _ := s.Stats()
+		if st.Images != 3 || st.Failed != 1 || st.Vectors != 2 {
+			t.Errorf("stats %+v, want 3 images, 1 failed, 2 vectors", st)
+		}
+		fa, _, _ := s.File("/p/a.jpg")
+		fc, _, _ := s.File("/p/a-copy.jpg")
+		if fa.Vec == 0 || fa.Vec != fc.Vec {
+			t.Errorf("duplicate content got vectors %d and %d", fa.Vec, fc.Vec)
+		}
+		idA = fa.Vec
+		if got := s.Paths(fa.Vec); !slices.Equal(got, []string{"/p/a-copy.jpg", "/p/a.jpg"}) {
+			t.Errorf("paths %v", got)
+		}
+		v := s.Vector(fa.Vec)
+		var n float64
+		for _, x := range v {
+			n += float64(x * x)
+		}
+		if math.Abs(n-1) > 1e-5 {
+			t.Errorf("stored vector norm² %g", n)
+		}
+	})
+
+	// Unknown content without a vector is refused, atomically.
+	b.Reset()
+	b.Put("/p/c.jpg", File{Hash: hashOf("C2")}, vec(5, 8))
+	b.Put("/p/d.jpg", File{Hash: hashOf("nope")}, nil)
+	if err := w.Commit(&b); !errors.Is(err, ErrNoVector) {
+		t.Fatalf("commit err %v, want ErrNoVector", err)
+	}
+	view(t, path, func(s *Snapshot) {
+		if _, ok, _ := s.File("/p/c.jpg"); ok {
+			t.Error("failed commit left a record behind")
+		}
+	})
+
+	// Delete both users of A: the vector is queued, then freed by GC, and its
+	// slot is reused by the next new vector.
+	b.Reset()
+	b.Delete("/p/a.jpg")
+	b.Delete("/p/a-copy.jpg")
+	b.Delete("/p/bad.jpg")
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, path, true)
+	view(t, path, func(s *Snapshot) {
+		if s.Check(false) == nil {
+			t.Error("check without allowQueued accepted a queued orphan")
+		}
+	})
+	if n, err := w.GC(); err != nil || n != 1 {
+		t.Fatalf("GC = %d, %v; want 1", n, err)
+	}
+	mustCheck(t, path, false)
+	b.Reset()
+	b.Put("/p/e.jpg", File{Hash: hashOf("E")}, vec(7, 8))
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	view(t, path, func(s *Snapshot) {
+		f, _, _ := s.File("/p/e.jpg")
+		if f.Vec != idA {
+			t.Errorf("new vector got id %d, want freed slot %d", f.Vec, idA)
+		}
+		st, _ := s.Stats()
+		if st.Images != 2 || st.Failed != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+	mustCheck(t, path, false)
+}
+
+func TestModifiedFileMovesToNewVector(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
+	w.Commit(&b)
+	b.Reset()
+	b.Put("/a", File{Hash: hashOf("2")}, vec(2, 8))
+	b.Put("/b", File{Hash: hashOf("1")}, nil) // reuse the vector /a just dropped
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := w.GC(); n != 0 {
+		t.Errorf("GC freed %d vectors still in use", n)
+	}
+	b.Reset()
+	b.Put("/a", File{Err: "corrupt"}, nil) // a modified file that now fails
+	w.Commit(&b)
+	if n, _ := w.GC(); n != 1 {
+		t.Errorf("GC freed %d, want 1", n)
+	}
+	mustCheck(t, path, false)
+}
+
+func TestIdentityMismatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
+	w.Commit(&b)
+	w.Close()
+	for _, tc := range []struct {
+		name string
+		mod  func(*Identity)
+	}{
+		{"model", func(i *Identity) { i.Model = "other" }},
+		{"dim", func(i *Identity) { i.Dim = 16 }},
+		{"preprocess", func(i *Identity) { i.Preprocess = "p2" }},
+		{"exif", func(i *Identity) { i.EXIF = false }},
+		{"weights", func(i *Identity) { i.WeightsHash = "def" }},
+	} {
+		id := testID
+		tc.mod(&id)
+		_, err := OpenWriter(path, id, WriterOptions{})
+		if !errors.Is(err, ErrModelMismatch) {
+			t.Errorf("%s: err %v, want ErrModelMismatch", tc.name, err)
+		}
+	}
+	id := testID
+	id.Dim = 4
+	w2, err := OpenWriter(path, id, WriterOptions{Reindex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.Close()
+	view(t, path, func(s *Snapshot) {
+		if st, _ := s.Stats(); st.Images != 0 || s.Dim() != 4 {
+			t.Errorf("reindex kept %d images, dim %d", st.Images, s.Dim())
+		}
+	})
+	mustCheck(t, path, false)
+}
+
+func TestBuildLockAndReaders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	if _, err := OpenReader(path, ReaderOptions{}); !errors.Is(err, ErrNoIndex) {
+		t.Errorf("reader on missing file: %v, want ErrNoIndex", err)
+	}
+	w := openW(t, path)
+	if _, err := OpenWriter(path, testID, WriterOptions{}); !errors.Is(err, ErrBuildRunning) {
+		t.Errorf("second writer: %v, want ErrBuildRunning", err)
+	}
+	// A reader opens fine while the build holds its lock between commits.
+	var b Batch
+	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
+	w.Commit(&b)
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ...and the build can still commit while the reader is open only if the
+	// reader is closed in time; here we close it first.
+	r.Close()
+	b.Reset()
+	b.Put("/b", File{Hash: hashOf("2")}, vec(2, 8))
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	w2, err := OpenWriter(path, testID, WriterOptions{})
+	if err != nil {
+		t.Fatalf("writer after close: %v", err)
+	}
+	w2.Close()
+}
+
+func TestFilesUnder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	for i, p := range []string{"/ph", "/ph-2/x", "/ph/a", "/ph/sub/b", "/ph.old/c", "/phz"} {
+		b.Put(p, File{Hash: hashOf(p)}, vec(uint64(i), 8))
+	}
+	w.Commit(&b)
+	view(t, path, func(s *Snapshot) {
+		var got []string
+		s.Files("/ph", func(p string, _ File) error { got = append(got, p); return nil })
+		if want := []string{"/ph", "/ph/a", "/ph/sub/b"}; !slices.Equal(got, want) {
+			t.Errorf("Files(/ph) = %v, want %v", got, want)
+		}
+	})
+}
