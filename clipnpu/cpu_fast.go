@@ -1,0 +1,377 @@
+package clipnpu
+
+// The fast CPU forward: the same math as the reference forward (ref.go),
+// laid out for speed. Every linear layer, and the patch embedding as a GEMM
+// over im2col'd patches, runs through internal/gemm's Pool.Linear on the
+// stored weights (16-bit matrices stay 16-bit and are widened while packing;
+// float32 matrices are views of the mapping). Attention runs one
+// (sequence, head) pair per task on the pool's workers with single-threaded
+// GEMMs for q·kᵀ (scale folded into alpha) and p·v. LayerNorm, softmax,
+// GELU and the residual adds are vectorised row by row (vek where it
+// serves) and split across the same workers with Pool.Parallel. Activation
+// buffers are allocated once for the largest chunk seen and reused; a pass
+// allocates only its result.
+//
+// Legend (per tower): n sequences in a chunk, T tokens per sequence (257
+// for ViT-H/14 images, 77 for text), H width, M MLP width, A heads,
+// d = H/A head width, D projection dim, R = n·T rows of the residual stream.
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/clipidx/clipidx/internal/gemm"
+	"github.com/viterin/vek/vek32"
+)
+
+func init() { newFastCPU = newFast }
+
+// Chunk sizes bound the activation memory: a call with more inputs runs in
+// chunks of at most this many (embeddings do not depend on their batch).
+const (
+	fastImageChunk = 8  // images: 8·257·5120·4 B ≈ 42 MB MLP buffer for ViT-H/14
+	fastTextChunk  = 32 // prompts: 32·77·4096·4 B ≈ 40 MB
+)
+
+// fastCPU is the fast Backend. It owns the model and the worker pool.
+type fastCPU struct {
+	m    *model
+	pool *gemm.Pool
+	vis  *fastTower // nil when the image tower was not loaded
+	txt  *fastTower // nil when the text tower was not loaded
+	// patch is the patch-embedding conv as a matrix [H, 3·P·P].
+	patch gemm.Matrix
+}
+
+// fastLayer is one encoder layer with its matrices as gemm views.
+type fastLayer struct {
+	ln1W, ln1B, ln2W, ln2B []float32
+	q, k, v, o, fc1, fc2   gemm.Matrix
+	qB, kB, vB, oB         []float32
+	fc1B, fc2B             []float32
+}
+
+// fastTower is one tower's weights as gemm views plus its reusable buffers.
+type fastTower struct {
+	T, H, M, A int
+	eps        float32
+	quick      bool // quick_gelu instead of exact GELU
+	causal     bool // text: token t attends to tokens ≤ t
+	colsPer    int  // vision: im2col values per image (G²·3·P²), kept in mlp
+	layers     []fastLayer
+	finW, finB []float32   // final LayerNorm (post_layernorm / final_layer_norm) [H]
+	proj       gemm.Matrix // [D, H], no bias
+
+	// Buffers for up to cap sequences, reused across passes.
+	cap              int
+	x                []float32 // residual stream [R, H]
+	h, q, k, v       []float32 // LayerNorm output / attention operands [R, H]
+	mlp              []float32 // MLP hidden [R, M]; also im2col and patch scratch
+	scores           []float32 // per worker [T, T]
+	pooled, pooledLN []float32 // [n, H]
+	aux              []float32 // per worker [M] scratch for quick_gelu
+}
+
+// fastMatrix views a weight tensor as a gemm.Matrix (no copy).
+func fastMatrix(t tensor) gemm.Matrix {
+	m := gemm.Matrix{Rows: t.rows, Cols: t.cols, F32: t.f32, U16: t.u16}
+	switch t.dtype {
+	case dtF16:
+		m.Dtype = gemm.F16
+	case dtBF16:
+		m.Dtype = gemm.BF16
+	default:
+		m.Dtype = gemm.F32
+	}
+	return m
+}
+
+func fastLayers(ls []layerWeights) []fastLayer {
+	out := make([]fastLayer, len(ls))
+	for i := range ls {
+		l := &ls[i]
+		out[i] = fastLayer{
+			ln1W: l.ln1W, ln1B: l.ln1B, ln2W: l.ln2W, ln2B: l.ln2B,
+			q: fastMatrix(l.q), k: fastMatrix(l.k), v: fastMatrix(l.v), o: fastMatrix(l.o),
+			fc1: fastMatrix(l.fc1), fc2: fastMatrix(l.fc2),
+			qB: l.qB, kB: l.kB, vB: l.vB, oB: l.oB, fc1B: l.fc1B, fc2B: l.fc2B,
+		}
+	}
+	return out
+}
+
+// newFast wraps m in the fast forward on a pool of threads workers
+// (0 = every core). It takes ownership of m.
+func newFast(m *model, threads int) (Backend, error) {
+	if m == nil {
+		return nil, fmt.Errorf("clipnpu: fast cpu: nil model")
+	}
+	f := &fastCPU{m: m, pool: gemm.NewPool(threads)}
+	if v := m.vision; v != nil {
+		c := m.cfg.Vision
+		f.vis = &fastTower{T: c.Tokens(), H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
+			quick: c.Act == "quick_gelu", layers: fastLayers(v.layers), finW: v.postW, finB: v.postB, proj: fastMatrix(v.proj)}
+		f.patch = fastMatrix(v.patch)
+		f.vis.colsPer = c.Grid() * c.Grid() * 3 * c.Patch * c.Patch
+	}
+	if t := m.text; t != nil {
+		c := m.cfg.Text
+		f.txt = &fastTower{T: c.Context, H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
+			quick: c.Act == "quick_gelu", causal: true, layers: fastLayers(t.layers), finW: t.finalW, finB: t.finalB, proj: fastMatrix(t.proj)}
+	}
+	return f, nil
+}
+
+func (f *fastCPU) Info() Info { return f.m.info(DeviceCPU) }
+
+func (f *fastCPU) Close() error {
+	if f.pool == nil {
+		return nil
+	}
+	f.pool.Close()
+	f.pool, f.vis, f.txt = nil, nil, nil
+	return f.m.close()
+}
+
+// EncodeImages embeds n images, pixels float32 [n, 3, S, S] → [n, D].
+func (f *fastCPU) EncodeImages(pixels []float32, n int) ([]float32, error) {
+	if f.pool == nil {
+		return nil, fmt.Errorf("clipnpu: encode images: backend is closed")
+	}
+	if f.vis == nil {
+		return nil, fmt.Errorf("encode images: %w (loaded for text only)", ErrNoTower)
+	}
+	S := f.m.cfg.Vision.ImageSize
+	per := 3 * S * S
+	if n < 0 || len(pixels) != n*per {
+		return nil, fmt.Errorf("clipnpu: encode images: %d pixel values for n=%d, want n·3·%d·%d", len(pixels), n, S, S)
+	}
+	D := f.m.cfg.ProjectionDim
+	out := make([]float32, n*D)
+	for lo := 0; lo < n; lo += fastImageChunk {
+		hi := min(n, lo+fastImageChunk)
+		f.images(out[lo*D:hi*D], pixels[lo*per:hi*per], hi-lo)
+	}
+	return out, nil
+}
+
+// EncodeTexts embeds n token sequences, ids int32 [n, T] → [n, D].
+func (f *fastCPU) EncodeTexts(ids []int32, n int) ([]float32, error) {
+	if f.pool == nil {
+		return nil, fmt.Errorf("clipnpu: encode texts: backend is closed")
+	}
+	if f.txt == nil {
+		return nil, fmt.Errorf("encode texts: %w (loaded for images only)", ErrNoTower)
+	}
+	T, V := f.txt.T, f.m.cfg.Text.Vocab
+	if n < 0 || len(ids) != n*T {
+		return nil, fmt.Errorf("clipnpu: encode texts: %d ids for n=%d, want n·%d", len(ids), n, T)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= V {
+			return nil, fmt.Errorf("clipnpu: encode texts: token id %d at [%d, %d] outside the vocabulary [0, %d)", id, i/T, i%T, V)
+		}
+	}
+	D := f.m.cfg.ProjectionDim
+	out := make([]float32, n*D)
+	for lo := 0; lo < n; lo += fastTextChunk {
+		hi := min(n, lo+fastTextChunk)
+		f.texts(out[lo*D:hi*D], ids[lo*T:hi*T], hi-lo)
+	}
+	return out, nil
+}
+
+// reserve sizes the buffers for n sequences (grow only).
+func (t *fastTower) reserve(n, workers int) {
+	if n <= t.cap {
+		return
+	}
+	R := n * t.T
+	t.cap = n
+	t.x = make([]float32, R*t.H)
+	t.h = make([]float32, R*t.H)
+	t.q = make([]float32, R*t.H)
+	t.k = make([]float32, R*t.H)
+	t.v = make([]float32, R*t.H)
+	t.mlp = make([]float32, max(R*t.M, n*t.colsPer))
+	t.scores = make([]float32, workers*t.T*t.T)
+	t.pooled = make([]float32, n*t.H)
+	t.pooledLN = make([]float32, n*t.H)
+	t.aux = make([]float32, workers*t.M)
+}
+
+// images runs the vision tower on n ≤ fastImageChunk images into out [n, D].
+func (f *fastCPU) images(out, pixels []float32, n int) {
+	t, c := f.vis, f.m.cfg.Vision
+	t.reserve(n, f.pool.Threads())
+	T, H, P, G, S := t.T, t.H, c.Patch, c.Grid(), c.ImageSize
+	K := 3 * P * P // im2col row: (channel, ky, kx), the conv weight's column order
+	np := n * G * G
+	cols := t.mlp[:np*K] // [n·G², 3·P·P]
+	emb := t.q[:np*H]    // [n·G², H]
+	f.pool.Parallel(np, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, g := r/(G*G), r%(G*G)
+			gy, gx := g/G, g%G
+			dst := cols[r*K : (r+1)*K]
+			for ch := 0; ch < 3; ch++ {
+				for ky := 0; ky < P; ky++ {
+					src := pixels[((b*3+ch)*S+gy*P+ky)*S+gx*P:]
+					copy(dst[(ch*P+ky)*P:(ch*P+ky+1)*P], src[:P])
+				}
+			}
+		}
+	})
+	f.pool.Linear(emb, cols, np, &f.patch, nil)
+	// x[b, 0] = cls + pos[0]; x[b, 1+p] = emb[b, p] + pos[1+p]; then pre-LN.
+	pos, cls := f.m.vision.pos, f.m.vision.cls
+	vw := f.m.vision
+	f.pool.Parallel(n*T, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, tok := r/T, r%T
+			row := t.x[r*H : (r+1)*H]
+			if tok == 0 {
+				fastAdd(row, cls, pos[:H])
+			} else {
+				fastAdd(row, emb[(b*G*G+tok-1)*H:(b*G*G+tok)*H], pos[tok*H:(tok+1)*H])
+			}
+			fastLayerNorm(row, row, vw.preW, vw.preB, t.eps)
+		}
+	})
+	f.encode(t, n)
+	for b := 0; b < n; b++ { // the class token
+		copy(t.pooled[b*H:(b+1)*H], t.x[b*T*H:(b*T+1)*H])
+	}
+	f.finish(t, out, n)
+}
+
+// texts runs the text tower on n ≤ fastTextChunk sequences into out [n, D].
+func (f *fastCPU) texts(out []float32, ids []int32, n int) {
+	t := f.txt
+	t.reserve(n, f.pool.Threads())
+	T, H := t.T, t.H
+	tw := f.m.text
+	f.pool.Parallel(n*T, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := t.x[r*H : (r+1)*H]
+			emb := tw.tok.rowInto(int(ids[r]), row)
+			fastAdd(row, emb, tw.pos[(r%T)*H:(r%T+1)*H])
+		}
+	})
+	f.encode(t, n)
+	eos := f.m.cfg.Text.EOS
+	for b := 0; b < n; b++ {
+		p := fastPoolIndex(ids[b*T:(b+1)*T], eos)
+		copy(t.pooled[b*H:(b+1)*H], t.x[(b*T+p)*H:(b*T+p+1)*H])
+	}
+	f.finish(t, out, n)
+}
+
+// fastPoolIndex is where HF pools a token sequence: the first EOS, or for the
+// legacy eos_token_id 2 the first position of the largest id.
+func fastPoolIndex(seq []int32, eos int32) int {
+	best := 0
+	for i, id := range seq {
+		if eos == 2 {
+			if id > seq[best] {
+				best = i
+			}
+		} else if id == eos {
+			return i
+		}
+	}
+	return best
+}
+
+// finish applies the final LayerNorm to the pooled rows [n, H] and projects
+// them into out [n, D].
+func (f *fastCPU) finish(t *fastTower, out []float32, n int) {
+	H := t.H
+	for b := 0; b < n; b++ {
+		fastLayerNorm(t.pooledLN[b*H:(b+1)*H], t.pooled[b*H:(b+1)*H], t.finW, t.finB, t.eps)
+	}
+	f.pool.Linear(out, t.pooledLN[:n*H], n, &t.proj, nil)
+}
+
+// encode runs every encoder layer on the residual stream t.x [n·T, H].
+func (f *fastCPU) encode(t *fastTower, n int) {
+	for i := range t.layers {
+		f.layer(t, &t.layers[i], n)
+	}
+}
+
+// layer is one pre-LN encoder layer, in place on t.x [R, H]:
+//
+//	h = LN1(x); q, k, v = h·Wqᵀ+bq, …; x += attention(q, k, v)·Woᵀ + bo
+//	h = LN2(x); x += act(h·W1ᵀ + b1)·W2ᵀ + b2
+func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
+	p := f.pool
+	R, H, M := n*t.T, t.H, t.M
+	x, h, q, k, v := t.x[:R*H], t.h[:R*H], t.q[:R*H], t.k[:R*H], t.v[:R*H]
+	mlp := t.mlp[:R*M]
+
+	p.Parallel(R, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln1W, l.ln1B, t.eps)
+		}
+	})
+	p.Linear(q, h, R, &l.q, l.qB)
+	p.Linear(k, h, R, &l.k, l.kB)
+	p.Linear(v, h, R, &l.v, l.vB)
+	f.attention(t, h, q, k, v, n) // context [R, H] into h
+	p.Linear(q, h, R, &l.o, l.oB)
+	fastAddRows(p, x, q, R, H)
+
+	p.Parallel(R, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln2W, l.ln2B, t.eps)
+		}
+	})
+	p.Linear(mlp, h, R, &l.fc1, l.fc1B)
+	if t.quick {
+		p.ParallelWorkers(R, func(w *gemm.Worker, lo, hi int) {
+			aux := t.aux[w.ID()*M : (w.ID()+1)*M]
+			for r := lo; r < hi; r++ {
+				fastQuickGELU(mlp[r*M:(r+1)*M], aux)
+			}
+		})
+	} else {
+		p.Parallel(R, func(lo, hi int) { fastGELU(mlp[lo*M : hi*M]) })
+	}
+	p.Linear(q, mlp, R, &l.fc2, l.fc2B)
+	fastAddRows(p, x, q, R, H)
+}
+
+// fastAddRows does x += y over R rows of width H on the pool.
+func fastAddRows(p *gemm.Pool, x, y []float32, R, H int) {
+	p.Parallel(R, func(lo, hi int) { vek32.Add_Inplace(x[lo*H:hi*H], y[lo*H:hi*H]) })
+}
+
+// attention writes fastSoftmax(q·kᵀ/√d [+ causal mask])·v into ctx [R, H], one
+// (sequence, head) pair per task; q, k, v are [R, H] with head a in columns
+// [a·d, (a+1)·d).
+func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
+	T, H, A := t.T, t.H, t.A
+	d := H / A
+	scale := float32(1 / math.Sqrt(float64(d)))
+	f.pool.ParallelWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
+		s := t.scores[w.ID()*T*T : (w.ID()+1)*T*T]
+		for i := lo; i < hi; i++ {
+			b, a := i/A, i%A
+			off := b*T*H + a*d
+			// s [T, T] = scale · q_a · k_aᵀ
+			w.MatMul(s, T, q[off:], H, k[off:], H, T, T, d, true, scale)
+			for r := 0; r < T; r++ {
+				row := s[r*T : (r+1)*T]
+				if t.causal {
+					fastSoftmax(row[:r+1])
+					clear(row[r+1:])
+				} else {
+					fastSoftmax(row)
+				}
+			}
+			// ctx_a [T, d] = s · v_a
+			w.MatMul(ctx[off:], H, s, T, v[off:], H, T, d, T, false, 1)
+		}
+	})
+}
