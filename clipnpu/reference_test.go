@@ -23,3 +23,15 @@ func openReference(t *testing.T, dir string) clipnpu.Backend {
 func TestReferenceConformance(t *testing.T) {
 	conformance.Run(t, openReference, conformance.F32CPU())
 }
+
+// TestReferenceUnseenModels runs the suite on the fixtures made by
+// testdata/make_fixtures.py: shapes the code was not written against,
+// quick_gelu, float16 and bfloat16 weights, a non-maximal EOS id and HF's
+// legacy eos_token_id 2 (argmax pooling).
+func TestReferenceUnseenModels(t *testing.T) {
+	for _, name := range []string{"qgelu-f16", "legacy-eos-bf16"} {
+		t.Run(name, func(t *testing.T) {
+			conformance.RunDir(t, "testdata/"+name, openReference, conformance.F32CPU())
+		})
+	}
+}

@@ -220,7 +220,7 @@ func checkEmbedding(t *testing.T, what string, got, want []float32, minCos float
 		return
 	}
 	c := Cosine(got, want)
-	t.Logf("%s: cosine %.7f, max |diff| %.3g", what, c, MaxAbsDiff(got, want))
+	t.Logf("%s: 1-cosine %.2g, max |diff| %.3g", what, 1-c, MaxAbsDiff(got, want))
 	if !(c >= minCos) {
 		t.Errorf("%s: cosine to reference %.7f < %.7f", what, c, minCos)
 	}
