@@ -1,0 +1,435 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// guard is the sentinel around every output; a kernel that writes outside
+// its [m, n] window (or into the ldc padding) changes it.
+var guard = math.Float32frombits(0x7fc0dead)
+
+// guarded returns a buffer for a [rows, cols] matrix with stride ld, with
+// margin guard values before and after, and the window view into it.
+func guarded(rows, cols, ld, margin int) (all, view []float32) {
+	size := margin * 2
+	if rows > 0 {
+		size += (rows-1)*ld + cols
+	}
+	all = make([]float32, size)
+	for i := range all {
+		all[i] = guard
+	}
+	return all, all[margin : len(all)-margin]
+}
+
+// checkGuards fails if anything outside the [rows, cols] window changed.
+func checkGuards(t *testing.T, all []float32, rows, cols, ld, margin int) {
+	t.Helper()
+	for i, v := range all {
+		j := i - margin
+		inside := j >= 0 && j < len(all)-2*margin && j%ld < cols && j/ld < rows
+		if !inside && math.Float32bits(v) != math.Float32bits(guard) {
+			t.Fatalf("guard at offset %d (row %d col %d of stride %d) overwritten with %v", i, j/ld, j%ld, ld, v)
+		}
+	}
+}
+
+func randSlice(r *rand.Rand, n int, scale float32) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = (r.Float32()*2 - 1) * scale
+	}
+	return s
+}
+
+func maxAbs(s []float32) float64 {
+	var m float64
+	for _, v := range s {
+		m = math.Max(m, math.Abs(float64(v)))
+	}
+	return m
+}
+
+// tolerance is the error bound of a float32 dot product of length k:
+// a few ulps per term of k·max|a|·max|b|.
+func tolerance(k int, ma, mb float64) float64 {
+	return 2 * float64(k+1) * ma * mb * 0x1p-23
+}
+
+// compare checks got against want inside the window.
+func compare(t *testing.T, got, want []float32, m, n, ldg, ldw int, tol float64) {
+	t.Helper()
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			g, w := got[i*ldg+j], want[i*ldw+j]
+			if d := math.Abs(float64(g) - float64(w)); !(d <= tol) {
+				t.Fatalf("c[%d,%d] = %v, want %v (|diff| %.3g > tol %.3g)", i, j, g, w, d, tol)
+			}
+		}
+	}
+}
+
+var dims = []int{1, 2, 3, 5, 7, 15, 16, 17, 31, 33}
+
+func TestMatMulSizes(t *testing.T) {
+	for _, mode := range kernelModes {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.set(t)
+			p := NewPool(1)
+			defer p.Close()
+			r := rand.New(rand.NewPCG(1, 2))
+			for _, m := range dims {
+				for _, n := range dims {
+					for _, k := range dims {
+						for _, transB := range []bool{false, true} {
+							checkMatMul(t, p, r, m, n, k, transB, 1.5)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// Shapes crossing the blocking sizes (kc, mcBlock, ncBlock) and the real
+// model shapes scaled down, on pools of several threads.
+func TestMatMulBlocks(t *testing.T) {
+	shapes := []struct{ m, n, k int }{
+		{0, 5, 5}, {5, 0, 5}, {5, 5, 0}, // empty products
+		{257, 257, 80}, {257, 80, 257}, // attention of one head
+		{150, 48, 600}, {290, 1040, 264}, {64, 1100, 33},
+		{103, 320, 256}, {7, 2000, 9}, {300, 17, 520},
+	}
+	for _, mode := range kernelModes {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.set(t)
+			for _, threads := range []int{1, 2, 3} {
+				p := NewPool(threads)
+				r := rand.New(rand.NewPCG(3, uint64(threads)))
+				for _, s := range shapes {
+					for _, transB := range []bool{false, true} {
+						checkMatMul(t, p, r, s.m, s.n, s.k, transB, -0.125)
+					}
+				}
+				p.Close()
+			}
+		})
+	}
+}
+
+// checkMatMul runs one product with padded leading dimensions and guard
+// values, against SgemmRef.
+func checkMatMul(t *testing.T, p *Pool, r *rand.Rand, m, n, k int, transB bool, alpha float32) {
+	t.Helper()
+	lda, ldb, ldc := k+3, n+1, n+5
+	brows, bcols := k, n
+	if transB {
+		ldb, brows, bcols = k+2, n, k
+	}
+	a := randSlice(r, max(0, (m-1)*lda+k), 1)
+	b := randSlice(r, max(0, (brows-1)*ldb+bcols), 2)
+	const margin = 37
+	all, c := guarded(m, n, ldc, margin)
+	want := make([]float32, m*n)
+	SgemmRef(want, n, a, lda, b, ldb, m, n, k, transB, alpha)
+	p.MatMul(c, ldc, a, lda, b, ldb, m, n, k, transB, alpha)
+	name := fmt.Sprintf("m=%d n=%d k=%d transB=%v", m, n, k, transB)
+	t.Run(name, func(t *testing.T) {
+		checkGuards(t, all, m, n, ldc, margin)
+		compare(t, c, want, m, n, ldc, n, tolerance(k, maxAbs(a), maxAbs(b))*math.Abs(float64(alpha)))
+	})
+}
+
+// randWeights returns an [n, k] matrix of dtype dt with values of roughly
+// unit size, including some binary16 subnormals.
+func randWeights(r *rand.Rand, n, k int, dt Dtype) *Matrix {
+	w := &Matrix{Rows: n, Cols: k, Dtype: dt}
+	f := randSlice(r, n*k, 1)
+	switch dt {
+	case F32:
+		w.F32 = f
+	case F16:
+		w.U16 = make([]uint16, n*k)
+		for i := range w.U16 {
+			h := uint16(r.Uint32())&0x83ff | uint16(r.IntN(17))<<10 // exponent 0..16: |v| < 2
+			w.U16[i] = h
+		}
+	case BF16:
+		w.U16 = make([]uint16, n*k)
+		for i, v := range f {
+			w.U16[i] = uint16(math.Float32bits(v) >> 16)
+		}
+	}
+	return w
+}
+
+func TestLinear(t *testing.T) {
+	shapes := []struct{ m, n, k int }{
+		{1, 1, 1}, {3, 17, 9}, {7, 33, 31}, {6, 16, 8}, {13, 48, 64},
+		{20, 100, 300}, {40, 256, 588}, {150, 1040, 264}, {5, 3, 1000},
+	}
+	for _, mode := range kernelModes {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.set(t)
+			p := NewPool(2)
+			defer p.Close()
+			r := rand.New(rand.NewPCG(5, 6))
+			for _, dt := range []Dtype{F32, F16, BF16} {
+				for _, s := range shapes {
+					for _, withBias := range []bool{false, true} {
+						w := randWeights(r, s.n, s.k, dt)
+						x := randSlice(r, s.m*s.k, 1)
+						var bias []float32
+						if withBias {
+							bias = randSlice(r, s.n, 3)
+						}
+						const margin = 19
+						all, y := guarded(s.m, s.n, s.n, margin)
+						want := make([]float32, s.m*s.n)
+						LinearRef(want, x, s.m, w, bias)
+						p.Linear(y, x, s.m, w, bias)
+						t.Run(fmt.Sprintf("%v/m=%d,n=%d,k=%d,bias=%v", dt, s.m, s.n, s.k, withBias), func(t *testing.T) {
+							checkGuards(t, all, s.m, s.n, s.n, margin)
+							compare(t, y, want, s.m, s.n, s.n, s.n, tolerance(s.k, 1, 2)+maxAbs(bias)*0x1p-22)
+						})
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestF16ToF32 checks every binary16 pattern against its definition
+// (sign · 2^(e-15) · 1.f, or 2^-14 · 0.f for subnormals).
+func TestF16ToF32(t *testing.T) {
+	for h := 0; h < 1<<16; h++ {
+		got := F16ToF32(uint16(h))
+		sign := 1.0
+		if h&0x8000 != 0 {
+			sign = -1
+		}
+		e, f := h>>10&0x1f, h&0x3ff
+		var want float64
+		switch {
+		case e == 0x1f && f == 0:
+			want = math.Inf(int(sign))
+		case e == 0x1f:
+			if !math.IsNaN(float64(got)) || math.Float32bits(got)>>13&0x3ff != uint32(f) || math.Signbit(float64(got)) != (sign < 0) {
+				t.Fatalf("F16ToF32(%#04x) = %#08x, want NaN with payload %#x", h, math.Float32bits(got), f)
+			}
+			continue
+		case e == 0:
+			want = sign * math.Ldexp(float64(f), -24)
+		default:
+			want = sign * math.Ldexp(float64(f|0x400), e-25)
+		}
+		if float64(got) != want || math.Signbit(float64(got)) != (sign < 0) {
+			t.Fatalf("F16ToF32(%#04x) = %v, want %v", h, got, want)
+		}
+	}
+}
+
+// TestPackF16AllPatterns packs every binary16 pattern through Linear's
+// packing (the F16C path on amd64) and compares with F16ToF32.
+func TestPackF16AllPatterns(t *testing.T) {
+	for _, mode := range kernelModes {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.set(t)
+			const n, k = 16, 4096 // 16 rows × 4096 = every pattern once
+			u := make([]uint16, n*k)
+			for i := range u {
+				u[i] = uint16(i)
+			}
+			for _, dt := range []Dtype{F16, BF16} {
+				g := gemmArgs{b16: u, ldb: k, n: n, k: k}
+				g.kind = bF16T
+				if dt == BF16 {
+					g.kind = bBF16T
+				}
+				for pc := 0; pc < k; pc += kc {
+					dst := make([]float32, kc*nr)
+					packPanelT(dst, &g, 0, pc, kc)
+					for p := 0; p < kc; p++ {
+						for j := 0; j < nr; j++ {
+							h := u[j*k+pc+p]
+							want := F16ToF32(h)
+							if dt == BF16 {
+								want = BF16ToF32(h)
+							}
+							if got := dst[p*nr+j]; math.Float32bits(got) != math.Float32bits(want) &&
+								!(math.IsNaN(float64(got)) && math.IsNaN(float64(want))) {
+								t.Fatalf("%v pattern %#04x packed as %#08x, want %#08x", dt, h, math.Float32bits(got), math.Float32bits(want))
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestParallelCoversOnce(t *testing.T) {
+	for _, threads := range []int{1, 2, 5} {
+		p := NewPool(threads)
+		if p.Threads() != threads {
+			t.Fatalf("Threads() = %d, want %d", p.Threads(), threads)
+		}
+		for _, n := range []int{0, 1, 3, 7, 100} {
+			var mu sync.Mutex
+			seen := make([]int, n)
+			p.Parallel(n, func(lo, hi int) {
+				if lo >= hi {
+					t.Errorf("empty chunk [%d,%d)", lo, hi)
+				}
+				mu.Lock()
+				for i := lo; i < hi; i++ {
+					seen[i]++
+				}
+				mu.Unlock()
+			})
+			ids := map[int]bool{}
+			p.ParallelWorkers(n, func(w *Worker, lo, hi int) {
+				mu.Lock()
+				if ids[w.ID()] {
+					t.Errorf("worker %d ran two chunks", w.ID())
+				}
+				ids[w.ID()] = true
+				for i := lo; i < hi; i++ {
+					seen[i]++
+				}
+				mu.Unlock()
+			})
+			for i, s := range seen {
+				if s != 2 {
+					t.Fatalf("threads=%d n=%d: index %d visited %d times, want 2", threads, n, i, s)
+				}
+			}
+		}
+		p.Close()
+		p.Close()
+	}
+}
+
+// Several goroutines share one pool (calls serialise) while per-head
+// products run on the workers of another.
+func TestConcurrentUse(t *testing.T) {
+	shared := NewPool(2)
+	defer shared.Close()
+	heads := NewPool(3)
+	defer heads.Close()
+	r := rand.New(rand.NewPCG(7, 8))
+	const m, n, k = 70, 90, 110
+	a, b := randSlice(r, m*k, 1), randSlice(r, n*k, 1)
+	want := make([]float32, m*n)
+	SgemmRef(want, n, a, k, b, k, m, n, k, true, 1)
+	tol := tolerance(k, 1, 1)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := make([]float32, m*n)
+			for range 3 {
+				shared.MatMul(c, n, a, k, b, k, m, n, k, true, 1)
+				compare(t, c, want, m, n, n, n, tol)
+			}
+		}()
+	}
+	const nh = 8
+	cs := make([]float32, nh*m*n)
+	heads.ParallelWorkers(nh, func(w *Worker, lo, hi int) {
+		for h := lo; h < hi; h++ {
+			w.MatMul(cs[h*m*n:], n, a, k, b, k, m, n, k, true, 1)
+		}
+	})
+	wg.Wait()
+	for h := 0; h < nh; h++ {
+		compare(t, cs[h*m*n:], want, m, n, n, n, tol)
+	}
+}
+
+func TestNoAllocs(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	r := rand.New(rand.NewPCG(9, 9))
+	const m, n, k = 64, 512, 300
+	w := randWeights(r, n, k, BF16)
+	x, y, bias := randSlice(r, m*k, 1), make([]float32, m*n), randSlice(r, n, 1)
+	p.Linear(y, x, m, w, bias) // allocates the packing buffers once
+	if allocs := testing.AllocsPerRun(5, func() { p.Linear(y, x, m, w, bias) }); allocs != 0 {
+		t.Errorf("Linear allocates %v times per call in steady state", allocs)
+	}
+}
+
+func TestShortSlicesPanic(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	cases := map[string]func(){
+		"short c": func() {
+			p.MatMul(make([]float32, 5), 3, make([]float32, 6), 3, make([]float32, 9), 3, 2, 3, 3, false, 1)
+		},
+		"small ldc": func() {
+			p.MatMul(make([]float32, 9), 2, make([]float32, 9), 3, make([]float32, 9), 3, 3, 3, 3, false, 1)
+		},
+		"short b": func() {
+			p.MatMul(make([]float32, 9), 3, make([]float32, 9), 3, make([]float32, 8), 3, 3, 3, 3, true, 1)
+		},
+		"short bias": func() {
+			p.Linear(make([]float32, 4), make([]float32, 4), 2, &Matrix{Rows: 2, Cols: 2, F32: make([]float32, 4)}, []float32{1})
+		},
+		"short w16": func() {
+			p.Linear(make([]float32, 4), make([]float32, 4), 2, &Matrix{Rows: 2, Cols: 2, Dtype: F16, U16: make([]uint16, 3)}, nil)
+		},
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("no panic")
+				}
+			}()
+			f()
+		})
+	}
+}
+
+func TestSystemBLAS(t *testing.T) {
+	lib, err := LoadBLAS()
+	if err != nil {
+		t.Skipf("no system BLAS (install libopenblas0-pthread to run this test): %v", err)
+	}
+	t.Logf("using %s", lib.Path())
+	r := rand.New(rand.NewPCG(11, 12))
+	ours := NewPool(2)
+	defer ours.Close()
+	sys := NewPool(2)
+	defer sys.Close()
+	if err := sys.UseSystemBLAS(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct{ m, n, k int }{{1, 1, 1}, {33, 17, 31}, {257, 257, 80}, {200, 300, 400}} {
+		for _, transB := range []bool{false, true} {
+			a, b := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1)
+			ldb := s.n
+			if transB {
+				ldb = s.k
+			}
+			c1, c2 := make([]float32, s.m*s.n), make([]float32, s.m*s.n)
+			ours.MatMul(c1, s.n, a, s.k, b, ldb, s.m, s.n, s.k, transB, 0.5)
+			lib.Sgemm(c2, s.n, a, s.k, b, ldb, s.m, s.n, s.k, transB, 0.5)
+			compare(t, c1, c2, s.m, s.n, s.n, s.n, tolerance(s.k, 1, 1))
+		}
+		for _, dt := range []Dtype{F32, F16, BF16} {
+			w := randWeights(r, s.n, s.k, dt)
+			x, bias := randSlice(r, s.m*s.k, 1), randSlice(r, s.n, 1)
+			y1, y2 := make([]float32, s.m*s.n), make([]float32, s.m*s.n)
+			ours.Linear(y1, x, s.m, w, bias)
+			sys.Linear(y2, x, s.m, w, bias)
+			compare(t, y1, y2, s.m, s.n, s.n, s.n, tolerance(s.k, 1, 2)+0x1p-20)
+		}
+	}
+}

@@ -1,0 +1,12 @@
+//go:build !amd64 || purego
+
+package gemm
+
+import "testing"
+
+var kernelModes = []struct {
+	name string
+	set  func(t *testing.T)
+}{
+	{"go", func(t *testing.T) {}},
+}
