@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"strings"
 	"sync"
 )
@@ -107,22 +106,49 @@ type candidate struct {
 	left, right int32
 }
 
+// candidates is a binary min-heap ordered by (rank, pos): lowest rank first,
+// leftmost first on ties.
 type candidates []candidate
 
-func (h candidates) Len() int { return len(h) }
-func (h candidates) Less(i, j int) bool {
-	if h[i].rank != h[j].rank {
-		return h[i].rank < h[j].rank
-	}
-	return h[i].pos < h[j].pos
+func (h candidates) less(i, j int) bool {
+	return h[i].rank < h[j].rank || h[i].rank == h[j].rank && h[i].pos < h[j].pos
 }
-func (h candidates) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *candidates) Push(x any)   { *h = append(*h, x.(candidate)) }
-func (h *candidates) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *candidates) push(c candidate) {
+	*h = append(*h, c)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *candidates) pop() candidate {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(q) && q.less(l, m) {
+			m = l
+		}
+		if r < len(q) && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
 
 // mergeHeap computes the same result as mergeSimple with a priority queue of
@@ -138,25 +164,25 @@ func (t *Tokenizer) mergeHeap(syms []int32) []int32 {
 	}
 	next[n-1] = -1
 	h := make(candidates, 0, n)
+	// push adds the pair starting at symbol i, if it has a merge.
 	push := func(i int32) {
-		j := next[i]
-		if j < 0 {
+		if i < 0 || next[i] < 0 {
 			return
 		}
+		j := next[i]
 		if m, ok := t.merges[pairKey(syms[i], syms[j])]; ok {
-			h = append(h, candidate{rank: m.rank, pos: i, left: syms[i], right: syms[j]})
+			h.push(candidate{rank: m.rank, pos: i, left: syms[i], right: syms[j]})
 		}
 	}
 	for i := int32(0); i+1 < int32(n); i++ {
 		push(i)
 	}
-	heap.Init(&h)
-	for h.Len() > 0 {
-		c := heap.Pop(&h).(candidate)
+	for len(h) > 0 {
+		c := h.pop()
 		i := c.pos
 		j := next[i]
 		if !alive[i] || j < 0 || syms[i] != c.left || syms[j] != c.right {
-			continue
+			continue // stale: a neighbour merged since this was pushed
 		}
 		syms[i] = t.merges[pairKey(c.left, c.right)].id
 		alive[j] = false
@@ -164,16 +190,8 @@ func (t *Tokenizer) mergeHeap(syms []int32) []int32 {
 		if next[j] >= 0 {
 			prev[next[j]] = i
 		}
-		if p := prev[i]; p >= 0 {
-			if m, ok := t.merges[pairKey(syms[p], syms[i])]; ok {
-				heap.Push(&h, candidate{rank: m.rank, pos: p, left: syms[p], right: syms[i]})
-			}
-		}
-		if k := next[i]; k >= 0 {
-			if m, ok := t.merges[pairKey(syms[i], syms[k])]; ok {
-				heap.Push(&h, candidate{rank: m.rank, pos: i, left: syms[i], right: syms[k]})
-			}
-		}
+		push(prev[i])
+		push(i)
 	}
 	out := syms[:0]
 	for i := int32(0); i >= 0; i = next[i] {
