@@ -1,0 +1,239 @@
+package preprocess
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/image/bmp"
+	"golang.org/x/image/tiff"
+	"golang.org/x/image/webp"
+)
+
+// format is an image container recognised by its first bytes, never by the
+// file name.
+type format uint8
+
+const (
+	fmtUnknown format = iota
+	fmtJPEG
+	fmtPNG
+	fmtGIF
+	fmtWebP
+	fmtBMP
+	fmtTIFF
+	// Recognised but not decodable here.
+	fmtHEIC
+	fmtAVIF
+	fmtJXL
+	fmtRAW
+	fmtPSD
+)
+
+var formatNames = [...]string{
+	fmtUnknown: "unknown", fmtJPEG: "JPEG", fmtPNG: "PNG", fmtGIF: "GIF", fmtWebP: "WebP",
+	fmtBMP: "BMP", fmtTIFF: "TIFF", fmtHEIC: "HEIC/HEIF", fmtAVIF: "AVIF", fmtJXL: "JPEG XL",
+	fmtRAW: "camera RAW", fmtPSD: "Photoshop PSD",
+}
+
+func (f format) String() string { return formatNames[f] }
+
+// rawExtensions are camera RAW formats built on TIFF: their content sniffs as
+// TIFF (or the first IFD holds a thumbnail), so the extension decides.
+var rawExtensions = map[string]string{
+	".nef": "Nikon NEF", ".nrw": "Nikon NRW", ".arw": "Sony ARW", ".srf": "Sony SRF",
+	".sr2": "Sony SR2", ".dng": "Adobe DNG", ".cr2": "Canon CR2", ".pef": "Pentax PEF",
+	".erf": "Epson ERF", ".3fr": "Hasselblad 3FR", ".mef": "Mamiya MEF", ".mos": "Leaf MOS",
+	".rwl": "Leica RWL", ".iiq": "Phase One IIQ", ".kdc": "Kodak KDC", ".dcr": "Kodak DCR",
+	".srw": "Samsung SRW", ".orf": "Olympus ORF", ".rw2": "Panasonic RW2", ".raf": "Fujifilm RAF",
+	".cr3": "Canon CR3", ".x3f": "Sigma X3F",
+}
+
+// sniff recognises the container from the first bytes. For unsupported
+// formats detail names the exact kind (e.g. "Canon CR2").
+func sniff(d []byte, name string) (f format, detail string) {
+	has := func(off int, s string) bool { return len(d) >= off+len(s) && string(d[off:off+len(s)]) == s }
+	switch {
+	case has(0, "\xff\xd8\xff"):
+		return fmtJPEG, ""
+	case has(0, "\x89PNG\r\n\x1a\n"):
+		return fmtPNG, ""
+	case has(0, "GIF87a"), has(0, "GIF89a"):
+		return fmtGIF, ""
+	case has(0, "RIFF") && has(8, "WEBP"):
+		return fmtWebP, ""
+	case has(0, "BM") && len(d) >= 26:
+		return fmtBMP, ""
+	case has(0, "II*\x00") && has(8, "CR\x02"):
+		return fmtRAW, "Canon CR2"
+	case has(0, "IIRO"), has(0, "IIRS"), has(0, "MMOR"):
+		return fmtRAW, "Olympus ORF"
+	case has(0, "IIU\x00"):
+		return fmtRAW, "Panasonic RW2"
+	case has(0, "FUJIFILMCCD-RAW"):
+		return fmtRAW, "Fujifilm RAF"
+	case has(0, "FOVb"):
+		return fmtRAW, "Sigma X3F"
+	case has(0, "II*\x00"), has(0, "MM\x00*"):
+		if kind, ok := rawExtensions[strings.ToLower(filepath.Ext(name))]; ok {
+			return fmtRAW, kind
+		}
+		if tiffHasTag(d, 0xc612) { // DNGVersion
+			return fmtRAW, "Adobe DNG"
+		}
+		return fmtTIFF, ""
+	case has(4, "ftyp"):
+		return sniffBMFF(d)
+	case has(0, "\xff\x0a"), has(0, "\x00\x00\x00\x0cJXL \r\n\x87\n"):
+		return fmtJXL, ""
+	case has(0, "8BPS"):
+		return fmtPSD, ""
+	}
+	return fmtUnknown, ""
+}
+
+// sniffBMFF tells HEIF, AVIF and CR3 apart by the ISO-BMFF ftyp brands.
+func sniffBMFF(d []byte) (format, string) {
+	size := int(binary.BigEndian.Uint32(d))
+	if size < 16 || size > len(d) {
+		size = min(len(d), 64)
+	}
+	brands := map[string]bool{}
+	for i := 8; i+4 <= size; i += 4 {
+		if i == 12 {
+			continue // minor version
+		}
+		brands[string(d[i:i+4])] = true
+	}
+	switch {
+	case brands["crx "]:
+		return fmtRAW, "Canon CR3"
+	case brands["avif"], brands["avis"]:
+		return fmtAVIF, ""
+	case brands["heic"], brands["heix"], brands["hevc"], brands["hevx"], brands["heim"],
+		brands["heis"], brands["mif1"], brands["msf1"]:
+		return fmtHEIC, ""
+	}
+	return fmtUnknown, ""
+}
+
+// tiffHasTag reports whether IFD0 of a TIFF file holds tag.
+func tiffHasTag(t []byte, tag uint16) bool {
+	if len(t) < 8 {
+		return false
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if t[0] == 'M' {
+		bo = binary.BigEndian
+	}
+	off := int64(bo.Uint32(t[4:]))
+	if off < 8 || off+2 > int64(len(t)) {
+		return false
+	}
+	n := int64(bo.Uint16(t[off:]))
+	for k := int64(0); k < n && off+2+12*k+12 <= int64(len(t)); k++ {
+		if bo.Uint16(t[off+2+12*k:]) == tag {
+			return true
+		}
+	}
+	return false
+}
+
+type decoder struct {
+	config func(io.Reader) (image.Config, error)
+	decode func(io.Reader) (image.Image, error)
+}
+
+var decoders = map[format]decoder{
+	fmtJPEG: {jpeg.DecodeConfig, jpeg.Decode},
+	fmtPNG:  {png.DecodeConfig, png.Decode},
+	fmtGIF:  {gif.DecodeConfig, gif.Decode}, // gif.Decode returns the first frame
+	fmtWebP: {webp.DecodeConfig, webp.Decode},
+	fmtBMP:  {bmp.DecodeConfig, bmp.Decode},
+	fmtTIFF: {tiff.DecodeConfig, tiff.Decode},
+}
+
+// decodeImage decodes data after checking its header against maxPixels. It
+// returns the format for the colour conversion and the EXIF lookup.
+func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format, error) {
+	if len(data) == 0 {
+		return nil, fmtUnknown, fmt.Errorf("decode %s: %w: empty file", name, ErrCorrupt)
+	}
+	f, detail := sniff(data, name)
+	dec, ok := decoders[f]
+	if !ok {
+		if f == fmtUnknown {
+			return nil, f, fmt.Errorf("decode %s: %w (%d bytes starting %q)", name, ErrUnknownFormat, len(data), prefix(data))
+		}
+		if detail == "" {
+			detail = f.String()
+		}
+		return nil, f, fmt.Errorf("decode %s: %w: %s", name, ErrUnsupported, detail)
+	}
+	cfg, err := safely(func() (image.Config, error) { return dec.config(bytes.NewReader(data)) })
+	if err != nil {
+		return nil, f, fmt.Errorf("decode %s: %w: %s header: %w", name, ErrCorrupt, f, err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return nil, f, fmt.Errorf("decode %s: %w: %s image is %dx%d", name, ErrCorrupt, f, cfg.Width, cfg.Height)
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > maxPixels {
+		return nil, f, fmt.Errorf("decode %s: %w: %dx%d is %.1f megapixels, over the limit of %.1f",
+			name, ErrTooLarge, cfg.Width, cfg.Height, float64(px)/1e6, float64(maxPixels)/1e6)
+	}
+	img, err := safely(func() (image.Image, error) { return dec.decode(bytes.NewReader(data)) })
+	if err != nil {
+		return nil, f, fmt.Errorf("decode %s: %w: %s: %w", name, ErrCorrupt, f, err)
+	}
+	b := img.Bounds()
+	if b.Dx() <= 0 || b.Dy() <= 0 || int64(b.Dx())*int64(b.Dy()) > maxPixels {
+		return nil, f, fmt.Errorf("decode %s: %w: decoded %s image is %dx%d", name, ErrCorrupt, f, b.Dx(), b.Dy())
+	}
+	if f == fmtGIF {
+		fixGIFTransparent(img, data)
+	}
+	return img, f, nil
+}
+
+// safely runs a decoder and turns a panic into an error: a decoder bug on
+// hostile input must not take the process down.
+func safely[T any](fn func() (T, error)) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decoder panic: %v", r)
+		}
+	}()
+	return fn()
+}
+
+// prefix quotes the first bytes of a file for an error message.
+func prefix(d []byte) []byte {
+	return d[:min(len(d), 12)]
+}
+
+var errNoGIFPalette = errors.New("no palette")
+
+// fixGIFTransparent restores the palette colour of the transparent index of
+// the first frame: Go's decoder blanks it to transparent black, Pillow's
+// convert("RGB") uses the stored colour.
+func fixGIFTransparent(img image.Image, d []byte) {
+	p, ok := img.(*image.Paletted)
+	if !ok {
+		return
+	}
+	table, ti, err := gifFirstFrameTable(d)
+	if err != nil || ti < 0 || ti >= len(p.Palette) || 3*ti+3 > len(table) {
+		return
+	}
+	pal := append(p.Palette[:0:0], p.Palette...) // the palette may be shared
+	pal[ti] = rgbColor(table[3*ti], table[3*ti+1], table[3*ti+2])
+	p.Palette = pal
+}

@@ -1,0 +1,240 @@
+package preprocess
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"os"
+	"sync"
+)
+
+// Version names the pixel output of this package. It changes whenever the
+// output of a Processor changes for any input (decoding, colour conversion,
+// resampling, normalisation), so an index can tell stale vectors apart.
+const Version = "hfclip5-u8aa-1"
+
+// DefaultMaxPixels is the pixel limit when Options.MaxPixels is 0.
+const DefaultMaxPixels = 100_000_000
+
+// maxResized bounds a resized side: a 1-pixel-wide strip resized to a
+// shortest edge of 224 would otherwise ask for millions of rows of weights.
+const maxResized = 1 << 22
+
+var (
+	// ErrUnsupported is returned when the file is an image format this
+	// package recognises but cannot decode (HEIC/HEIF, AVIF, JPEG XL,
+	// camera RAW, PSD); the message names the format.
+	ErrUnsupported = errors.New("unsupported image format")
+	// ErrUnknownFormat is returned when the bytes are not any image format
+	// this package recognises (a text file named .jpg, say).
+	ErrUnknownFormat = errors.New("not a recognised image format")
+	// ErrTooLarge is returned when the image header announces more pixels
+	// than Options.MaxPixels (checked before any pixel memory is
+	// allocated), when the file is too big for that limit, or when the
+	// resize would produce an absurd size; the message gives the dimensions.
+	ErrTooLarge = errors.New("image too large")
+	// ErrCorrupt is returned when a recognised image cannot be decoded:
+	// empty, truncated or garbled data, or a decoder failure.
+	ErrCorrupt = errors.New("corrupt image")
+)
+
+// Options tune a Processor. The zero value applies EXIF orientation and the
+// default pixel limit.
+type Options struct {
+	// IgnoreEXIF keeps the stored orientation, as Hugging Face does when
+	// given a PIL image. The default (false) rotates phone photos upright,
+	// as PIL's ImageOps.exif_transpose does.
+	IgnoreEXIF bool
+	// MaxPixels refuses images whose header announces more pixels;
+	// 0 means DefaultMaxPixels.
+	MaxPixels int
+}
+
+// Processor turns images into model input. It is safe for concurrent use;
+// run one goroutine per core.
+type Processor struct {
+	cfg       Config
+	opts      Options
+	maxPixels int64
+	cfgErr    error
+	// lut[c][v] is the normalised float32 of 8-bit value v in channel c.
+	lut  [3][256]float32
+	bufs sync.Pool // *buffers
+}
+
+// buffers is per-call scratch kept between calls: a 12-megapixel photo
+// needs 36 MB of packed RGB, which should not be garbage every time.
+type buffers struct {
+	rgb, rot, tmp []byte
+}
+
+// New returns a Processor for cfg. An invalid cfg (see Config.Validate) makes
+// File and Bytes return its error and Image return nil.
+func New(cfg Config, opts Options) *Processor {
+	p := &Processor{cfg: cfg, opts: opts, maxPixels: int64(opts.MaxPixels)}
+	if p.maxPixels <= 0 {
+		p.maxPixels = DefaultMaxPixels
+	}
+	p.cfgErr = cfg.Validate()
+	p.lut = normLUT(cfg)
+	return p
+}
+
+// Config returns the configuration the Processor was made with.
+func (p *Processor) Config() Config { return p.cfg }
+
+// normLUT is section 5 of the spec: HF fuses rescale and normalise into
+// (x - mean') / std' with mean' = float32(mean) * (1/rescale) and the same
+// for std, a float32 subtraction followed by a float32 division.
+func normLUT(cfg Config) (lut [3][256]float32) {
+	r := cfg.RescaleFactor
+	if r == 0 {
+		r = 1.0 / 255
+	}
+	inv := float32(1 / r)
+	for c := 0; c < 3; c++ {
+		mean, std := cfg.Mean[c], cfg.Std[c]
+		if !cfg.SkipRescale && !cfg.SkipNormalize {
+			mean, std = float32(mean*inv), float32(std*inv)
+		}
+		for v := 0; v < 256; v++ {
+			x := float32(v)
+			switch {
+			case !cfg.SkipNormalize:
+				x = float32(x-mean) / std
+			case !cfg.SkipRescale:
+				x = float32(x * float32(r))
+			}
+			lut[c][v] = x
+		}
+	}
+	return lut
+}
+
+// File reads and preprocesses the image at path: float32 [3, CropHeight,
+// CropWidth]. Errors name the file.
+func (p *Processor) File(path string) ([]float32, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err // *PathError names the file
+	}
+	// No image within the pixel limit needs more bytes than 8 per pixel
+	// (16-bit RGBA, uncompressed) plus headers; refusing bigger files keeps
+	// a mislabelled video from being read into memory.
+	if limit := 8*p.maxPixels + 64<<20; st.Size() > limit {
+		return nil, fmt.Errorf("decode %s: %w: file is %d MB, over %d MB for a %.0f-megapixel limit",
+			path, ErrTooLarge, st.Size()>>20, limit>>20, float64(p.maxPixels)/1e6)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return p.Bytes(data, path)
+}
+
+// Bytes preprocesses an encoded image held in memory. The format is found
+// from the content; name (a path or any label) is used in error messages and
+// only to tell camera RAW files that look like TIFF by their extension.
+func (p *Processor) Bytes(data []byte, name string) ([]float32, error) {
+	if p.cfgErr != nil {
+		return nil, p.cfgErr
+	}
+	img, f, err := decodeImage(data, name, p.maxPixels)
+	if err != nil {
+		return nil, err
+	}
+	o := 1
+	if !p.opts.IgnoreEXIF {
+		o = exifOrientation(data, f)
+	}
+	ycc := yccJFIF
+	if f == fmtWebP {
+		ycc = yccBT601
+	}
+	out, err := p.run(img, ycc, o)
+	if err != nil {
+		return nil, fmt.Errorf("preprocess %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// Image preprocesses an already decoded image as it is (no EXIF: the
+// orientation is the caller's business). A YCbCr image is taken as JPEG
+// (full range). It returns nil when the configuration is invalid, the image
+// is empty or its resize would be absurdly large.
+func (p *Processor) Image(img image.Image) []float32 {
+	if p.cfgErr != nil {
+		return nil
+	}
+	out, err := p.run(img, yccJFIF, 1)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// run is the pipeline after decoding: packed RGB, orientation, resize,
+// crop, normalise.
+func (p *Processor) run(img image.Image, ycc yccRange, o int) ([]float32, error) {
+	b := img.Bounds()
+	if b.Dx() <= 0 || b.Dy() <= 0 {
+		return nil, fmt.Errorf("%w: empty image", ErrCorrupt)
+	}
+	bufs, _ := p.bufs.Get().(*buffers)
+	if bufs == nil {
+		bufs = new(buffers)
+	}
+	defer p.bufs.Put(bufs)
+	src, w, h := toRGB(bufs.rgb, img, ycc)
+	bufs.rgb = src
+	if o != 1 {
+		bufs.rot = rgbBuffer(bufs.rot, len(src))
+		w, h = orient(bufs.rot, src, w, h, o)
+		src = bufs.rot
+	}
+	g, err := p.geometry(w, h)
+	if err != nil {
+		return nil, err
+	}
+	crop := make([]byte, g.cw*g.ch*3)
+	bufs.tmp = resizeCrop(crop, src, g, bufs.tmp)
+	return p.normalize(crop, g.cw, g.ch), nil
+}
+
+// geometry sizes the resize and places the crop for a w x h image.
+func (p *Processor) geometry(w, h int) (geometry, error) {
+	c := p.cfg
+	g := geometry{w: w, h: h, rw: w, rh: h}
+	switch {
+	case c.SkipResize:
+	case c.ShortestEdge > 0:
+		g.rw, g.rh = shortestEdgeSize(w, h, c.ShortestEdge)
+	default:
+		g.rw, g.rh = c.ResizeWidth, c.ResizeHeight
+	}
+	if g.rw <= 0 || g.rh <= 0 || g.rw > maxResized || g.rh > maxResized {
+		return g, fmt.Errorf("%w: %dx%d would be resized to %dx%d", ErrTooLarge, w, h, g.rw, g.rh)
+	}
+	g.cw, g.ch = g.rw, g.rh
+	if !c.SkipCenterCrop {
+		g.cw, g.ch = c.CropWidth, c.CropHeight
+		g.offX, g.offY = cropOffset(g.rw, g.cw), cropOffset(g.rh, g.ch)
+	}
+	if int64(g.cw)*int64(g.ch) > p.maxPixels {
+		return g, fmt.Errorf("%w: output would be %dx%d", ErrTooLarge, g.cw, g.ch)
+	}
+	return g, nil
+}
+
+// normalize turns packed RGB [h, w, 3] into float32 CHW [3, h, w].
+func (p *Processor) normalize(rgb []byte, w, h int) []float32 {
+	n := w * h
+	out := make([]float32, 3*n)
+	r, g, b := out[:n], out[n:2*n], out[2*n:3*n]
+	lr, lg, lb := &p.lut[0], &p.lut[1], &p.lut[2]
+	for i := range r {
+		px := rgb[i*3 : i*3+3 : i*3+3]
+		r[i], g[i], b[i] = lr[px[0]], lg[px[1]], lb[px[2]]
+	}
+	return out
+}

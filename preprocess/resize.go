@@ -1,0 +1,260 @@
+package preprocess
+
+import "math"
+
+// This file is section 3 of preprocess-spec.md: torch's uint8 antialiased
+// bicubic (align_corners=False), done as two separable 1-D passes with an
+// 8-bit intermediate, horizontal first, each with int16 fixed-point weights
+// and its own precision. Images are packed RGB: [h, w, 3] uint8.
+
+// pass holds the quantised taps of one 1-D resampling pass from in to out
+// samples.
+type pass struct {
+	in, out int
+	lo      int     // first output held; start, size and w begin there
+	prec    uint    // fixed-point fraction bits of w
+	k       int     // row stride of w (upper bound on taps per output)
+	start   []int32 // [hi-lo] first input index of each output's taps
+	size    []int32 // [hi-lo] number of taps
+	w       []int32 // [hi-lo, k] int16 weights, widened to int32
+}
+
+// cubic is the Keys kernel with a = -0.5, evaluated left to right as torch's
+// cubic_convolution1/2 do ((... * t) * t, not t²). The float64() conversions forbid fused multiply-adds, which would
+// change the last bit of a weight on FMA-capable builds.
+func cubic(x float64) float64 {
+	const a = -0.5
+	t := math.Abs(x)
+	switch {
+	case t < 1:
+		return float64(float64(float64(float64((a+2)*t)-(a+3))*t)*t) + 1
+	case t < 2:
+		return float64(float64(float64(float64(float64(a*t)-5*a)*t)+8*a)*t) - 4*a
+	}
+	return 0
+}
+
+// newPass computes the quantised weights of outputs lo..hi-1 of a pass. The
+// precision depends on the largest weight of the whole pass, as in torch,
+// so every output's weights are computed once for it, without being kept.
+func newPass(in, out, lo, hi int) *pass {
+	scale := float64(in) / float64(out)
+	support, invscale := 2.0, 1.0
+	if scale >= 1 {
+		support, invscale = 2*scale, 1/scale
+	}
+	k := int(math.Ceil(support))*2 + 1
+	p := &pass{in: in, out: out, lo: lo, k: k,
+		start: make([]int32, hi-lo), size: make([]int32, hi-lo), w: make([]int32, (hi-lo)*k)}
+	ws := make([]float64, k)
+	// weights fills ws with the normalised float64 weights of output i.
+	weights := func(i int) (xmin int64, n int) {
+		center := float64(scale * (float64(i) + 0.5))
+		xmin = max(int64(float64(center-support)+0.5), 0)
+		xsize := min(int64(float64(center+support)+0.5), int64(in)) - xmin
+		xsize = min(max(xsize, 0), int64(k))
+		total := 0.0
+		for j := range ws[:xsize] {
+			ws[j] = cubic(float64(float64(float64(xmin+int64(j))-center)+0.5) * invscale)
+			total += ws[j]
+		}
+		if total != 0 {
+			for j := range ws[:xsize] {
+				ws[j] /= total
+			}
+		}
+		return xmin, int(xsize)
+	}
+	wmax := 0.0
+	for i := 0; i < out; i++ {
+		_, n := weights(i)
+		for _, v := range ws[:n] {
+			wmax = max(wmax, v)
+		}
+	}
+	p.prec = 22
+	for q := uint(0); q < 22; q++ {
+		if int64(0.5+wmax*float64(int64(1)<<(q+1))) >= 1<<15 {
+			p.prec = q
+			break
+		}
+	}
+	one := float64(int64(1) << p.prec)
+	for i := lo; i < hi; i++ {
+		xmin, n := weights(i)
+		p.start[i-lo], p.size[i-lo] = int32(xmin), int32(n)
+		q := p.w[(i-lo)*k:]
+		for j, v := range ws[:n] {
+			v *= one
+			if v < 0 {
+				q[j] = int32(int16(v - 0.5))
+			} else {
+				q[j] = int32(int16(v + 0.5))
+			}
+		}
+	}
+	return p
+}
+
+// taps returns the input range and weights of output i.
+func (p *pass) taps(i int) (start int, w []int32) {
+	i -= p.lo
+	n := int(p.size[i])
+	return int(p.start[i]), p.w[i*p.k : i*p.k+n : i*p.k+n]
+}
+
+// clamp8 converts a fixed-point accumulator to a uint8 sample: arithmetic
+// shift, then clamp to 0..255.
+func clamp8(acc int32, prec uint) byte {
+	v := acc >> prec
+	if uint32(v) > 255 {
+		if v < 0 {
+			return 0
+		}
+		return 255
+	}
+	return byte(v)
+}
+
+// hpassRow resamples one packed-RGB row src along its length into dst,
+// computing only outputs c0..c1-1 (dst holds (c1-c0)*3 bytes). Each output
+// depends only on its own taps, so a subset equals the same outputs of the
+// full pass.
+func hpassRow(dst, src []byte, p *pass, c0, c1 int) {
+	half := int32(1) << (p.prec - 1)
+	prec := p.prec
+	dst = dst[:(c1-c0)*3]
+	for c := c0; c < c1; c++ {
+		start, w := p.taps(c)
+		s := src[start*3 : (start+len(w))*3]
+		r, g, b := half, half, half
+		for j, q := range w {
+			px := s[j*3 : j*3+3 : j*3+3]
+			r += int32(px[0]) * q
+			g += int32(px[1]) * q
+			b += int32(px[2]) * q
+		}
+		o := dst[(c-c0)*3 : (c-c0)*3+3 : (c-c0)*3+3]
+		o[0] = clamp8(r, prec)
+		o[1] = clamp8(g, prec)
+		o[2] = clamp8(b, prec)
+	}
+}
+
+// vpassRow computes output row r of a vertical pass: the weighted sum of
+// rows of src (row y starts at (y-rowBase)*stride+off, n bytes long) into
+// dst[:n]. acc is scratch of at least n values.
+func vpassRow(dst, src []byte, stride, off, rowBase int, p *pass, r int, acc []int32) {
+	n := len(dst)
+	acc = acc[:n]
+	half := int32(1) << (p.prec - 1)
+	for i := range acc {
+		acc[i] = half
+	}
+	start, w := p.taps(r)
+	for j, q := range w {
+		o := (start+j-rowBase)*stride + off
+		row := src[o : o+n]
+		for i, v := range row {
+			acc[i] += int32(v) * q
+		}
+	}
+	for i, a := range acc {
+		dst[i] = clamp8(a, p.prec)
+	}
+}
+
+// geometry describes one image's way through resize and crop: the source
+// size, the resized size and where the output window sits in the resized
+// image (output (x, y) is resized (x+offX, y+offY); outside it is zero).
+type geometry struct {
+	w, h       int // source
+	rw, rh     int // resized
+	cw, ch     int // output
+	offX, offY int
+}
+
+// shortestEdgeSize is section 2 of the spec: Python's
+// int(size * long / short), with W <= H giving a portrait result.
+func shortestEdgeSize(w, h, size int) (rw, rh int) {
+	short, long := min(w, h), max(w, h)
+	newLong := int(float64(size*long) / float64(short))
+	if w <= h {
+		return size, newLong
+	}
+	return newLong, size
+}
+
+// cropOffset is section 4: floor of half the excess, or minus the left/top
+// zero padding when the crop is larger than the image.
+func cropOffset(size, crop int) int {
+	if crop > size {
+		return -((crop - size) / 2)
+	}
+	return (size - crop) / 2
+}
+
+// resizeCrop resamples the packed-RGB src (g.w x g.h) to g.rw x g.rh and
+// writes the output window into dst (packed RGB, g.cw x g.ch). Only the
+// resized rows and columns inside the window are computed, and only the
+// source rows they need. scratch is reused across calls when large enough;
+// the possibly grown scratch is returned.
+func resizeCrop(dst, src []byte, g geometry, scratch []byte) []byte {
+	x0, x1 := max(0, -g.offX), min(g.cw, g.rw-g.offX)
+	y0, y1 := max(0, -g.offY), min(g.ch, g.rh-g.offY)
+	if x0 > 0 || y0 > 0 || x1 < g.cw || y1 < g.ch {
+		clear(dst)
+	}
+	if x0 >= x1 || y0 >= y1 {
+		return scratch
+	}
+	c0, c1 := x0+g.offX, x1+g.offX // resized columns kept
+	r0, r1 := y0+g.offY, y1+g.offY // resized rows kept
+	var hp, vp *pass
+	if g.rw != g.w {
+		hp = newPass(g.w, g.rw, c0, c1)
+	}
+	if g.rh != g.h {
+		vp = newPass(g.h, g.rh, r0, r1)
+	}
+	// Source rows the vertical pass reads.
+	in0, in1 := r0, r1
+	if vp != nil {
+		in0, in1 = g.h, 0
+		for r := r0; r < r1; r++ {
+			start, w := vp.taps(r)
+			in0, in1 = min(in0, start), max(in1, start+len(w))
+		}
+		in1 = max(in0, in1)
+	}
+	// Intermediate: rows in0..in1-1, columns c0..c1-1 of the horizontally
+	// resized image, as (buf, stride, off, rowBase).
+	buf, stride, off, rowBase := src, g.w*3, c0*3, 0
+	if hp != nil {
+		stride, off, rowBase = (c1-c0)*3, 0, in0
+		need := (in1 - in0) * stride
+		if cap(scratch) < need {
+			scratch = make([]byte, need)
+		}
+		buf = scratch[:need]
+		for y := in0; y < in1; y++ {
+			hpassRow(buf[(y-in0)*stride:], src[y*g.w*3:(y+1)*g.w*3], hp, c0, c1)
+		}
+	}
+	n := (c1 - c0) * 3
+	var acc []int32
+	if vp != nil {
+		acc = make([]int32, n)
+	}
+	for r := r0; r < r1; r++ {
+		o := (r-g.offY)*g.cw*3 + x0*3
+		d := dst[o : o+n]
+		if vp != nil {
+			vpassRow(d, buf, stride, off, rowBase, vp, r, acc)
+		} else {
+			s := (r-rowBase)*stride + off
+			copy(d, buf[s:s+n])
+		}
+	}
+	return scratch
+}
