@@ -1,0 +1,291 @@
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+// ErrBadQuery is returned when the query vector has the wrong length, is
+// not finite or has zero norm.
+var ErrBadQuery = errors.New("invalid query vector")
+
+// Options configures Search; the zero value returns the 10 best files.
+type Options struct {
+	K int // number of files to return; 0 = 10
+	// Threshold, when set, drops results whose cosine is below it.
+	Threshold *float32
+	// Under restricts results to files inside these directories (absolute,
+	// clean); empty = everywhere.
+	Under []string
+	// Threads scanning in parallel; 0 = runtime.NumCPU().
+	Threads int
+	// Exact scans the full float32 vectors instead of the 16-bit halves
+	// (slower; results are the same; for tests and benchmarks).
+	Exact bool
+}
+
+// Result is one matching file.
+type Result struct {
+	Path  string      `json:"path"`
+	Score float32     `json:"score"` // cosine similarity
+	ID    store.VecID `json:"-"`
+}
+
+type cand struct {
+	id    store.VecID
+	score float32
+	chunk int // index into chunks, for the exact re-rank
+	slot  int
+}
+
+// better orders by score, then by id for a deterministic tie break.
+func better(a, b cand) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.id < b.id
+}
+
+// Search returns the files whose vectors are most similar to q (normalised
+// here), best first: at most opts.K paths. Files sharing one vector
+// (duplicates) are listed together with the same score.
+func Search(s *store.Snapshot, q []float32, opts Options) ([]Result, error) {
+	dim := s.Dim()
+	if len(q) != dim {
+		return nil, fmt.Errorf("%w: length %d, index dimension %d", ErrBadQuery, len(q), dim)
+	}
+	q, err := Normalize(q)
+	if err != nil {
+		return nil, err
+	}
+	k := opts.K
+	if k <= 0 {
+		k = 10
+	}
+	chunks, err := s.Chunks()
+	if err != nil {
+		return nil, err
+	}
+	var allow map[store.VecID]bool
+	if len(opts.Under) > 0 {
+		allow = map[store.VecID]bool{}
+		for _, d := range opts.Under {
+			err := s.Files(d, func(_ string, f store.File) error {
+				if f.Vec != 0 {
+					allow[f.Vec] = true
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	var window float32
+	if !opts.Exact {
+		window = float32(2 * errorBound(1, dim))
+	}
+	cands := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
+
+	// Exact re-rank of every candidate that may belong to the top k.
+	if !opts.Exact && len(cands) > 0 {
+		slices.SortFunc(cands, func(a, b cand) int {
+			if better(a, b) {
+				return -1
+			}
+			return 1
+		})
+		floor := cands[min(k, len(cands))-1].score - window
+		keep := cands[:0]
+		exact := make([]float32, dim)
+		for _, c := range cands {
+			if c.score < floor {
+				break
+			}
+			unpack(exact, chunks[c.chunk], c.slot, dim)
+			c.score = dot32(q, exact)
+			keep = append(keep, c)
+		}
+		cands = keep
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if better(a, b) {
+			return -1
+		}
+		return 1
+	})
+	var out []Result
+	for _, c := range cands {
+		if len(out) >= k || (opts.Threshold != nil && c.score < *opts.Threshold) {
+			break
+		}
+		for _, p := range s.Paths(c.id) {
+			if len(out) < k && underAny(p, opts.Under) {
+				out = append(out, Result{Path: p, Score: c.score, ID: c.id})
+			}
+		}
+	}
+	return out, nil
+}
+
+func underAny(p string, dirs []string) bool {
+	if len(dirs) == 0 {
+		return true
+	}
+	for _, d := range dirs {
+		if store.Under(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// unpack rebuilds slot's exact float32 vector.
+func unpack(dst []float32, c store.Chunk, slot, dim int) {
+	hi := c.Hi[slot*dim*2:]
+	lo := c.Lo[slot*dim*2:]
+	for i := range dst {
+		dst[i] = store.Join(binary.LittleEndian.Uint16(hi[2*i:]), binary.LittleEndian.Uint16(lo[2*i:]))
+	}
+}
+
+// scan scores every live, allowed slot and returns, per worker merged, the
+// top k plus every slot within window of a worker's k-th best at the time.
+func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, allow map[store.VecID]bool, threads int) []cand {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	threads = min(threads, max(1, len(chunks)))
+	dim := len(q)
+	var next atomic.Int64
+	results := make([][]cand, threads)
+	var wg sync.WaitGroup
+	for w := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := topk{k: k, window: window}
+			buf := make([]float32, dim)
+			for {
+				ci := int(next.Add(1) - 1)
+				if ci >= len(chunks) {
+					break
+				}
+				c := chunks[ci]
+				for slot := range store.ChunkSlots {
+					if !c.Live(slot) {
+						continue
+					}
+					id := c.First + store.VecID(slot)
+					if allow != nil && !allow[id] {
+						continue
+					}
+					var sc float32
+					if exact {
+						unpack(buf, c, slot, dim)
+						sc = dot32(q, buf)
+					} else {
+						sc = dotHi(c.Hi[slot*dim*2:(slot+1)*dim*2], q)
+					}
+					t.push(cand{id: id, score: sc, chunk: ci, slot: slot})
+				}
+			}
+			results[w] = t.all()
+		}()
+	}
+	wg.Wait()
+	var out []cand
+	for _, r := range results {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// topk keeps a min-heap of the k best and, beside it, every candidate whose
+// score was within window of the heap's minimum when it arrived.
+type topk struct {
+	k      int
+	window float32
+	heap   []cand // min-heap by better
+	extra  []cand // near misses, pruned now and then
+}
+
+func (t *topk) push(c cand) {
+	if len(t.heap) < t.k {
+		t.heap = append(t.heap, c)
+		t.up(len(t.heap) - 1)
+		return
+	}
+	min := t.heap[0]
+	if better(c, min) {
+		t.heap[0] = c
+		t.down(0)
+		if t.window > 0 {
+			t.extra = append(t.extra, min) // the evicted one may still be needed
+		}
+	} else if t.window > 0 && c.score >= min.score-t.window {
+		t.extra = append(t.extra, c)
+	} else {
+		return
+	}
+	if len(t.extra) > 4*t.k+1024 {
+		floor := t.heap[0].score - t.window
+		t.extra = slices.DeleteFunc(t.extra, func(e cand) bool { return e.score < floor })
+	}
+}
+
+func (t *topk) all() []cand { return append(t.heap, t.extra...) }
+
+func (t *topk) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !better(t.heap[p], t.heap[i]) {
+			break
+		}
+		t.heap[p], t.heap[i] = t.heap[i], t.heap[p]
+		i = p
+	}
+}
+
+func (t *topk) down(i int) {
+	n := len(t.heap)
+	for {
+		l, m := 2*i+1, i
+		if l < n && better(t.heap[m], t.heap[l]) {
+			m = l
+		}
+		if r := l + 1; r < n && better(t.heap[m], t.heap[r]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		t.heap[m], t.heap[i] = t.heap[i], t.heap[m]
+		i = m
+	}
+}
+
+// Normalize returns v scaled to unit L2 norm (a copy).
+func Normalize(v []float32) ([]float32, error) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
+		return nil, fmt.Errorf("%w: norm² %g", ErrBadQuery, s)
+	}
+	inv := 1 / math.Sqrt(s)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out, nil
+}

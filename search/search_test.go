@@ -1,0 +1,246 @@
+package search
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+// fill writes n vectors near a few cluster centres (so that many scores
+// are close and the 16-bit approximation really reorders candidates) to a
+// fresh index and returns its path. File i is "/d<i%3>/f<i>.jpg"; every
+// 10th file also has a duplicate "/dup/f<i>.jpg".
+func fill(t testing.TB, n, dim int, seed uint64) string { return fillSpread(t, n, dim, seed, 0.02) }
+
+// fillSpread is fill with noise of the given scale around the centres.
+func fillSpread(t testing.TB, n, dim int, seed uint64, spread float64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.db")
+	w, err := store.OpenWriter(path, store.Identity{Model: "fake", Dim: dim}, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r := rand.New(rand.NewPCG(seed, 1))
+	centres := make([][]float32, 4)
+	for c := range centres {
+		centres[c] = randVec(r, dim, 1)
+	}
+	var b store.Batch
+	for i := range n {
+		v := randVec(r, dim, spread)
+		for j := range v {
+			v[j] += centres[i%4][j]
+		}
+		h := sha256.Sum256(fmt.Appendf(nil, "%d", i))
+		b.Put(fmt.Sprintf("/d%d/f%d.jpg", i%3, i), store.File{Hash: h}, v)
+		if i%10 == 0 {
+			b.Put(fmt.Sprintf("/dup/f%d.jpg", i), store.File{Hash: h}, nil)
+		}
+		if b.Len() >= 5000 {
+			if err := w.Commit(&b); err != nil {
+				t.Fatal(err)
+			}
+			b.Reset()
+		}
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func randVec(r *rand.Rand, dim int, scale float64) []float32 {
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * scale)
+	}
+	return v
+}
+
+func within(t testing.TB, path string, fn func(s *store.Snapshot)) {
+	t.Helper()
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if err := rd.View(func(s *store.Snapshot) error { fn(s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reference is the plain exhaustive float32 scan: every vector, dot32,
+// full sort; paths expanded like Search.
+func reference(s *store.Snapshot, q []float32, k int) []Result {
+	q, _ = Normalize(q)
+	var all []Result
+	s.Files("", func(p string, f store.File) error {
+		all = append(all, Result{Path: p, ID: f.Vec, Score: dot32(q, s.Vector(f.Vec))})
+		return nil
+	})
+	slices.SortFunc(all, func(a, b Result) int {
+		switch {
+		case a.Score != b.Score:
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		case a.ID != b.ID:
+			if a.ID < b.ID {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return all[:min(k, len(all))]
+}
+
+func TestSearchMatchesExhaustiveFloat32(t *testing.T) {
+	const dim = 64
+	path := fill(t, 3000, dim, 7)
+	r := rand.New(rand.NewPCG(3, 3))
+	within(t, path, func(s *store.Snapshot) {
+		for qi := range 20 {
+			q := randVec(r, dim, 1)
+			if qi%2 == 0 { // a query near the data: many close scores
+				v := s.Vector(store.VecID(1 + qi))
+				for i := range q {
+					q[i] = v[i] + 0.01*q[i]
+				}
+			}
+			for _, k := range []int{1, 10, 57} {
+				want := reference(s, q, k)
+				for _, threads := range []int{1, 3} {
+					for _, exact := range []bool{false, true} {
+						got, err := Search(s, q, Options{K: k, Threads: threads, Exact: exact})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if !slices.Equal(got, want) {
+							t.Fatalf("query %d k=%d threads=%d exact=%v:\n got %v\nwant %v", qi, k, threads, exact, got, want)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestSearchFilters(t *testing.T) {
+	const dim = 16
+	path := fill(t, 200, dim, 9)
+	within(t, path, func(s *store.Snapshot) {
+		q := s.Vector(1)
+		all, _ := Search(s, q, Options{K: 1000})
+		if len(all) != 220 {
+			t.Fatalf("K=1000 returned %d results, want all 220 files", len(all))
+		}
+		if all[0].Score < 0.9999 || (all[0].Path != "/d0/f0.jpg" && all[0].Path != "/dup/f0.jpg") {
+			t.Errorf("best match %v, want file 0 itself", all[0])
+		}
+		if all[1].Score != all[0].Score || all[1].ID != all[0].ID {
+			t.Errorf("duplicate of the best match not listed second: %v", all[:2])
+		}
+		under, _ := Search(s, q, Options{K: 1000, Under: []string{"/d1"}})
+		if len(under) != 67 {
+			t.Errorf("under /d1: %d results, want 67", len(under))
+		}
+		for _, r := range under {
+			if filepath.Dir(r.Path) != "/d1" {
+				t.Errorf("under /d1 returned %s", r.Path)
+			}
+		}
+		th := float32(0.5)
+		above, _ := Search(s, q, Options{K: 1000, Threshold: &th})
+		n := 0
+		for _, r := range all {
+			if r.Score >= th {
+				n++
+			}
+		}
+		if len(above) != n || n == 0 || n == len(all) {
+			t.Errorf("threshold kept %d, want %d (of %d)", len(above), n, len(all))
+		}
+		if _, err := Search(s, q[:3], Options{}); err == nil {
+			t.Error("wrong query length accepted")
+		}
+	})
+}
+
+func TestDotHi(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 1024} {
+		q := randVec(r, n, 1)
+		v := randVec(r, n, 1)
+		hi := make([]byte, 2*n+6) // guard bytes must not be read into the sum
+		for i := range hi {
+			hi[i] = 0x7f
+		}
+		var want float64
+		for i := range v {
+			h, _ := store.Split(v[i])
+			hi[2*i], hi[2*i+1] = byte(h), byte(h>>8)
+			want += float64(q[i]) * float64(math.Float32frombits(uint32(h)<<16))
+		}
+		got := dotHi(hi, q)
+		if math.Abs(float64(got)-want) > 1e-4*(1+math.Abs(want)) {
+			t.Errorf("n=%d: dotHi=%g want %g", n, got, want)
+		}
+	}
+}
+
+func TestErrorBoundHolds(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	const dim = 1024
+	for range 2000 {
+		q, _ := Normalize(randVec(r, dim, 1))
+		v, _ := Normalize(randVec(r, dim, 1))
+		// Adversarial-ish: a vector close to q, where the errors align.
+		if r.IntN(2) == 0 {
+			for i := range v {
+				v[i] = q[i] + 0.001*v[i]
+			}
+			v, _ = Normalize(v)
+		}
+		hi := make([]byte, 2*dim)
+		for i := range v {
+			h, _ := store.Split(v[i])
+			hi[2*i], hi[2*i+1] = byte(h), byte(h>>8)
+		}
+		if d := math.Abs(float64(dotHi(hi, q) - dot32(q, v))); d > errorBound(1, dim) {
+			t.Fatalf("|approx-exact| = %g over bound %g", d, errorBound(1, dim))
+		}
+	}
+}
+
+func BenchmarkSearch100k(b *testing.B) {
+	const dim = 1024
+	path := fillSpread(b, 100000, dim, 1, 10) // nearly uniform on the sphere
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rd.Close()
+	q := randVec(rand.New(rand.NewPCG(1, 1)), dim, 1)
+	for _, exact := range []bool{false, true} {
+		b.Run(fmt.Sprintf("exact=%v", exact), func(b *testing.B) {
+			rd.View(func(s *store.Snapshot) error {
+				for b.Loop() {
+					if _, err := Search(s, q, Options{Exact: exact}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
