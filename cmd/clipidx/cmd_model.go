@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/clipidx/clipidx/internal/hub"
+)
+
+// defaultRepo is the checkpoint `clipidx model pull` fetches by default; its
+// folder is defaultModelDir().
+const defaultRepo = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
+
+// optionalFiles may be absent from a checkpoint: the tokenizer falls back to
+// its defaults without them.
+var optionalFiles = map[string]bool{"tokenizer_config.json": true, "special_tokens_map.json": true}
+
+func init() { subcommands = append(subcommands, newModelCmd) }
+
+func newModelCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "model",
+		Short: "Download a CLIP checkpoint and show where models live",
+	}
+	c.AddCommand(newModelPullCmd(), newModelPathCmd())
+	return c
+}
+
+// pullSummary is what `model pull --json` prints.
+type pullSummary struct {
+	Repo     string       `json:"repo"`
+	Revision string       `json:"revision"`
+	Endpoint string       `json:"endpoint"`
+	Dir      string       `json:"dir"`
+	Commit   string       `json:"commit,omitempty"`
+	Files    []hub.Result `json:"files"`
+	Missing  []string     `json:"missing_optional,omitempty"`
+	Fetched  int64        `json:"bytes_fetched"`
+	Seconds  float64      `json:"seconds"`
+}
+
+func newModelPullCmd() *cobra.Command {
+	var (
+		revision, endpoint, dir string
+		files                   []string
+		asJSON, verify          bool
+	)
+	c := &cobra.Command{
+		Use:   "pull [REPO]",
+		Short: "Download a Hugging Face CLIP checkpoint (default " + defaultRepo + ")",
+		Long: `Download a CLIP checkpoint in the Hugging Face layout (config.json,
+model.safetensors, vocab.json, merges.txt, preprocessor_config.json and the
+tokenizer configs) from the Hugging Face hub.
+
+The default checkpoint (` + defaultRepo + `, 3.9 GB) goes to the default
+model folder, where every other command looks for it; another repository
+goes to a folder of its own (printed at the end; pass it with --model).
+
+Files are written as <file>.part and renamed once their size and SHA-256
+match what the hub advertises. An interrupted pull (Ctrl-C, a lost
+connection) resumes where it stopped when run again; files already
+downloaded and verified are skipped.
+
+Environment: HF_TOKEN (an access token, for gated or private repositories;
+sent to the hub only, never to the storage it redirects to), HF_ENDPOINT
+(a mirror of the hub, same as --endpoint).`,
+		Example: `  clipidx model pull
+  clipidx model pull openai/clip-vit-base-patch32
+  HF_ENDPOINT=https://hf-mirror.com clipidx model pull --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo := defaultRepo
+			if len(args) == 1 {
+				repo = args[0]
+			}
+			if dir == "" {
+				dir = pullDir(cmd, repo)
+			}
+			if len(files) == 0 {
+				files = hub.CLIPFiles
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			var bar *pullBar
+			if f, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+				bar = &pullBar{w: f}
+			}
+			opts := hub.Options{
+				Endpoint: endpoint, Revision: revision, Token: os.Getenv("HF_TOKEN"),
+				Verify: verify, UserAgent: "clipidx (model pull)",
+			}
+			if bar != nil {
+				opts.Progress = bar.update
+			}
+			sum := pullSummary{Repo: repo, Revision: revision, Endpoint: endpoint, Dir: dir}
+			start := time.Now()
+			for _, f := range files {
+				r, err := hub.DownloadFile(ctx, repo, f, dir, opts)
+				bar.stop()
+				if errors.Is(err, hub.ErrNotFound) && optionalFiles[f] {
+					sum.Missing = append(sum.Missing, f)
+					continue
+				}
+				if err != nil {
+					return pullError(ctx, err, repo, opts.Token != "")
+				}
+				sum.Files = append(sum.Files, r)
+				sum.Fetched += r.Fetched
+				if r.Commit != "" {
+					sum.Commit = r.Commit
+				}
+			}
+			sum.Seconds = time.Since(start).Seconds()
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(sum)
+			}
+			printPull(cmd.OutOrStdout(), sum, dir != g.model)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&revision, "revision", "main", "branch, tag or commit of the repository")
+	f.StringVar(&endpoint, "endpoint", envOr("HF_ENDPOINT", hub.DefaultEndpoint), "Hugging Face hub or mirror URL [env HF_ENDPOINT]")
+	f.StringVar(&dir, "dir", "", "destination folder (default: the --model folder for the default checkpoint, else one named after REPO beside it)")
+	f.StringSliceVar(&files, "file", nil, "download only these files of the repository (repeatable)")
+	f.BoolVar(&asJSON, "json", false, "print a JSON summary instead of text")
+	f.BoolVar(&verify, "verify", false, "re-hash files already downloaded instead of trusting their records")
+	return c
+}
+
+// pullDir is where REPO goes without --dir: the --model folder for the
+// default checkpoint or when --model/CLIPIDX_MODEL was given, else
+// <user cache>/clipidx/models/<owner>/<name>.
+func pullDir(cmd *cobra.Command, repo string) string {
+	if repo == defaultRepo || cmd.Flags().Changed("model") || os.Getenv("CLIPIDX_MODEL") != "" {
+		return g.model
+	}
+	root := filepath.Join(".", "clipidx-models")
+	if d, err := os.UserCacheDir(); err == nil {
+		root = filepath.Join(d, "clipidx", "models")
+	}
+	return filepath.Join(root, filepath.FromSlash(repo))
+}
+
+// pullError adds what to do next to a download error.
+func pullError(ctx context.Context, err error, repo string, haveToken bool) error {
+	switch {
+	case ctx.Err() != nil:
+		return &exitError{code: 130, err: fmt.Errorf("%w\ninterrupted: the partial file is kept; run the same command to resume", err)}
+	case errors.Is(err, hub.ErrUnauthorized) && haveToken:
+		return fmt.Errorf("%w\nthe token in HF_TOKEN was sent but has no access to %s: accept the model's terms on its page, or use a token of an account that has", err, repo)
+	case errors.Is(err, hub.ErrUnauthorized):
+		return fmt.Errorf("%w\nif %s is gated or private, set HF_TOKEN to an access token (https://huggingface.co/settings/tokens); otherwise check the repository name", err, repo)
+	case errors.Is(err, hub.ErrChecksum):
+		return fmt.Errorf("%w\nthe file will be downloaded again from the start on the next run", err)
+	}
+	return err
+}
+
+func printPull(w io.Writer, s pullSummary, otherDir bool) {
+	commit := ""
+	if len(s.Commit) >= 12 {
+		commit = " (commit " + s.Commit[:12] + ")"
+	}
+	fmt.Fprintf(w, "%s@%s%s\n", s.Repo, s.Revision, commit)
+	for _, r := range s.Files {
+		state := "downloaded"
+		switch {
+		case r.Skipped:
+			state = "already verified"
+		case r.Resumed > 0:
+			state = "resumed at " + humanBytes(r.Resumed)
+		}
+		if r.SHA256 != "" {
+			state += ", sha256 " + r.SHA256[:12] + "…"
+		}
+		fmt.Fprintf(w, "  %-26s %10s  %s\n", r.File, humanBytes(r.Size), state)
+	}
+	for _, m := range s.Missing {
+		fmt.Fprintf(w, "  %-26s %10s  not in the repository (optional)\n", m, "-")
+	}
+	fmt.Fprintf(w, "fetched %s in %.1f s; model ready in %s\n", humanBytes(s.Fetched), s.Seconds, s.Dir)
+	if otherDir {
+		fmt.Fprintf(w, "use it with: clipidx --model %q ...\n", s.Dir)
+	}
+}
+
+// humanBytes formats n with a decimal unit (as the hub shows sizes).
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", v, "kMGTP"[i])
+}
+
+// pullBar draws one progress bar per file (rate and ETA) on a terminal.
+type pullBar struct {
+	w     io.Writer
+	bar   *progressbar.ProgressBar
+	file  string
+	stage hub.Stage
+	base  int64 // bytes already there when the bar started (a resume)
+}
+
+func (p *pullBar) update(ev hub.Progress) {
+	if ev.Stage == hub.StageSkipped {
+		return
+	}
+	if p.bar == nil || ev.File != p.file || (ev.Stage != p.stage && ev.Stage != hub.StageDone) {
+		p.stop()
+		p.file, p.stage, p.base = ev.File, ev.Stage, 0
+		desc := ev.File
+		switch {
+		case ev.Stage == hub.StageHashing:
+			desc = "verifying " + ev.File
+		case ev.Done > 0:
+			// Count only this run's bytes so that rate and ETA are honest.
+			p.base = ev.Done
+			desc = ev.File + " (resumed)"
+		}
+		total := ev.Total
+		if total >= 0 {
+			total -= p.base
+		}
+		p.bar = progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription(desc),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowTotalBytes(true),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetWidth(24),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSpinnerType(14),
+			progressbar.OptionFullWidth(),
+		)
+	}
+	p.bar.Set64(ev.Done - p.base)
+	if ev.Stage == hub.StageDone {
+		p.bar.Finish()
+		p.stop()
+	}
+}
+
+// stop ends the current bar's line, keeping what it shows; a nil pullBar
+// does nothing.
+func (p *pullBar) stop() {
+	if p == nil || p.bar == nil {
+		return
+	}
+	p.bar.Exit()
+	fmt.Fprintln(p.w)
+	p.bar = nil
+}
+
+func newModelPathCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "path [REPO]",
+		Short: "Print the folder a checkpoint is (or would be) pulled into",
+		Long: `Print the model folder: the --model folder for the default checkpoint,
+or the folder ` + "`clipidx model pull REPO`" + ` uses for another repository.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo := defaultRepo
+			if len(args) == 1 {
+				repo = args[0]
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), pullDir(cmd, repo))
+			return nil
+		},
+	}
+}
