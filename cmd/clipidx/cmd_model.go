@@ -223,7 +223,8 @@ type pullBar struct {
 }
 
 func (p *pullBar) update(ev hub.Progress) {
-	if ev.Stage == hub.StageSkipped {
+	// Small files take no time; the summary lists them.
+	if ev.Stage == hub.StageSkipped || ev.Total >= 0 && ev.Total < 1<<20 {
 		return
 	}
 	if p.bar == nil || ev.File != p.file || (ev.Stage != p.stage && ev.Stage != hub.StageDone) {
