@@ -1,0 +1,311 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/internal/rss"
+	"github.com/spf13/cobra"
+)
+
+func init() { benchCommands = append(benchCommands, newBenchModelCmd) }
+
+// benchModelOptions are the flags of `clipidx bench model`.
+type benchModelOptions struct {
+	random string // "" (load --model), "h14" or "b32"
+	dtype  string // weights of a random model: f32, f16, bf16
+	seed   uint64
+	images int // images per pass
+	texts  int // prompts per pass
+	runs   int // timed passes after the warm-up
+	json   bool
+}
+
+// benchModelResult is what `bench model --json` prints.
+type benchModelResult struct {
+	Model        string    `json:"model"`
+	Dtype        string    `json:"dtype,omitempty"`
+	Device       string    `json:"device"`
+	Threads      int       `json:"threads"`
+	Images       int       `json:"images"`
+	Texts        int       `json:"texts"`
+	Runs         int       `json:"runs"`
+	LoadS        float64   `json:"load_s"`
+	ImagePassS   float64   `json:"image_pass_s"`
+	TextPassS    float64   `json:"text_pass_s"`
+	ImageRunsS   []float64 `json:"image_runs_s"`
+	TextRunsS    []float64 `json:"text_runs_s"`
+	ImagesPerS   float64   `json:"images_per_s"`
+	PromptsPerS  float64   `json:"prompts_per_s"`
+	ImageGFLOP   float64   `json:"image_gflop"`  // per image
+	TextGFLOP    float64   `json:"text_gflop"`   // per prompt
+	ImageGFLOPS  float64   `json:"image_gflops"` // achieved in the image pass
+	TextGFLOPS   float64   `json:"text_gflops"`
+	GFLOPS       float64   `json:"gflops"` // both passes together
+	PeakRSSBytes int64     `json:"peak_rss_bytes"`
+}
+
+func newBenchModelCmd() *cobra.Command {
+	var o benchModelOptions
+	c := &cobra.Command{
+		Use:   "model",
+		Short: "Time image and text passes of the model on this machine",
+		Long: `Times an image pass and a text pass (the median of --runs passes after one
+warm-up) and prints the time, images/s, prompts/s, the achieved GFLOP/s
+(counted from the model's shape) and the process's peak resident memory.
+
+--random h14 builds random weights of the exact ViT-H/14 shape in memory, so
+any machine can be measured without a download; --random b32 the ViT-B/32
+shape. Without --random the model folder (--model) is loaded.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(cmd.Flags().Changed("dtype")); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			return runBenchModel(cmd.OutOrStdout(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.random, "random", "", "random weights of this shape instead of --model: h14 or b32")
+	f.StringVar(&o.dtype, "dtype", "f32", "weight storage of a --random model: f32, f16 or bf16")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the --random weights")
+	f.IntVar(&o.images, "images", 4, "images per pass (0 skips the image pass)")
+	f.IntVar(&o.texts, "texts", 8, "prompts per pass (0 skips the text pass)")
+	f.IntVar(&o.runs, "runs", 3, "timed passes after the warm-up (the median is reported)")
+	f.BoolVar(&o.json, "json", false, "print one JSON object")
+	return c
+}
+
+func (o *benchModelOptions) validate(dtypeSet bool) error {
+	switch o.random {
+	case "", "h14", "b32":
+	default:
+		return fmt.Errorf("--random %q: want h14 or b32", o.random)
+	}
+	switch o.dtype {
+	case "f32", "f16", "bf16":
+	default:
+		return fmt.Errorf("--dtype %q: want f32, f16 or bf16", o.dtype)
+	}
+	if dtypeSet && o.random == "" {
+		return errors.New("--dtype applies to --random models only (a model folder keeps its stored dtype)")
+	}
+	if o.images < 0 || o.texts < 0 || o.images+o.texts == 0 {
+		return fmt.Errorf("--images %d --texts %d: want non-negative counts, not both 0", o.images, o.texts)
+	}
+	if o.runs < 1 {
+		return fmt.Errorf("--runs %d: want at least 1", o.runs)
+	}
+	return nil
+}
+
+// benchOpen builds the backend to measure and returns its shape.
+func benchOpen(o benchModelOptions) (clipnpu.Backend, clipnpu.Config, error) {
+	towers := clipnpu.BothTowers
+	switch {
+	case o.images == 0:
+		towers = clipnpu.TextTower
+	case o.texts == 0:
+		towers = clipnpu.ImageTower
+	}
+	if o.random != "" {
+		cfg := clipnpu.ViTH14Config()
+		if o.random == "b32" {
+			cfg = clipnpu.ViTB32Config()
+		}
+		b, err := clipnpu.NewRandom(cfg, o.seed, o.dtype, clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers})
+		return b, cfg, err
+	}
+	cfg, err := clipnpu.LoadConfig(g.model)
+	if err != nil {
+		return nil, cfg, fmt.Errorf("%w (download it with `clipidx model pull`, or measure with --random h14)", err)
+	}
+	b, err := clipnpu.Load(g.model, clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers})
+	return b, cfg, err
+}
+
+func runBenchModel(w io.Writer, o benchModelOptions) error {
+	t0 := time.Now()
+	b, cfg, err := benchOpen(o)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	load := time.Since(t0).Seconds()
+	res, err := benchBackend(b, cfg, o)
+	if err != nil {
+		return err
+	}
+	res.LoadS = load
+	res.Model = cfg.Name
+	if o.random != "" {
+		res.Model = "random " + o.random
+		res.Dtype = o.dtype
+	}
+	if res.PeakRSSBytes, err = rss.Peak(); err != nil {
+		res.PeakRSSBytes = -1 // unknown on this system
+	}
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printBenchModel(w, res)
+	return nil
+}
+
+// benchBackend times the passes of b, a model of shape cfg.
+func benchBackend(b clipnpu.Backend, cfg clipnpu.Config, o benchModelOptions) (*benchModelResult, error) {
+	info := b.Info()
+	threads := g.threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	res := &benchModelResult{Device: info.Device, Threads: threads, Images: o.images, Texts: o.texts, Runs: o.runs,
+		ImageGFLOP: imageFLOPs(cfg) / 1e9, TextGFLOP: textFLOPs(cfg) / 1e9}
+	rng := rand.New(rand.NewPCG(o.seed, 5))
+	if o.images > 0 {
+		S := cfg.Vision.ImageSize
+		px := make([]float32, o.images*3*S*S)
+		for i := range px {
+			px[i] = float32(rng.NormFloat64())
+		}
+		runs, err := timePasses(o.runs, func() error { _, err := b.EncodeImages(px, o.images); return err })
+		if err != nil {
+			return nil, fmt.Errorf("image pass: %w", err)
+		}
+		res.ImageRunsS, res.ImagePassS = runs, median(runs)
+		res.ImagesPerS = float64(o.images) / res.ImagePassS
+		res.ImageGFLOPS = res.ImageGFLOP * float64(o.images) / res.ImagePassS
+	}
+	if o.texts > 0 {
+		ids := benchPrompts(rng, o.texts, cfg.Text)
+		runs, err := timePasses(o.runs, func() error { _, err := b.EncodeTexts(ids, o.texts); return err })
+		if err != nil {
+			return nil, fmt.Errorf("text pass: %w", err)
+		}
+		res.TextRunsS, res.TextPassS = runs, median(runs)
+		res.PromptsPerS = float64(o.texts) / res.TextPassS
+		res.TextGFLOPS = res.TextGFLOP * float64(o.texts) / res.TextPassS
+	}
+	work := res.ImageGFLOP*float64(o.images)*b2f(o.images > 0) + res.TextGFLOP*float64(o.texts)*b2f(o.texts > 0)
+	res.GFLOPS = work / (res.ImagePassS + res.TextPassS)
+	return res, nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// benchPrompts makes n token sequences [n, T]: BOS, random word ids, EOS,
+// then EOS padding, with lengths spread over the context.
+func benchPrompts(rng *rand.Rand, n int, c clipnpu.TextConfig) []int32 {
+	T := c.Context
+	ids := make([]int32, n*T)
+	words := max(c.Vocab-2, 1)
+	for b := 0; b < n; b++ {
+		seq := ids[b*T : (b+1)*T]
+		end := min(T-1, 4+rng.IntN(max(T-4, 1))) // EOS position
+		for j := range seq {
+			switch {
+			case j == 0:
+				seq[j] = int32(min(49406, c.Vocab-1)) // BOS in CLIP's vocabulary
+			case j < end:
+				seq[j] = int32(rng.IntN(words))
+			default:
+				seq[j] = c.EOS
+			}
+		}
+	}
+	return ids
+}
+
+// timePasses runs pass once to warm up, then runs times, and returns each
+// timed duration in seconds.
+func timePasses(runs int, pass func() error) ([]float64, error) {
+	if err := pass(); err != nil {
+		return nil, err
+	}
+	out := make([]float64, runs)
+	for i := range out {
+		t := time.Now()
+		if err := pass(); err != nil {
+			return nil, err
+		}
+		out[i] = time.Since(t).Seconds()
+	}
+	return out, nil
+}
+
+// median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// linearFLOPs is 2·m·k·n, one multiply and one add per weight and row.
+func linearFLOPs(m, k, n int) float64 { return 2 * float64(m) * float64(k) * float64(n) }
+
+// encoderFLOPs counts L pre-LN layers on T tokens of width H and MLP width
+// M: q, k, v, o (4·H²), fc1 and fc2 (2·H·M) per token, plus the attention
+// products q·kᵀ and p·v (2·T²·H each). LayerNorm, softmax, GELU and the
+// adds are O(T·H) and left out.
+func encoderFLOPs(L, T, H, M int) float64 {
+	perLayer := linearFLOPs(T, H, 4*H) + linearFLOPs(T, H, 2*M) + 2*linearFLOPs(T, H, T)
+	return float64(L) * perLayer
+}
+
+// imageFLOPs is one image through the vision tower: patch embedding, the
+// encoder on G²+1 tokens and the projection of the class token.
+func imageFLOPs(c clipnpu.Config) float64 {
+	v := c.Vision
+	G := v.Grid()
+	return linearFLOPs(G*G, 3*v.Patch*v.Patch, v.Hidden) +
+		encoderFLOPs(v.Layers, v.Tokens(), v.Hidden, v.MLP) +
+		linearFLOPs(1, v.Hidden, c.ProjectionDim)
+}
+
+// textFLOPs is one prompt (a full context of T tokens) through the text
+// tower and its projection.
+func textFLOPs(c clipnpu.Config) float64 {
+	t := c.Text
+	return encoderFLOPs(t.Layers, t.Context, t.Hidden, t.MLP) + linearFLOPs(1, t.Hidden, c.ProjectionDim)
+}
+
+func printBenchModel(w io.Writer, r *benchModelResult) {
+	name := r.Model
+	if r.Dtype != "" {
+		name += " (" + r.Dtype + ")"
+	}
+	fmt.Fprintf(w, "model    %s on %s, %d threads; loaded in %.1f s; median of %d runs after a warm-up\n", name, r.Device, r.Threads, r.LoadS, r.Runs)
+	if r.Images > 0 {
+		fmt.Fprintf(w, "images   pass of %d: %.3f s  %.3f images/s  %.1f GFLOP/s (%.1f GFLOP an image)\n",
+			r.Images, r.ImagePassS, r.ImagesPerS, r.ImageGFLOPS, r.ImageGFLOP)
+	}
+	if r.Texts > 0 {
+		fmt.Fprintf(w, "texts    pass of %d: %.3f s  %.2f prompts/s  %.1f GFLOP/s (%.1f GFLOP a prompt)\n",
+			r.Texts, r.TextPassS, r.PromptsPerS, r.TextGFLOPS, r.TextGFLOP)
+	}
+	if r.PeakRSSBytes >= 0 {
+		fmt.Fprintf(w, "memory   peak RSS %.2f GB (%d bytes)\n", float64(r.PeakRSSBytes)/1e9, r.PeakRSSBytes)
+	} else {
+		fmt.Fprintln(w, "memory   peak RSS not available on this system")
+	}
+}

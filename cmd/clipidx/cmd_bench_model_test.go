@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu"
+)
+
+// TestBenchFLOPs checks the FLOP count against the issue's figures for
+// ViT-H/14 (334.6 GFLOP an image, 47.1 a 77-token prompt) and the usual
+// 4.4 GMAC of a ViT-B/32 image.
+func TestBenchFLOPs(t *testing.T) {
+	tests := []struct {
+		name      string
+		got, want float64 // GFLOP
+		tol       float64
+	}{
+		{"h14 image", imageFLOPs(clipnpu.ViTH14Config()) / 1e9, 334.6, 0.05},
+		{"h14 text", textFLOPs(clipnpu.ViTH14Config()) / 1e9, 47.1, 0.05},
+		{"b32 image", imageFLOPs(clipnpu.ViTB32Config()) / 1e9, 8.8, 0.05},
+	}
+	for _, tc := range tests {
+		if math.Abs(tc.got-tc.want) > tc.tol {
+			t.Errorf("%s: %.3f GFLOP, want %.1f", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestBenchModelValidate(t *testing.T) {
+	ok := benchModelOptions{random: "h14", dtype: "f32", images: 4, texts: 8, runs: 3}
+	tests := []struct {
+		name     string
+		edit     func(o *benchModelOptions)
+		dtypeSet bool
+		wantErr  string
+	}{
+		{"defaults", func(o *benchModelOptions) {}, false, ""},
+		{"b32 bf16", func(o *benchModelOptions) { o.random, o.dtype = "b32", "bf16" }, true, ""},
+		{"images only", func(o *benchModelOptions) { o.texts = 0 }, false, ""},
+		{"model folder", func(o *benchModelOptions) { o.random = "" }, false, ""},
+		{"bad shape", func(o *benchModelOptions) { o.random = "l14" }, false, "--random"},
+		{"bad dtype", func(o *benchModelOptions) { o.dtype = "f64" }, true, "--dtype"},
+		{"dtype without random", func(o *benchModelOptions) { o.random = "" }, true, "--random models only"},
+		{"negative images", func(o *benchModelOptions) { o.images = -1 }, false, "--images"},
+		{"nothing to do", func(o *benchModelOptions) { o.images, o.texts = 0, 0 }, false, "not both 0"},
+		{"no runs", func(o *benchModelOptions) { o.runs = 0 }, false, "--runs"},
+	}
+	for _, tc := range tests {
+		o := ok
+		tc.edit(&o)
+		err := o.validate(tc.dtypeSet)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", tc.name, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tc := range tests {
+		in := append([]float64(nil), tc.in...)
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %g, want %g", tc.in, got, tc.want)
+		}
+		for i := range in { // the input is not reordered
+			if in[i] != tc.in[i] {
+				t.Fatalf("median reordered its input: %v", tc.in)
+			}
+		}
+	}
+}
+
+func TestBenchPrompts(t *testing.T) {
+	c := clipnpu.ViTH14Config().Text
+	ids := benchPrompts(rand.New(rand.NewPCG(1, 2)), 20, c)
+	if len(ids) != 20*c.Context {
+		t.Fatalf("%d ids, want %d", len(ids), 20*c.Context)
+	}
+	for b := 0; b < 20; b++ {
+		seq := ids[b*c.Context : (b+1)*c.Context]
+		if seq[0] != 49406 {
+			t.Errorf("prompt %d starts with %d, want BOS", b, seq[0])
+		}
+		if seq[c.Context-1] != c.EOS {
+			t.Errorf("prompt %d: last id %d, want EOS padding", b, seq[c.Context-1])
+		}
+		for j, id := range seq[1:] {
+			if id < 0 || int(id) >= c.Vocab || (id == 49406) {
+				t.Errorf("prompt %d position %d: id %d", b, j+1, id)
+			}
+		}
+	}
+}
+
+// TestBenchModelCommand runs `clipidx bench model` on a random ViT-B/32
+// (16-bit, one image and one prompt) and checks the JSON it prints.
+func TestBenchModelCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 150M-parameter random model")
+	}
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"bench", "model", "--random", "b32", "--dtype", "f16", "--images", "1", "--texts", "2", "--runs", "1", "--json", "--threads", "2"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+	}
+	for _, k := range []string{"image_pass_s", "text_pass_s", "images_per_s", "prompts_per_s", "gflops", "peak_rss_bytes"} {
+		v, ok := r[k].(float64)
+		if !ok || !(v > 0) {
+			t.Errorf("%s = %v, want a positive number", k, r[k])
+		}
+	}
+	// The counts agree with each other.
+	if got, want := r["images_per_s"].(float64), 1/r["image_pass_s"].(float64); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("images_per_s %g, want 1/image_pass_s = %g", got, want)
+	}
+	if got, want := r["prompts_per_s"].(float64), 2/r["text_pass_s"].(float64); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("prompts_per_s %g, want 2/text_pass_s = %g", got, want)
+	}
+	if r["model"] != "random b32" || r["dtype"] != "f16" {
+		t.Errorf("model %v dtype %v, want random b32 f16", r["model"], r["dtype"])
+	}
+
+	root = newRoot()
+	out.Reset()
+	root.SetOut(&out)
+	root.SetArgs([]string{"bench", "model", "--random", "x"})
+	err := root.Execute()
+	if ee, ok := err.(*exitError); !ok || ee.code != 2 {
+		t.Errorf("--random x: error %v, want exit code 2", err)
+	}
+}
