@@ -1,10 +1,12 @@
 package clipnpu_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/conformance"
+	"github.com/clipidx/clipidx/internal/fixtures"
 )
 
 // openReference loads dir on the plain reference forward.
@@ -34,4 +36,43 @@ func TestReferenceUnseenModels(t *testing.T) {
 			conformance.RunDir(t, "testdata/"+name, openReference, conformance.F32CPU())
 		})
 	}
+}
+
+// BenchmarkReference times the reference forward on the tiny ViT-H/14-shaped
+// fixture, one image or one text per op.
+func BenchmarkReference(b *testing.B) {
+	dir := fixtures.TinyModel(b)
+	ref, err := conformance.ReadReference(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := clipnpu.Load(dir, clipnpu.Options{Device: "reference"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	b.Run("image", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.EncodeImages(ref.Images[0].Pixels, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("text", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.EncodeTexts(ref.Texts[0].IDs, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func ExampleLogits() {
+	img := []float32{1, 0, 0} // one image embedding, D = 3
+	txt := []float32{
+		2, 0, 0, // same direction
+		0, 5, 0, // orthogonal
+	}
+	fmt.Println(clipnpu.Logits(img, txt, 1, 2, 3, 100))
+	// Output: [100 0]
 }

@@ -1,0 +1,459 @@
+package clipnpu
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// smallConfig is a quick shape for loader tests (odd sizes on purpose).
+func smallConfig() Config {
+	return Config{
+		Name:          "small",
+		Vision:        VisionConfig{Hidden: 24, Heads: 3, Layers: 2, MLP: 40, Patch: 4, ImageSize: 12, Act: "quick_gelu", LayerNormEps: 1e-5},
+		Text:          TextConfig{Hidden: 16, Heads: 2, Layers: 2, MLP: 36, Vocab: 50, Context: 9, Act: "gelu", LayerNormEps: 1e-5, EOS: 49},
+		ProjectionDim: 8,
+	}
+}
+
+// stTensor is one tensor to write into a test safetensors file.
+type stTensor struct {
+	name  string
+	dtype string
+	shape []int
+	data  []byte
+}
+
+// f32Bytes encodes values little-endian.
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// matTensor encodes a weight matrix in its own dtype.
+func matTensor(name string, t tensor, shape ...int) stTensor {
+	if shape == nil {
+		shape = []int{t.rows, t.cols}
+	}
+	if t.dtype == dtF32 {
+		return stTensor{name, "F32", shape, f32Bytes(t.f32)}
+	}
+	b := make([]byte, 2*len(t.u16))
+	for i, h := range t.u16 {
+		binary.LittleEndian.PutUint16(b[2*i:], h)
+	}
+	dt := "F16"
+	if t.dtype == dtBF16 {
+		dt = "BF16"
+	}
+	return stTensor{name, dt, shape, b}
+}
+
+// hfTensors lists a model's weights under their Hugging Face names.
+func hfTensors(m *model) []stTensor {
+	var ts []stTensor
+	vec := func(name string, v []float32, shape ...int) {
+		if shape == nil {
+			shape = []int{len(v)}
+		}
+		ts = append(ts, stTensor{name, "F32", shape, f32Bytes(v)})
+	}
+	layers := func(prefix string, ls []layerWeights) {
+		for i, l := range ls {
+			p := fmt.Sprintf("%s.encoder.layers.%d.", prefix, i)
+			vec(p+"layer_norm1.weight", l.ln1W)
+			vec(p+"layer_norm1.bias", l.ln1B)
+			vec(p+"layer_norm2.weight", l.ln2W)
+			vec(p+"layer_norm2.bias", l.ln2B)
+			for _, q := range []struct {
+				n string
+				w tensor
+				b []float32
+			}{{"q_proj", l.q, l.qB}, {"k_proj", l.k, l.kB}, {"v_proj", l.v, l.vB}, {"out_proj", l.o, l.oB}} {
+				ts = append(ts, matTensor(p+"self_attn."+q.n+".weight", q.w))
+				vec(p+"self_attn."+q.n+".bias", q.b)
+			}
+			ts = append(ts, matTensor(p+"mlp.fc1.weight", l.fc1), matTensor(p+"mlp.fc2.weight", l.fc2))
+			vec(p+"mlp.fc1.bias", l.fc1B)
+			vec(p+"mlp.fc2.bias", l.fc2B)
+		}
+	}
+	c := m.cfg
+	vec("logit_scale", []float32{float32(math.Log(float64(m.logitScale)))}, []int{}...)
+	if v := m.vision; v != nil {
+		P := c.Vision.Patch
+		ts = append(ts, matTensor("vision_model.embeddings.patch_embedding.weight", v.patch, c.Vision.Hidden, 3, P, P))
+		vec("vision_model.embeddings.class_embedding", v.cls)
+		vec("vision_model.embeddings.position_embedding.weight", v.pos, c.Vision.Tokens(), c.Vision.Hidden)
+		vec("vision_model.pre_layrnorm.weight", v.preW)
+		vec("vision_model.pre_layrnorm.bias", v.preB)
+		layers("vision_model", v.layers)
+		vec("vision_model.post_layernorm.weight", v.postW)
+		vec("vision_model.post_layernorm.bias", v.postB)
+		ts = append(ts, matTensor("visual_projection.weight", v.proj))
+	}
+	if t := m.text; t != nil {
+		ts = append(ts, matTensor("text_model.embeddings.token_embedding.weight", t.tok))
+		vec("text_model.embeddings.position_embedding.weight", t.pos, c.Text.Context, c.Text.Hidden)
+		layers("text_model", t.layers)
+		vec("text_model.final_layer_norm.weight", t.finalW)
+		vec("text_model.final_layer_norm.bias", t.finalB)
+		ts = append(ts, matTensor("text_projection.weight", t.proj))
+	}
+	return ts
+}
+
+// encodeSafetensors serialises tensors; pad extra spaces after the JSON
+// (which can misalign the data section on purpose).
+func encodeSafetensors(ts []stTensor, pad int) []byte {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
+	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var data []byte
+	for _, t := range ts {
+		hdr[t.name] = map[string]any{"dtype": t.dtype, "shape": t.shape, "data_offsets": []int{len(data), len(data) + len(t.data)}}
+		data = append(data, t.data...)
+	}
+	js, _ := json.Marshal(hdr)
+	js = append(js, []byte(strings.Repeat(" ", pad))...)
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
+	out = append(out, js...)
+	return append(out, data...)
+}
+
+// hfConfigJSON renders cfg as a CLIPConfig config.json.
+func hfConfigJSON(c Config) []byte {
+	doc := map[string]any{
+		"projection_dim": c.ProjectionDim,
+		"vision_config": map[string]any{
+			"hidden_size": c.Vision.Hidden, "intermediate_size": c.Vision.MLP, "num_hidden_layers": c.Vision.Layers,
+			"num_attention_heads": c.Vision.Heads, "patch_size": c.Vision.Patch, "image_size": c.Vision.ImageSize,
+			"hidden_act": c.Vision.Act, "layer_norm_eps": c.Vision.LayerNormEps,
+		},
+		"text_config": map[string]any{
+			"hidden_size": c.Text.Hidden, "intermediate_size": c.Text.MLP, "num_hidden_layers": c.Text.Layers,
+			"num_attention_heads": c.Text.Heads, "vocab_size": c.Text.Vocab, "max_position_embeddings": c.Text.Context,
+			"hidden_act": c.Text.Act, "layer_norm_eps": c.Text.LayerNormEps, "eos_token_id": c.Text.EOS,
+		},
+	}
+	b, _ := json.MarshalIndent(doc, "", " ")
+	return b
+}
+
+// writeModelDir writes cfg and ts as a model folder and returns it.
+func writeModelDir(t *testing.T, cfg Config, ts []stTensor, pad int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), hfConfigJSON(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), encodeSafetensors(ts, pad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// testInputs makes n deterministic images and texts for cfg.
+func testInputs(cfg Config, n int) ([]float32, []int32) {
+	S, T := cfg.Vision.ImageSize, cfg.Text.Context
+	px := make([]float32, n*3*S*S)
+	for i := range px {
+		px[i] = float32(math.Sin(float64(i)*0.37)) * 1.5
+	}
+	ids := make([]int32, n*T)
+	for i := 0; i < n; i++ {
+		for p := 0; p < T; p++ {
+			ids[i*T+p] = int32((i*7 + p*3 + 1) % (cfg.Text.Vocab - 1))
+		}
+		ids[i*T+2+i%(T-2)] = cfg.Text.EOS
+	}
+	return px, ids
+}
+
+// TestLoadRoundTrip saves a random model under HF names, loads it back and
+// requires bit-identical embeddings: every tensor lands in the right field.
+// Padding the header by 1..3 bytes misaligns the data and exercises the
+// copying path of f32View.
+func TestLoadRoundTrip(t *testing.T) {
+	cfg := smallConfig()
+	for _, c := range []struct {
+		dt  dtype
+		pad int
+	}{{dtF32, 0}, {dtF32, 1}, {dtF16, 0}, {dtBF16, 2}, {dtF16, 3}} {
+		t.Run(fmt.Sprintf("%s-pad%d", c.dt, c.pad), func(t *testing.T) {
+			src := randomModel(cfg, 42, c.dt, BothTowers, 2)
+			dir := writeModelDir(t, cfg, hfTensors(src), c.pad)
+			b, err := Load(dir, Options{Device: "reference"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if got := b.(*refBackend).m.dtype; got != c.dt {
+				t.Errorf("loaded dtype %s, want %s", got, c.dt)
+			}
+			want := newReference(src, 2)
+			px, ids := testInputs(cfg, 2)
+			for _, enc := range []struct {
+				name      string
+				got, want func() ([]float32, error)
+			}{
+				{"images", func() ([]float32, error) { return b.EncodeImages(px, 2) }, func() ([]float32, error) { return want.EncodeImages(px, 2) }},
+				{"texts", func() ([]float32, error) { return b.EncodeTexts(ids, 2) }, func() ([]float32, error) { return want.EncodeTexts(ids, 2) }},
+			} {
+				g, err := enc.got()
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := enc.want()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range w {
+					if g[i] != w[i] || math.IsNaN(float64(g[i])) {
+						t.Fatalf("%s[%d] = %v after save and load, %v before", enc.name, i, g[i], w[i])
+					}
+				}
+			}
+			if got, want := b.Info().LogitScale, src.logitScale; math.Abs(float64(got-want)) > 1e-4 {
+				t.Errorf("LogitScale %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// without returns ts minus the named tensors.
+func without(ts []stTensor, names ...string) []stTensor {
+	var out []stTensor
+	for _, t := range ts {
+		drop := false
+		for _, n := range names {
+			if t.name == n || strings.HasPrefix(t.name, n+".") {
+				drop = true
+			}
+		}
+		if !drop {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func TestLoadErrors(t *testing.T) {
+	cfg := smallConfig()
+	good := hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1))
+	edit := func(name string, f func(*stTensor)) []stTensor {
+		out := append([]stTensor(nil), good...)
+		for i := range out {
+			if out[i].name == name {
+				f(&out[i])
+			}
+		}
+		return out
+	}
+	type setup func(t *testing.T) string
+	folder := func(ts []stTensor) setup {
+		return func(t *testing.T) string { return writeModelDir(t, cfg, ts, 0) }
+	}
+	cases := []struct {
+		name  string
+		setup setup
+		opts  Options
+		want  error
+		msg   string // substring of the error
+	}{
+		{"absent folder", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") }, Options{}, ErrNoModel, "does not exist"},
+		{"empty folder", func(t *testing.T) string { return t.TempDir() }, Options{}, ErrNoModel, "empty"},
+		{"no config.json", func(t *testing.T) string {
+			d := folder(good)(t)
+			os.Remove(filepath.Join(d, "config.json"))
+			return d
+		}, Options{}, ErrBadModel, "config.json"},
+		{"no model.safetensors", func(t *testing.T) string {
+			d := folder(good)(t)
+			os.Remove(filepath.Join(d, "model.safetensors"))
+			return d
+		}, Options{}, ErrBadModel, "model.safetensors is missing"},
+		{"missing tensor", folder(without(good, "vision_model.post_layernorm.bias")), Options{}, ErrBadModel, "vision_model.post_layernorm.bias is missing"},
+		{"misshapen tensor", folder(edit("text_model.encoder.layers.1.mlp.fc1.weight", func(s *stTensor) {
+			s.shape = []int{s.shape[1], s.shape[0]}
+		})), Options{}, ErrBadModel, "text_model.encoder.layers.1.mlp.fc1.weight: shape [16 36]"},
+		{"unknown dtype", folder(edit("visual_projection.weight", func(s *stTensor) {
+			s.dtype, s.shape = "I32", []int{s.shape[0], s.shape[1]}
+		})), Options{}, ErrBadModel, "unsupported dtype I32"},
+		{"truncated file", func(t *testing.T) string {
+			d := folder(good)(t)
+			p := filepath.Join(d, "model.safetensors")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-10], 0o644)
+			return d
+		}, Options{}, ErrBadModel, "truncated"},
+		{"extra layer", func(t *testing.T) string {
+			c := cfg
+			c.Text.Layers = 1
+			d := writeModelDir(t, c, good, 0)
+			return d
+		}, Options{}, ErrBadModel, "more text layers"},
+		{"bad config", func(t *testing.T) string {
+			d := folder(good)(t)
+			os.WriteFile(filepath.Join(d, "config.json"), []byte(`{"vision_config": {"hidden_act": "relu"}}`), 0o644)
+			return d
+		}, Options{}, ErrBadModel, "relu"},
+		{"unknown device", folder(good), Options{Device: "gpu"}, nil, "unknown device"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := c.setup(t)
+			b, err := Load(dir, c.opts)
+			if err == nil {
+				b.Close()
+				t.Fatal("Load succeeded")
+			}
+			if c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("error %v, want %v", err, c.want)
+			}
+			if !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("error %q does not mention %q", err, c.msg)
+			}
+		})
+	}
+}
+
+// TestTowers: a text-only load succeeds on a file without any vision tensor
+// (so it never looks at them), and refuses images; and vice versa.
+func TestTowers(t *testing.T) {
+	cfg := smallConfig()
+	all := hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 1))
+	px, ids := testInputs(cfg, 1)
+	for _, c := range []struct {
+		name   string
+		towers Towers
+		drop   []string
+	}{
+		{"text only", TextTower, []string{"vision_model", "visual_projection.weight"}},
+		{"image only", ImageTower, []string{"text_model", "text_projection.weight"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeModelDir(t, cfg, without(all, c.drop...), 0)
+			if b, err := Load(dir, Options{Device: "reference"}); err == nil {
+				b.Close()
+				t.Fatal("loading both towers from a one-tower file succeeded")
+			}
+			b, err := Load(dir, Options{Device: "reference", Towers: c.towers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			_, ierr := b.EncodeImages(px, 1)
+			_, terr := b.EncodeTexts(ids, 1)
+			if c.towers == TextTower && (!errors.Is(ierr, ErrNoTower) || terr != nil) {
+				t.Errorf("text-only: images err %v, texts err %v", ierr, terr)
+			}
+			if c.towers == ImageTower && (!errors.Is(terr, ErrNoTower) || ierr != nil) {
+				t.Errorf("image-only: images err %v, texts err %v", ierr, terr)
+			}
+		})
+	}
+}
+
+// TestBundleAndDevices checks the routing of Load: bundles go to the NPU
+// hook, "npu" never falls back to the CPU.
+func TestBundleAndDevices(t *testing.T) {
+	saved := openNPU
+	defer func() { openNPU = saved }()
+	cfg := smallConfig()
+	hf := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1)), 0)
+	bundle := t.TempDir()
+	for _, f := range []string{"manifest.txt", "tensors.txt", "tensors.bin"} {
+		os.WriteFile(filepath.Join(bundle, f), []byte("version 1\n"), 0o644)
+	}
+	if !IsBundle(bundle) || IsBundle(hf) {
+		t.Fatalf("IsBundle(bundle) = %v, IsBundle(hf) = %v", IsBundle(bundle), IsBundle(hf))
+	}
+
+	openNPU = nil
+	for _, c := range []struct {
+		dir, device, msg string
+	}{
+		{bundle, "cpu", "taconite NPU bundle"},
+		{bundle, "", "taconite NPU bundle"},
+		{hf, "npu", "no NPU support"},
+	} {
+		_, err := Load(c.dir, Options{Device: c.device})
+		if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("Load(%s, %q) with no NPU hook: %v; want ErrNoDevice mentioning %q", filepath.Base(c.dir), c.device, err, c.msg)
+		}
+	}
+
+	var called []string
+	openNPU = func(dir string, opts Options) (Backend, error) {
+		called = append(called, opts.Device)
+		return nil, fmt.Errorf("test device: %w", ErrNoDevice)
+	}
+	if _, err := Load(bundle, Options{}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("bundle with a failing NPU: %v", err)
+	}
+	if _, err := Load(hf, Options{Device: "npu"}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("--device npu with a failing NPU: %v", err)
+	}
+	b, err := Load(hf, Options{Device: "auto"})
+	if err != nil {
+		t.Fatalf("auto on an HF folder: %v", err)
+	}
+	b.Close()
+	if len(called) != 2 {
+		t.Errorf("NPU hook called for devices %q, want twice (bundle, npu) and not for auto on an HF folder", called)
+	}
+}
+
+// TestInfo checks what Info reports for the committed fixtures.
+func TestInfo(t *testing.T) {
+	var hashes []string
+	for _, c := range []struct {
+		dir, name string
+		dim, size int
+		ctx       int
+		scale     float64
+	}{
+		{"testdata/qgelu-f16", "clipidx-testdata/qgelu-f16", 24, 32, 16, 42},
+		{"testdata/legacy-eos-bf16", "clipidx-testdata/legacy-eos-bf16", 16, 48, 20, 100},
+	} {
+		b, err := Load(c.dir, Options{Device: "reference", Towers: TextTower})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := b.Info()
+		b.Close()
+		if in.Name != c.name || in.Dim != c.dim || in.ImageSize != c.size || in.Context != c.ctx ||
+			math.Abs(float64(in.LogitScale)-c.scale) > 1e-3 || in.Device != DeviceReference ||
+			in.PromptTemplate != "a photo of a {}" || len(in.WeightsHash) != 64 {
+			t.Errorf("%s: Info %+v", c.dir, in)
+		}
+		hashes = append(hashes, in.WeightsHash)
+	}
+	if hashes[0] == hashes[1] {
+		t.Error("two different models have the same WeightsHash")
+	}
+	// Without _name_or_path the folder's name is the model's.
+	cfg := smallConfig()
+	dir := filepath.Join(t.TempDir(), "my-model")
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "config.json"), hfConfigJSON(cfg), 0o644)
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), encodeSafetensors(hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1)), 0), 0o644)
+	b, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := b.Info().Name; got != "my-model" {
+		t.Errorf("Name = %q, want the folder name my-model", got)
+	}
+}

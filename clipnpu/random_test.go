@@ -1,0 +1,76 @@
+package clipnpu
+
+import (
+	"math"
+	"testing"
+)
+
+// TestNewRandom: same seed → same embeddings whatever the thread count; the
+// dtypes give finite, dtype-close results; the towers option allocates one.
+func TestNewRandom(t *testing.T) {
+	cfg := smallConfig()
+	px, ids := testInputs(cfg, 2)
+	embed := func(dt string, seed uint64, threads int) ([]float32, []float32) {
+		t.Helper()
+		b, err := NewRandom(cfg, seed, dt, Options{Device: "reference", Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		im, err := b.EncodeImages(px, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := b.EncodeTexts(ids, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return im, tx
+	}
+	i1, t1 := embed("f32", 5, 1)
+	i3, t3 := embed("f32", 5, 3)
+	i9, _ := embed("f32", 9, 1)
+	for i := range i1 {
+		if i1[i] != i3[i] || math.IsNaN(float64(i1[i])) {
+			t.Fatalf("image value %d: %v with 1 thread, %v with 3", i, i1[i], i3[i])
+		}
+	}
+	for i := range t1 {
+		if t1[i] != t3[i] {
+			t.Fatalf("text value %d: %v with 1 thread, %v with 3", i, t1[i], t3[i])
+		}
+	}
+	if cos(i1[:8], i9[:8]) > 0.99 {
+		t.Error("different seeds gave the same model")
+	}
+	for _, dt := range []string{"f16", "bf16"} {
+		im, tx := embed(dt, 5, 2)
+		// The same seed draws the same values, rounded to 16 bits.
+		if c := cos(im[:8], i1[:8]); c < 0.99 {
+			t.Errorf("%s image embedding cosine %v to f32", dt, c)
+		}
+		if c := cos(tx[:8], t1[:8]); c < 0.99 {
+			t.Errorf("%s text embedding cosine %v to f32", dt, c)
+		}
+	}
+	if _, err := NewRandom(cfg, 1, "f8", Options{}); err == nil {
+		t.Error("dtype f8 accepted")
+	}
+	if _, err := NewRandom(cfg, 1, "f32", Options{Device: "npu"}); err == nil {
+		t.Error("random model on the NPU accepted")
+	}
+	m := randomModel(cfg, 1, dtF16, TextTower, 2)
+	if m.vision != nil || m.text == nil || m.text.tok.u16 == nil {
+		t.Error("TextTower random model allocated the wrong towers or dtype")
+	}
+}
+
+func cos(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
+}
