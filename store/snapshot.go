@@ -196,3 +196,12 @@ func Under(path, dir string) bool {
 	d := strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator)
 	return strings.HasPrefix(path, d)
 }
+
+// Hashes calls fn with the content hash of every stored vector.
+func (s *Snapshot) Hashes(fn func(h Hash) error) error {
+	return s.tx.Bucket(bHashes).ForEach(func(k, _ []byte) error {
+		var h Hash
+		copy(h[:], k)
+		return fn(h)
+	})
+}

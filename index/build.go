@@ -1,0 +1,550 @@
+package index
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+// Encoder embeds a pass of preprocessed images: pixels holds n images back
+// to back, the result [n, D] (normalised or not). An embedding must not
+// depend on the other images of the pass.
+type Encoder interface {
+	EncodeImages(pixels []float32, n int) ([]float32, error)
+}
+
+// PreprocessFunc decodes an image file's bytes into the pixel tensor the
+// Encoder takes. It receives the bytes that were hashed, so a vector always
+// matches the content hash stored beside it. Errors are per-file failures.
+type PreprocessFunc func(data []byte, path string) ([]float32, error)
+
+var (
+	// ErrNotImage is recorded for a file whose content is no image format.
+	ErrNotImage = errors.New("not an image")
+	// ErrUnsupported is recorded for a recognised but unsupported format.
+	ErrUnsupported = errors.New("unsupported image format")
+	// ErrTooLarge is recorded for a file over Options.MaxFileBytes.
+	ErrTooLarge = errors.New("file too large")
+	// ErrEmpty is recorded for a zero-byte file.
+	ErrEmpty = errors.New("empty file")
+	// ErrBadEmbedding is recorded when the encoder returns a non-finite or
+	// zero vector for a file.
+	ErrBadEmbedding = errors.New("model returned an invalid embedding")
+	// ErrEncoder is returned when a whole pass fails even image by image:
+	// the device, not a file, is at fault, and the build stops.
+	ErrEncoder = errors.New("encoder failed")
+)
+
+// Options configures Build. Encoder, Preprocess and Identity are required;
+// every other zero value picks a sensible default.
+type Options struct {
+	Encoder    Encoder
+	Preprocess PreprocessFunc
+	Identity   store.Identity // model identity recorded in and checked against the index
+	Reindex    bool           // wipe an index built with another model
+
+	BatchSize      int           // images per encoder pass; 0 = 8
+	Workers        int           // read/hash/decode goroutines; 0 = runtime.NumCPU()
+	CommitEvery    int           // files per commit; 0 = 64
+	CommitInterval time.Duration // longest time between commits; 0 = 2 s
+	MaxFileBytes   int64         // larger files fail with ErrTooLarge; 0 = 512 MiB
+	LockTimeout    time.Duration // wait for readers at each commit; 0 = store.DefaultTimeout
+
+	// Progress, when set, is called from the build's goroutines in order.
+	Progress func(Event)
+	// OnError, when set, is told about each failed file and each folder that
+	// could not be read (which never stops the build).
+	OnError func(path string, err error)
+}
+
+// Event reports progress. Phase is "scan" (Done = files found so far),
+// "index" (Done of Total changed files handled; Path the last one),
+// "remove" and "done".
+type Event struct {
+	Phase       string
+	Done, Total int
+	Path        string
+}
+
+// Summary counts files; every file seen falls in exactly one of Added,
+// Updated, Unchanged, Reused and Failed (a file whose stat changed but
+// whose content did not counts as unchanged; a failed file that did not
+// change is unchanged too and stays recorded as failed).
+type Summary struct {
+	Added     int       `json:"added"`     // new, embedded by the model
+	Updated   int       `json:"updated"`   // changed, embedded by the model
+	Unchanged int       `json:"unchanged"` // nothing to do
+	Reused    int       `json:"reused"`    // new or changed, vector reused from identical content
+	Removed   int       `json:"removed"`   // gone from disk, forgotten
+	Failed    int       `json:"failed"`    // failed in this run
+	Failures  []Failure `json:"failures"`
+	// Complete is false when the build was cancelled: nothing was removed.
+	Complete bool `json:"-"`
+}
+
+// Failure names a file that could not be indexed and why.
+type Failure struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+func (o *Options) defaults() error {
+	if o.Encoder == nil || o.Preprocess == nil {
+		return errors.New("index: Options.Encoder and Options.Preprocess are required")
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 8
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.NumCPU()
+	}
+	if o.CommitEvery <= 0 {
+		o.CommitEvery = 64
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = 2 * time.Second
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = 512 << 20
+	}
+	return nil
+}
+
+// job is one changed file, in walk order.
+type job struct {
+	seq int
+	found
+	old *store.File
+}
+
+// result is a job after reading, hashing and (when needed) decoding.
+type result struct {
+	job
+	act    action
+	hash   store.Hash
+	pixels []float32
+	err    error // per-file failure
+	vec    []float32
+	dup    bool // same content as an earlier file of this run: reuse its vector
+}
+
+// Build brings the index at dbPath up to date with the images under roots
+// and returns what it did. Cancelling ctx stops it after committing the
+// work already finished (Summary.Complete false, nothing removed); the
+// error is then ctx.Err(). Per-file problems never stop a build: they are
+// recorded in the index and listed in Summary.Failures.
+func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*Summary, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	abs, err := absRoots(roots)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range abs {
+		if _, err := os.Stat(r); err != nil {
+			return nil, err
+		}
+	}
+	w, err := store.OpenWriter(dbPath, opts.Identity, store.WriterOptions{Reindex: opts.Reindex, Timeout: opts.LockTimeout})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+
+	// What the index knows: records under the roots, and every content hash.
+	old := map[string]*store.File{}
+	known := map[store.Hash]bool{}
+	err = w.View(func(s *store.Snapshot) error {
+		for _, r := range abs {
+			err := s.Files(r, func(p string, f store.File) error {
+				old[p] = &f
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return s.Hashes(func(h store.Hash) error { known[h] = true; return nil })
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	b := &builder{opts: opts, w: w, known: known, sum: &Summary{Failures: []Failure{}}}
+	wk := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}, onError: opts.OnError,
+		progress: func(n int) { b.event(Event{Phase: "scan", Done: n}) }}
+	for _, r := range abs {
+		if err := wk.walkRoot(r); err != nil {
+			if ctx.Err() != nil {
+				return b.finish(ctx, abs, nil, nil)
+			}
+			return nil, err
+		}
+	}
+	b.event(Event{Phase: "scan", Done: len(wk.files)})
+
+	var jobs []job
+	for _, f := range wk.files {
+		o := old[f.path]
+		if classify(o, f.size, f.mtimeNs, nil, nil) == actUnchanged {
+			b.sum.Unchanged++
+			continue
+		}
+		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
+	}
+	if err := b.run(ctx, jobs); err != nil {
+		if ctx.Err() != nil {
+			return b.finish(ctx, abs, nil, nil)
+		}
+		return b.sum, err
+	}
+	return b.finish(ctx, abs, wk, old)
+}
+
+type builder struct {
+	opts  Options
+	w     *store.Writer
+	known map[store.Hash]bool // hashes with a stored vector (read-only during run)
+	sum   *Summary
+
+	batch      store.Batch
+	pending    int // files in batch
+	lastCommit time.Time
+	done       int
+	total      int
+}
+
+func (b *builder) event(e Event) {
+	if b.opts.Progress != nil {
+		b.opts.Progress(e)
+	}
+}
+
+// run processes the changed files: workers read, hash and decode ahead;
+// this goroutine takes results in order, runs the encoder in passes and
+// commits in order.
+func (b *builder) run(ctx context.Context, jobs []job) error {
+	b.total = len(jobs)
+	b.lastCommit = time.Now()
+	if len(jobs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// tokens bound the files between the feeder and the in-order consumer,
+	// so one slow file cannot let decoded pixels pile up behind it.
+	ahead := 2*b.opts.BatchSize + 2*b.opts.Workers
+	tokens := make(chan struct{}, ahead)
+	jobc := make(chan job)
+	resc := make(chan result, ahead)
+	go func() {
+		defer close(jobc)
+		for _, j := range jobs {
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobc <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range b.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobc {
+				r := b.prepare(j)
+				select {
+				case resc <- r:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(resc) }()
+
+	early := map[int]result{} // results that arrived ahead of their turn
+	next := 0
+	var queue []result // in order, waiting for the encoder pass
+	embeds := 0
+	runHashes := map[store.Hash]bool{} // content queued for embedding in this run
+	runErr := map[store.Hash]error{}   // outcome of each such embedding
+	flushQueue := func() error {
+		if err := b.encode(queue); err != nil {
+			return err
+		}
+		for _, r := range queue {
+			switch {
+			case r.act == actEmbed && !r.dup:
+				runErr[r.hash] = r.err
+			case r.dup:
+				if e := runErr[r.hash]; e != nil {
+					r.err = e
+				} else {
+					r.act = actReuse
+				}
+			}
+			b.record(r)
+		}
+		queue, embeds = queue[:0], 0
+		return b.maybeCommit(false)
+	}
+	for r := range resc {
+		if ctx.Err() != nil {
+			break
+		}
+		early[r.seq] = r
+		for {
+			r, ok := early[next]
+			if !ok {
+				break
+			}
+			delete(early, next)
+			next++
+			<-tokens
+			if r.act == actEmbed && r.err == nil {
+				if runHashes[r.hash] { // duplicate of a file earlier in this run
+					r.dup, r.pixels = true, nil
+				} else {
+					runHashes[r.hash] = true
+					embeds++
+				}
+			}
+			queue = append(queue, r)
+			if embeds >= b.opts.BatchSize {
+				if err := flushQueue(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		// Keep what is finished: the queue's non-embedding head is cheap to
+		// record, but encoding more after a cancel would delay the exit.
+		for _, r := range queue {
+			if r.act == actEmbed {
+				break
+			}
+			b.record(r)
+		}
+		if cerr := b.maybeCommit(true); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	if err := flushQueue(); err != nil {
+		return err
+	}
+	return b.maybeCommit(true)
+}
+
+// prepare reads, hashes, classifies and, when the model must run, decodes
+// one file. It runs on a worker goroutine.
+func (b *builder) prepare(j job) result {
+	r := result{job: j}
+	if j.size > b.opts.MaxFileBytes {
+		r.err = fmt.Errorf("%w: %d MiB, the limit is %d MiB", ErrTooLarge, j.size>>20, b.opts.MaxFileBytes>>20)
+		return r
+	}
+	data, err := os.ReadFile(j.path)
+	if err != nil {
+		r.err = fmt.Errorf("read: %w", err)
+		return r
+	}
+	if len(data) == 0 {
+		r.err = ErrEmpty
+		return r
+	}
+	r.hash = sha256.Sum256(data)
+	r.act = classify(j.old, j.size, j.mtimeNs, &r.hash, func(h store.Hash) bool { return b.known[h] })
+	if r.act != actEmbed {
+		return r
+	}
+	switch f := Sniff(data); {
+	case f == FormatUnknown:
+		r.err = fmt.Errorf("%w: content is not JPEG, PNG, GIF, WebP, BMP or TIFF", ErrNotImage)
+	case !f.Supported():
+		r.err = fmt.Errorf("%w: %s", ErrUnsupported, f)
+	default:
+		r.pixels, r.err = b.opts.Preprocess(data, j.path)
+		if r.err == nil && len(r.pixels) == 0 {
+			r.err = errors.New("decoder returned no pixels")
+		}
+	}
+	return r
+}
+
+// encode fills vec (or err) of every embedding result in q, in passes of
+// up to BatchSize. A failed pass is retried image by image so that one bad
+// input fails only its own file; if every image fails alone too, the
+// encoder itself is broken and the build stops.
+func (b *builder) encode(q []result) error {
+	var idx []int
+	for i := range q {
+		if q[i].act == actEmbed && q[i].err == nil && !q[i].dup {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	size := len(q[idx[0]].pixels)
+	var pix []float32
+	var use []int
+	for _, i := range idx {
+		if len(q[i].pixels) != size {
+			q[i].err = fmt.Errorf("decoder returned %d values, want %d", len(q[i].pixels), size)
+			continue
+		}
+		pix = append(pix, q[i].pixels...)
+		use = append(use, i)
+	}
+	out, err := b.opts.Encoder.EncodeImages(pix, len(use))
+	if err == nil && len(use) > 0 && len(out)%len(use) != 0 {
+		err = fmt.Errorf("encoder returned %d values for %d images", len(out), len(use))
+	}
+	if err == nil {
+		d := len(out) / max(1, len(use))
+		for k, i := range use {
+			q[i].vec = out[k*d : (k+1)*d]
+		}
+	} else {
+		failed := 0
+		for _, i := range use {
+			v, e := b.opts.Encoder.EncodeImages(q[i].pixels, 1)
+			if e != nil {
+				q[i].err = fmt.Errorf("%w: %v", ErrEncoder, e)
+				failed++
+				continue
+			}
+			q[i].vec = v
+		}
+		if failed == len(use) {
+			return fmt.Errorf("%w: %v", ErrEncoder, err)
+		}
+	}
+	for _, i := range use {
+		q[i].pixels = nil
+		if q[i].err == nil && !finite(q[i].vec, b.opts.Identity.Dim) {
+			q[i].err, q[i].vec = ErrBadEmbedding, nil
+		}
+	}
+	return nil
+}
+
+func finite(v []float32, dim int) bool {
+	if len(v) != dim {
+		return false
+	}
+	var s float64
+	for _, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return false
+		}
+		s += float64(x) * float64(x)
+	}
+	return s > 0
+}
+
+// record adds one finished result to the pending batch and the summary.
+func (b *builder) record(r result) {
+	f := store.File{Size: r.size, MtimeNs: r.mtimeNs, Hash: r.hash}
+	if r.err != nil {
+		f.Err = r.err.Error()
+		b.batch.Put(r.path, f, nil)
+		b.sum.Failed++
+		b.sum.Failures = append(b.sum.Failures, Failure{Path: r.path, Error: f.Err})
+		if b.opts.OnError != nil {
+			b.opts.OnError(r.path, r.err)
+		}
+	} else {
+		b.batch.Put(r.path, f, r.vec)
+		switch {
+		case r.act == actTouch:
+			b.sum.Unchanged++
+		case r.act == actReuse:
+			b.sum.Reused++
+		case r.old == nil:
+			b.sum.Added++
+		default:
+			b.sum.Updated++
+		}
+	}
+	b.pending++
+	b.done++
+	b.event(Event{Phase: "index", Done: b.done, Total: b.total, Path: r.path})
+}
+
+func (b *builder) maybeCommit(force bool) error {
+	if b.pending == 0 || (!force && b.pending < b.opts.CommitEvery && time.Since(b.lastCommit) < b.opts.CommitInterval) {
+		return nil
+	}
+	if err := b.w.Commit(&b.batch); err != nil {
+		return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
+	}
+	b.batch.Reset()
+	b.pending = 0
+	b.lastCommit = time.Now()
+	return nil
+}
+
+// finish removes files that disappeared (only after a complete walk),
+// frees unused vectors and records the build.
+func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old map[string]*store.File) (*Summary, error) {
+	complete := wk != nil && ctx.Err() == nil
+	if complete {
+		b.event(Event{Phase: "remove"})
+		paths := make([]string, 0, len(old))
+		for p := range old {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+	gone:
+		for _, p := range paths {
+			if wk.seen[p] {
+				continue
+			}
+			for _, d := range wk.unreadable {
+				if store.Under(p, d) {
+					continue gone // maybe still there: the folder could not be listed
+				}
+			}
+			b.batch.Delete(p)
+			b.pending++
+			b.sum.Removed++
+		}
+		if err := b.maybeCommit(true); err != nil {
+			return b.sum, err
+		}
+	}
+	if _, err := b.w.GC(); err != nil {
+		return b.sum, err
+	}
+	counts := *b.sum
+	counts.Failures = nil // the index records the failures themselves
+	js, _ := json.Marshal(counts)
+	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js})
+	b.sum.Complete = complete
+	b.event(Event{Phase: "done", Done: b.done, Total: b.total})
+	if err != nil {
+		return b.sum, err
+	}
+	return b.sum, ctx.Err()
+}

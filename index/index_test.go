@@ -1,0 +1,466 @@
+package index
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+func TestClassify(t *testing.T) {
+	h1, h2 := store.Hash{1}, store.Hash{2}
+	ok := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Vec: 3}
+	failed := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "corrupt"}
+	knownOnly := func(k ...store.Hash) func(store.Hash) bool {
+		return func(h store.Hash) bool { return slices.Contains(k, h) }
+	}
+	for _, tc := range []struct {
+		name        string
+		old         *store.File
+		size, mtime int64
+		hash        *store.Hash
+		known       func(store.Hash) bool
+		want        action
+	}{
+		{"new file", nil, 10, 100, nil, nil, actNeedHash},
+		{"same size and mtime", ok, 10, 100, nil, nil, actUnchanged},
+		{"failed, unchanged stat: not retried", failed, 10, 100, nil, nil, actUnchanged},
+		{"mtime changed", ok, 10, 101, nil, nil, actNeedHash},
+		{"size changed", ok, 11, 100, nil, nil, actNeedHash},
+		{"mtime changed, same content", ok, 10, 101, &h1, knownOnly(h1), actTouch},
+		{"content changed, new", ok, 10, 101, &h2, knownOnly(h1), actEmbed},
+		{"content changed to known content", ok, 10, 101, &h2, knownOnly(h1, h2), actReuse},
+		{"new file, known content (rename/copy)", nil, 10, 100, &h1, knownOnly(h1), actReuse},
+		{"new file, new content", nil, 10, 100, &h2, knownOnly(h1), actEmbed},
+		{"failed file touched, same content: retried", failed, 10, 101, &h1, knownOnly(), actEmbed},
+	} {
+		if got := classify(tc.old, tc.size, tc.mtime, tc.hash, tc.known); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSniff(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Format
+	}{
+		{"\xff\xd8\xff\xe0rest", FormatJPEG},
+		{"\x89PNG\r\n\x1a\nxxxx", FormatPNG},
+		{"GIF89a...", FormatGIF},
+		{"RIFF\x00\x00\x00\x00WEBPVP8 ", FormatWebP},
+		{"BM\x00\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00", FormatBMP},
+		{"II*\x00\x08\x00", FormatTIFF},
+		{"\x00\x00\x00\x18ftypheic\x00\x00", FormatHEIC},
+		{"\x00\x00\x00\x1cftypavif\x00\x00", FormatAVIF},
+		{"\x00\x00\x00\x1cftypisom\x00\x00", FormatUnknown}, // an MP4
+		{"hello world", FormatUnknown},
+		{"", FormatUnknown},
+		{"\xff\xd8", FormatUnknown},
+	} {
+		if got := Sniff([]byte(tc.in)); got != tc.want {
+			t.Errorf("Sniff(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func write(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const png = "\x89PNG\r\n\x1a\n"
+
+func TestWalk(t *testing.T) {
+	d := t.TempDir()
+	for _, p := range []string{"b/2.JPG", "b/1.png", "a.jpeg", "c/x.Tiff", "notes.txt", ".hidden.jpg",
+		".cache/a.jpg", "@eaDir/t.jpg", "b/._1.png", "b/.DS_Store", "Thumbs.db", "e/.thumbnails/t.png", "h.HEIC"} {
+		write(t, filepath.Join(d, p), png)
+	}
+	// A loop (b/loop → d), a link to a sibling folder and a dangling link.
+	os.Symlink(d, filepath.Join(d, "b", "loop"))
+	os.Symlink(filepath.Join(d, "c"), filepath.Join(d, "linkc"))
+	os.Symlink(filepath.Join(d, "nope"), filepath.Join(d, "z.jpg"))
+	got, err := Walk(context.Background(), []string{d, filepath.Join(d, "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rel []string
+	for _, p := range got {
+		if !filepath.IsAbs(p) {
+			t.Errorf("%s is not absolute", p)
+		}
+		r, _ := filepath.Rel(d, p)
+		rel = append(rel, r)
+	}
+	// c is reached first through its real name; linkc is the same folder.
+	want := []string{"a.jpeg", "b/1.png", "b/2.JPG", "c/x.Tiff", "h.HEIC"}
+	if !slices.Equal(rel, want) {
+		t.Errorf("walk = %q\nwant %q", rel, want)
+	}
+}
+
+// fakes: pixels are 8 floats derived from the content hash; the encoder
+// maps them to a vector by a fixed affine map, so every file's expected
+// vector is known independently of the order it was processed in.
+const dim = 8
+
+func fakePixels(data []byte) []float32 {
+	h := sha256.Sum256(data)
+	p := make([]float32, dim)
+	for i := range p {
+		p[i] = float32(h[i]) - 127.5
+	}
+	return p
+}
+
+func fakePre(data []byte, path string) ([]float32, error) {
+	if strings.Contains(string(data), "CORRUPT") {
+		return nil, errors.New("corrupt image data")
+	}
+	return fakePixels(data), nil
+}
+
+type fakeEnc struct {
+	images atomic.Int64
+	calls  atomic.Int64
+	delay  time.Duration
+	failOn float32 // a pass containing a first pixel equal to this fails
+}
+
+func (e *fakeEnc) EncodeImages(pix []float32, n int) ([]float32, error) {
+	e.calls.Add(1)
+	if len(pix) != n*dim {
+		return nil, fmt.Errorf("bad input %d for %d", len(pix), n)
+	}
+	time.Sleep(e.delay)
+	out := make([]float32, len(pix))
+	for i := range n {
+		if e.failOn != 0 && pix[i*dim] == e.failOn {
+			return nil, errors.New("device hiccup")
+		}
+		for j := range dim {
+			out[i*dim+j] = 2*pix[i*dim+j] + float32(j)
+		}
+	}
+	e.images.Add(int64(n))
+	return out, nil
+}
+
+func expectVec(data []byte) []float32 {
+	p := fakePixels(data)
+	v := make([]float32, dim)
+	var s float64
+	for j := range v {
+		v[j] = 2*p[j] + float32(j)
+		s += float64(v[j]) * float64(v[j])
+	}
+	for j := range v {
+		v[j] = float32(float64(v[j]) / math.Sqrt(s))
+	}
+	return v
+}
+
+var fakeID = store.Identity{Model: "fake", Dim: dim, Preprocess: "fake1"}
+
+func opts(e *fakeEnc) Options {
+	return Options{Encoder: e, Preprocess: fakePre, Identity: fakeID, BatchSize: 3, CommitEvery: 5}
+}
+
+// verify checks the index invariants and that every indexed file's vector
+// is the one computed from its own current content.
+func verify(t *testing.T, db string) (images, failed int) {
+	t.Helper()
+	if err := store.Check(db); err != nil {
+		t.Fatalf("index check: %v", err)
+	}
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.View(func(s *store.Snapshot) error {
+		return s.Files("", func(p string, f store.File) error {
+			if f.Failed() {
+				failed++
+				return nil
+			}
+			images++
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Errorf("%s indexed but unreadable: %v", p, err)
+				return nil
+			}
+			want, got := expectVec(data), s.Vector(f.Vec)
+			for i := range want {
+				if math.Abs(float64(want[i]-got[i])) > 1e-6 {
+					t.Errorf("%s has the vector of other content", p)
+					break
+				}
+			}
+			return nil
+		})
+	})
+	return images, failed
+}
+
+func sumOf(s *Summary) string {
+	return fmt.Sprintf("added=%d updated=%d unchanged=%d reused=%d removed=%d failed=%d",
+		s.Added, s.Updated, s.Unchanged, s.Reused, s.Removed, s.Failed)
+}
+
+func TestBuildIncremental(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	for i := range 10 {
+		write(t, filepath.Join(d, fmt.Sprintf("p%02d.jpg", i)), fmt.Sprintf("%simage %d", png, i))
+	}
+	write(t, filepath.Join(d, "sub", "copy.png"), png+"image 3") // duplicate content in the same run
+	write(t, filepath.Join(d, "bad.jpg"), png+"CORRUPT")
+	write(t, filepath.Join(d, "empty.jpg"), "")
+	write(t, filepath.Join(d, "text.jpg"), "just text")
+	write(t, filepath.Join(d, "phone.heic"), "\x00\x00\x00\x18ftypheic\x00\x00\x00\x00")
+	write(t, filepath.Join(d, ".hidden.jpg"), png+"hidden")
+	enc := &fakeEnc{}
+
+	var events []Event
+	var errs []string
+	o := opts(enc)
+	o.Progress = func(e Event) { events = append(events, e) }
+	o.OnError = func(p string, err error) { errs = append(errs, filepath.Base(p)) }
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sumOf(sum), "added=10 updated=0 unchanged=0 reused=1 removed=0 failed=4"; got != want {
+		t.Errorf("first build: %s, want %s", got, want)
+	}
+	if enc.images.Load() != 10 {
+		t.Errorf("model ran on %d images, want 10", enc.images.Load())
+	}
+	reasons := map[string]error{"bad.jpg": nil, "empty.jpg": ErrEmpty, "text.jpg": ErrNotImage, "phone.heic": ErrUnsupported}
+	for _, f := range sum.Failures {
+		base := filepath.Base(f.Path)
+		want, ok := reasons[base]
+		if !ok || (want != nil && !strings.Contains(f.Error, want.Error())) {
+			t.Errorf("failure %s: %q", base, f.Error)
+		}
+	}
+	slices.Sort(errs)
+	if !slices.Equal(errs, []string{"bad.jpg", "empty.jpg", "phone.heic", "text.jpg"}) {
+		t.Errorf("OnError saw %v", errs)
+	}
+	if last := events[len(events)-1]; last.Phase != "done" || last.Done != 15 || last.Total != 15 {
+		t.Errorf("last event %+v", last)
+	}
+	if img, fail := verify(t, db); img != 11 || fail != 4 {
+		t.Errorf("index holds %d images, %d failures", img, fail)
+	}
+
+	// Nothing changed: no model work, no failure retried.
+	enc.images.Store(0)
+	sum, err = Build(context.Background(), db, []string{d}, opts(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sumOf(sum), "added=0 updated=0 unchanged=15 reused=0 removed=0 failed=0"; got != want || enc.calls.Load() == 0 && false {
+		t.Errorf("re-run: %s, want %s", got, want)
+	}
+	if enc.images.Load() != 0 {
+		t.Errorf("re-run ran the model on %d images", enc.images.Load())
+	}
+
+	// Rename, modify, touch, delete, fix a failed file.
+	os.Rename(filepath.Join(d, "p00.jpg"), filepath.Join(d, "renamed.jpg"))
+	write(t, filepath.Join(d, "p01.jpg"), png+"image 1 edited")
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(filepath.Join(d, "p02.jpg"), later, later)
+	os.Remove(filepath.Join(d, "p03.jpg"))
+	write(t, filepath.Join(d, "bad.jpg"), png+"repaired")
+	sum, err = Build(context.Background(), db, []string{d}, opts(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sumOf(sum), "added=0 updated=2 unchanged=11 reused=1 removed=2 failed=0"; got != want {
+		t.Errorf("after edits: %s, want %s", got, want)
+	}
+	if enc.images.Load() != 2 {
+		t.Errorf("edits ran the model on %d images, want 2 (p01 and bad.jpg)", enc.images.Load())
+	}
+	if img, fail := verify(t, db); img != 11 || fail != 3 {
+		t.Errorf("index holds %d images, %d failures", img, fail)
+	}
+
+	// Building a sub-folder never removes files outside it.
+	sum, err = Build(context.Background(), db, []string{filepath.Join(d, "sub")}, opts(enc))
+	if err != nil || sum.Removed != 0 || sum.Unchanged != 1 {
+		t.Errorf("sub-folder build: %s, %v", sumOf(sum), err)
+	}
+	// Deleting everything empties the index and frees every vector.
+	for _, e := range []string{"p01.jpg", "p02.jpg", "p04.jpg", "p05.jpg", "p06.jpg", "p07.jpg", "p08.jpg", "p09.jpg", "renamed.jpg", "bad.jpg", "sub", "empty.jpg", "text.jpg", "phone.heic"} {
+		os.RemoveAll(filepath.Join(d, e))
+	}
+	sum, err = Build(context.Background(), db, []string{d}, opts(enc))
+	if err != nil || sum.Removed != 14 {
+		t.Errorf("after deleting all: %s, %v", sumOf(sum), err)
+	}
+	if img, fail := verify(t, db); img != 0 || fail != 0 {
+		t.Errorf("index holds %d images, %d failures after deleting all", img, fail)
+	}
+}
+
+func TestBuildEncoderFailureStaysWithItsFile(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	var victim string
+	for i := range 9 {
+		c := fmt.Sprintf("%simage %d", png, i)
+		write(t, filepath.Join(d, fmt.Sprintf("p%d.png", i)), c)
+		if i == 4 {
+			victim = c
+		}
+	}
+	enc := &fakeEnc{failOn: fakePixels([]byte(victim))[0]}
+	sum, err := Build(context.Background(), db, []string{d}, opts(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Failed != 1 || sum.Added != 8 || filepath.Base(sum.Failures[0].Path) != "p4.png" {
+		t.Errorf("summary %s %v", sumOf(sum), sum.Failures)
+	}
+	verify(t, db) // each of the 8 others holds its own vector
+}
+
+func TestBuildModelMismatch(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	write(t, filepath.Join(d, "a.png"), png+"a")
+	if _, err := Build(context.Background(), db, []string{d}, opts(&fakeEnc{})); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(&fakeEnc{})
+	o.Identity.Model = "other"
+	_, err := Build(context.Background(), db, []string{d}, o)
+	if !errors.Is(err, store.ErrModelMismatch) || !strings.Contains(err.Error(), "--reindex") {
+		t.Fatalf("other model: %v", err)
+	}
+	o.Reindex = true
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if err != nil || sum.Added != 1 {
+		t.Fatalf("reindex: %v %v", sum, err)
+	}
+}
+
+// TestSearchDuringBuild opens the index read-only repeatedly while a build
+// with a slow encoder runs: readers must never wait for the build to end.
+func TestReadDuringBuild(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	for i := range 40 {
+		write(t, filepath.Join(d, fmt.Sprintf("p%02d.png", i)), fmt.Sprintf("%s%d", png, i))
+	}
+	// Create the index first so that readers have a file to open.
+	write(t, filepath.Join(t.TempDir(), "x"), "")
+	if _, err := Build(context.Background(), db, []string{filepath.Join(d, "p00.png")}, opts(&fakeEnc{})); err != nil {
+		t.Fatal(err)
+	}
+	enc := &fakeEnc{delay: 30 * time.Millisecond}
+	o := opts(enc)
+	o.BatchSize, o.CommitEvery = 2, 2
+	var wg sync.WaitGroup
+	var buildDone atomic.Bool
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer buildDone.Store(true)
+		if _, err := Build(context.Background(), db, []string{d}, o); err != nil {
+			t.Error(err)
+		}
+	}()
+	seen := map[int]bool{}
+	for !buildDone.Load() {
+		r, err := store.OpenReader(db, store.ReaderOptions{Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("reader during build: %v", err)
+		}
+		r.View(func(s *store.Snapshot) error {
+			st, _ := s.Stats()
+			if !buildDone.Load() {
+				seen[st.Images] = true
+			}
+			return s.Check(true)
+		})
+		r.Close()
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Wait()
+	// Readers saw several intermediate states: they ran during the build.
+	if len(seen) < 3 {
+		t.Errorf("readers saw only %d distinct image counts during the build: %v", len(seen), seen)
+	}
+	verify(t, db)
+}
+
+func TestBuildCancel(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	for i := range 30 {
+		write(t, filepath.Join(d, fmt.Sprintf("p%02d.png", i)), fmt.Sprintf("%s%d", png, i))
+	}
+	enc := &fakeEnc{delay: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := opts(enc)
+	o.Progress = func(e Event) {
+		if e.Phase == "index" && e.Done == 10 {
+			cancel()
+		}
+	}
+	sum, err := Build(ctx, db, []string{d}, o)
+	if !errors.Is(err, context.Canceled) || sum == nil || sum.Complete {
+		t.Fatalf("cancelled build: %v, %+v", err, sum)
+	}
+	img, _ := verify(t, db)
+	if img < 10 || img >= 30 {
+		t.Errorf("cancel kept %d images, want the ≥10 finished and not all", img)
+	}
+	sum, err = Build(context.Background(), db, []string{d}, opts(&fakeEnc{}))
+	if err != nil || sum.Added+sum.Unchanged != 30 || sum.Added != 30-img {
+		t.Errorf("resumed build: %s, %v (had %d)", sumOf(sum), err, img)
+	}
+	verify(t, db)
+}
+
+// BenchmarkNoChangeRebuild times a re-run over 10,000 unchanged files.
+func BenchmarkNoChangeRebuild(b *testing.B) {
+	d := b.TempDir()
+	db := filepath.Join(b.TempDir(), "i.db")
+	for i := range 10000 {
+		write(b, filepath.Join(d, fmt.Sprintf("d%02d", i%50), fmt.Sprintf("p%05d.png", i)), fmt.Sprintf("%s%d", png, i))
+	}
+	o := Options{Encoder: &fakeEnc{}, Preprocess: fakePre, Identity: fakeID, CommitEvery: 1000}
+	if _, err := Build(context.Background(), db, []string{d}, o); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		sum, err := Build(context.Background(), db, []string{d}, o)
+		if err != nil || sum.Unchanged != 10000 {
+			b.Fatal(sum, err)
+		}
+	}
+}

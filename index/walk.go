@@ -1,0 +1,175 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// maxDepth stops runaway recursion where loop detection is unavailable.
+const maxDepth = 256
+
+// found is one candidate image from the walk.
+type found struct {
+	path    string
+	size    int64
+	mtimeNs int64
+}
+
+// walker collects image files under roots in a deterministic order: roots
+// sorted, entries sorted by name, symlinked directories followed once each
+// (by device and inode), so loops and duplicate mounts end.
+type walker struct {
+	ctx        context.Context
+	visited    map[fileID]bool
+	files      []found
+	seen       map[string]bool
+	unreadable []string // directories that could not be listed
+	onError    func(path string, err error)
+	progress   func(n int)
+}
+
+func (w *walker) walkRoot(root string) error {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		if IsImageName(root) {
+			w.add(root, fi)
+		}
+		return nil
+	}
+	return w.dir(root, fi, 0)
+}
+
+func (w *walker) add(path string, fi fs.FileInfo) {
+	if w.seen[path] {
+		return
+	}
+	w.seen[path] = true
+	w.files = append(w.files, found{path: path, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()})
+	if w.progress != nil && len(w.files)%256 == 0 {
+		w.progress(len(w.files))
+	}
+}
+
+func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if id, ok := idOf(fi); ok {
+		if w.visited[id] {
+			return nil
+		}
+		w.visited[id] = true
+	}
+	if depth > maxDepth {
+		w.fail(path, fmt.Errorf("deeper than %d levels; not followed", maxDepth))
+		return nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		w.unreadable = append(w.unreadable, path)
+		w.fail(path, err)
+		if len(entries) == 0 {
+			return nil
+		}
+	}
+	for _, e := range entries { // sorted by name
+		name := e.Name()
+		if skipName(name) {
+			continue
+		}
+		p := filepath.Join(path, name)
+		switch {
+		case e.IsDir():
+			info, err := e.Info()
+			if err != nil {
+				w.unreadable = append(w.unreadable, p)
+				w.fail(p, err)
+				continue
+			}
+			if err := w.dir(p, info, depth+1); err != nil {
+				return err
+			}
+		case e.Type()&fs.ModeSymlink != 0:
+			info, err := os.Stat(p) // follow
+			if err != nil {
+				continue // dangling link: nothing to index
+			}
+			if info.IsDir() {
+				if err := w.dir(p, info, depth+1); err != nil {
+					return err
+				}
+			} else if info.Mode().IsRegular() && IsImageName(name) {
+				w.add(p, info)
+			}
+		case e.Type().IsRegular() && IsImageName(name):
+			info, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // deleted during the walk
+			}
+			if err != nil {
+				w.fail(p, err)
+				continue
+			}
+			w.add(p, info)
+		}
+	}
+	return nil
+}
+
+func (w *walker) fail(path string, err error) {
+	if w.onError != nil {
+		w.onError(path, err)
+	}
+}
+
+// Walk lists the image files under roots (absolute, cleaned paths) in the
+// order a build processes them. It is exported for tools and tests; Build
+// uses the same walk.
+func Walk(ctx context.Context, roots []string) ([]string, error) {
+	abs, err := absRoots(roots)
+	if err != nil {
+		return nil, err
+	}
+	w := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}}
+	for _, r := range abs {
+		if err := w.walkRoot(r); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]string, len(w.files))
+	for i, f := range w.files {
+		out[i] = f.path
+	}
+	return out, nil
+}
+
+// absRoots makes roots absolute and clean, sorted and without duplicates.
+func absRoots(roots []string) ([]string, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("no folder to index")
+	}
+	var out []string
+	for _, r := range roots {
+		a, err := filepath.Abs(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	uniq := out[:0]
+	for i, r := range out {
+		if i == 0 || r != out[i-1] {
+			uniq = append(uniq, r)
+		}
+	}
+	return uniq, nil
+}
