@@ -62,6 +62,9 @@ const simpleBPELimit = 48
 // mapped to byte-level symbols, the last one carrying "</w>", merged lowest
 // rank first and leftmost first on ties.
 func (t *Tokenizer) bpe(dst []int32, word string) []int32 {
+	if word == "" {
+		return dst
+	}
 	if len(word) <= simpleBPELimit {
 		var buf [simpleBPELimit]int32
 		syms := buf[:len(word)]

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,5 +41,27 @@ func FuzzEncode(f *testing.F) {
 				t.Fatalf("Decode(Encode(%q)) = %q, want %q", text, got, want)
 			}
 		}
+	})
+}
+
+// FuzzMerges feeds arbitrary merges.txt contents to the loader: it either
+// fails with ErrBadVocab or yields a tokenizer that encodes without panicking.
+func FuzzMerges(f *testing.F) {
+	f.Add("#version: 0.2\nh e\nhe l\n")
+	f.Add("h e\n\nl l\n")
+	f.Add("a b c\n")
+	f.Add("h e\r\nhe llo\r\n")
+	f.Fuzz(func(t *testing.T, merges string) {
+		dir := t.TempDir()
+		synthVocab(t, dir)
+		writeFile(t, filepath.Join(dir, MergesFile), merges)
+		tok, err := Load(dir)
+		if err != nil {
+			if !errors.Is(err, ErrBadVocab) {
+				t.Fatalf("Load: %v, want an ErrBadVocab", err)
+			}
+			return
+		}
+		checkIDs(t, tok, tok.Encode("hello hellohello "+merges), "Encode")
 	})
 }

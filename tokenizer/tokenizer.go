@@ -14,6 +14,10 @@ const (
 	EOS           = 49407 // <|endoftext|>
 )
 
+// maxVocab bounds the ids a vocabulary file may use, so that a corrupt file
+// cannot make Load allocate gigabytes (CLIP's has 49408).
+const maxVocab = 1 << 22
+
 // Tokenizer encodes text into CLIP token ids. It is safe for concurrent use.
 type Tokenizer struct {
 	tokens    []string // id → token, byte-level characters ("</w>" kept)
@@ -62,8 +66,8 @@ func Load(dir string) (*Tokenizer, error) {
 func build(v *vocabulary) (*Tokenizer, error) {
 	size := int32(0)
 	for tok, id := range v.ids {
-		if id < 0 {
-			return nil, fmt.Errorf("%s: token %q has negative id %d: %w", v.source, tok, id, ErrBadVocab)
+		if id < 0 || id >= maxVocab {
+			return nil, fmt.Errorf("%s: token %q has id %d outside [0, %d): %w", v.source, tok, id, maxVocab, ErrBadVocab)
 		}
 		size = max(size, id+1)
 	}
