@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/clipidx/clipidx/store"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newStatusCmd) }
+
+// statusJSON is the --json output of clipidx status.
+type statusJSON struct {
+	Images    int              `json:"images"`
+	Failed    int              `json:"failed"`
+	Model     string           `json:"model"`
+	Dim       int              `json:"dim"`
+	DBBytes   int64            `json:"db_bytes"`
+	LastBuild *store.LastBuild `json:"last_build"`
+}
+
+func newStatusCmd() *cobra.Command {
+	var asJSON, check bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show what the index holds",
+		Long: `Show the number of indexed and failed images, the model the index was built
+with and when the last build ran. It works while a build is running.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := store.OpenReader(g.db, store.ReaderOptions{})
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			var st store.Stats
+			var id store.Identity
+			err = r.View(func(s *store.Snapshot) error {
+				id = s.Identity()
+				st, err = s.Stats()
+				if err == nil && check {
+					err = s.Check(true)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				e := json.NewEncoder(out)
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, DBBytes: st.Bytes, LastBuild: st.LastBuild})
+			}
+			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
+			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors)
+			fmt.Fprintf(out, "failed:      %d\n", st.Failed)
+			fmt.Fprintf(out, "model:       %s (dim %d, preprocessing %s, EXIF orientation %v)\n", id.Model, id.Dim, id.Preprocess, id.EXIF)
+			if st.LastBuild == nil {
+				fmt.Fprintln(out, "last build:  none finished")
+			} else {
+				when := st.LastBuild.Time
+				if t, err := time.Parse(time.RFC3339, when); err == nil {
+					when = fmt.Sprintf("%s (%s ago)", t.Local().Format("2006-01-02 15:04"), time.Since(t).Round(time.Second))
+				}
+				state := ""
+				if !st.LastBuild.Complete {
+					state = ", interrupted"
+				}
+				fmt.Fprintf(out, "last build:  %s%s\n", when, state)
+			}
+			if check {
+				fmt.Fprintln(out, "check:       ok")
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	c.Flags().BoolVar(&check, "check", false, "also verify every invariant of the index (reads it all)")
+	return c
+}
