@@ -49,9 +49,9 @@ var ErrBadVocab = errors.New("malformed tokenizer vocabulary")
 type vocabulary struct {
 	ids    map[string]int32
 	merges [][2]string
-	// source names the file the ids came from, for error messages.
-	source string
-	mfile  string
+	// source and mfile name the files the ids and the merges came from,
+	// for error messages.
+	source, mfile string
 }
 
 // loadVocabulary finds and reads the vocabulary files of dir.
@@ -224,18 +224,18 @@ type tokenizerConfig struct {
 }
 
 // readConfig decodes path into cfg; a missing file leaves cfg untouched.
-func readConfig(path string, cfg *tokenizerConfig) (bool, error) {
+func readConfig(path string, cfg *tokenizerConfig) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", path, err)
+		return fmt.Errorf("read %s: %w", path, err)
 	}
 	if err := json.Unmarshal(data, cfg); err != nil {
-		return false, fmt.Errorf("decode %s: %w: %v", path, ErrBadVocab, err)
+		return fmt.Errorf("decode %s: %w: %v", path, ErrBadVocab, err)
 	}
-	return true, nil
+	return nil
 }
 
 // padToken returns the pad token string of dir and the file it came from:
@@ -248,10 +248,10 @@ func padToken(dir string) (pad, from string, added map[string]int32, err error) 
 	var stm, tc tokenizerConfig
 	stmPath := filepath.Join(dir, SpecialTokensFile)
 	tcPath := filepath.Join(dir, TokenizerConfig)
-	if _, err := readConfig(stmPath, &stm); err != nil {
+	if err := readConfig(stmPath, &stm); err != nil {
 		return "", "", nil, err
 	}
-	if _, err := readConfig(tcPath, &tc); err != nil {
+	if err := readConfig(tcPath, &tc); err != nil {
 		return "", "", nil, err
 	}
 	added = make(map[string]int32, len(tc.AddedTokens))
