@@ -9,7 +9,7 @@
 //	go run ./examples/duplicates -db ~/photos.db -threshold 0.93 -under ~/Pictures/2024
 //
 // Each group prints as a header line and one line per photo: the cosine to
-// the group's first photo, then the path. Every vector is searched once
+// the group's first photo (by name), then the path. Every vector is searched once
 // against the whole index, so the cost grows with the square of the number of
 // photos: seconds for a few thousand, minutes for a hundred thousand.
 package main
@@ -166,7 +166,14 @@ func findGroups(s *store.Snapshot, opts search.Options) ([]group, error) {
 		if g == nil {
 			continue
 		}
-		first := s.Vector(g.ids[0])
+		// The anchor is the member with the first path in name order.
+		anchor := g.ids[0]
+		for _, m := range g.ids {
+			if paths[m][0] < paths[anchor][0] {
+				anchor = m
+			}
+		}
+		first := s.Vector(anchor)
 		for _, m := range g.ids {
 			c := dot(first, s.Vector(m)) // stored vectors are unit length
 			for _, p := range paths[m] {
