@@ -69,6 +69,7 @@ type fastTower struct {
 	mlp              []float32 // MLP hidden [R, M]; also im2col and patch scratch
 	scores           []float32 // per worker [T, T]
 	pooled, pooledLN []float32 // [n, H]
+	at               []int     // [n] pooled token of each sequence
 	aux              []float32 // per worker [M] scratch for quick_gelu
 }
 
@@ -198,6 +199,7 @@ func (t *fastTower) reserve(n, workers int) {
 	t.pooled = make([]float32, n*t.H)
 	t.pooledLN = make([]float32, n*t.H)
 	t.aux = make([]float32, workers*t.M)
+	t.at = make([]int, n)
 }
 
 // images runs the vision tower on n ≤ fastImageChunk images into out [n, D].
@@ -238,10 +240,9 @@ func (f *fastCPU) images(out, pixels []float32, n int) {
 			fastLayerNorm(row, row, vw.preW, vw.preB, t.eps)
 		}
 	})
-	f.encode(t, n)
-	for b := 0; b < n; b++ { // the class token
-		copy(t.pooled[b*H:(b+1)*H], t.x[b*T*H:(b*T+1)*H])
-	}
+	at := t.at[:n]
+	clear(at) // the class token
+	f.encode(t, n, at)
 	f.finish(t, out, n)
 }
 
@@ -258,12 +259,11 @@ func (f *fastCPU) texts(out []float32, ids []int32, n int) {
 			fastAdd(row, emb, tw.pos[(r%T)*H:(r%T+1)*H])
 		}
 	})
-	f.encode(t, n)
-	eos := f.m.cfg.Text.EOS
-	for b := 0; b < n; b++ {
-		p := fastPoolIndex(ids[b*T:(b+1)*T], eos)
-		copy(t.pooled[b*H:(b+1)*H], t.x[(b*T+p)*H:(b*T+p+1)*H])
+	at := t.at[:n]
+	for b := range at {
+		at[b] = fastPoolIndex(ids[b*T:(b+1)*T], f.m.cfg.Text.EOS)
 	}
+	f.encode(t, n, at)
 	f.finish(t, out, n)
 }
 
@@ -293,11 +293,82 @@ func (f *fastCPU) finish(t *fastTower, out []float32, n int) {
 	f.pool.Linear(out, t.pooledLN[:n*H], n, &t.proj, nil)
 }
 
-// encode runs every encoder layer on the residual stream t.x [n·T, H].
-func (f *fastCPU) encode(t *fastTower, n int) {
-	for i := range t.layers {
+// encode runs the encoder layers on the residual stream t.x [n·T, H] and
+// leaves in t.pooled [n, H] the output rows the tower pools (token at[b] of
+// sequence b). The last layer computes only what those rows need: keys and
+// values of every token, the rest for the pooled rows alone.
+func (f *fastCPU) encode(t *fastTower, n int, at []int) {
+	L := len(t.layers)
+	for i := 0; i < L-1; i++ {
 		f.layer(t, &t.layers[i], n)
 	}
+	f.lastLayer(t, &t.layers[L-1], n, at)
+}
+
+// lastLayer is layer restricted to the pooled rows: with xp = x[at] [n, H],
+//
+//	h = LN1(x); k, v = h·Wkᵀ+bk, h·Wvᵀ+bv (all rows); qp = h[at]·Wqᵀ + bq
+//	xp += attention(qp, k, v)·Woᵀ + bo; xp += act(LN2(xp)·W1ᵀ + b1)·W2ᵀ + b2
+func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int, at []int) {
+	p := f.pool
+	T, H, M, A := t.T, t.H, t.M, t.A
+	R, d := n*T, H/A
+	x, h, k, v := t.x[:R*H], t.h[:R*H], t.k[:R*H], t.v[:R*H]
+	xp, hp := t.pooled[:n*H], t.pooledLN[:n*H]
+	qp, ctx, mlp := t.q[:n*H], t.q[n*H:2*n*H], t.mlp[:n*M]
+
+	p.Parallel(R, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln1W, l.ln1B, t.eps)
+		}
+	})
+	p.Linear(k, h, R, &l.k, l.kB)
+	p.Linear(v, h, R, &l.v, l.vB)
+	for b := 0; b < n; b++ {
+		r := b*T + at[b]
+		copy(xp[b*H:(b+1)*H], x[r*H:(r+1)*H])
+		copy(hp[b*H:(b+1)*H], h[r*H:(r+1)*H])
+	}
+	p.Linear(qp, hp, n, &l.q, l.qB)
+	scale := float32(1 / math.Sqrt(float64(d)))
+	p.ParallelWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
+		s := t.scores[w.ID()*T*T : w.ID()*T*T+T]
+		for i := lo; i < hi; i++ {
+			b, a := i/A, i%A
+			keys := T // tokens the pooled row attends to
+			if t.causal {
+				keys = at[b] + 1
+			}
+			kv := b*T*H + a*d
+			w.MatMul(s, T, qp[b*H+a*d:], H, k[kv:], H, 1, keys, d, true, scale)
+			fastSoftmax(s[:keys])
+			w.MatMul(ctx[b*H+a*d:], H, s, T, v[kv:], H, 1, d, keys, false, 1)
+		}
+	})
+	p.Linear(hp, ctx, n, &l.o, l.oB)
+	vek32.Add_Inplace(xp, hp)
+	for b := 0; b < n; b++ {
+		fastLayerNorm(hp[b*H:(b+1)*H], xp[b*H:(b+1)*H], l.ln2W, l.ln2B, t.eps)
+	}
+	p.Linear(mlp, hp, n, &l.fc1, l.fc1B)
+	f.activate(t, mlp, n)
+	p.Linear(hp, mlp, n, &l.fc2, l.fc2B)
+	vek32.Add_Inplace(xp, hp)
+}
+
+// activate applies the tower's activation to rows [R, M] of the MLP.
+func (f *fastCPU) activate(t *fastTower, mlp []float32, R int) {
+	M := t.M
+	if t.quick {
+		f.pool.ParallelWorkers(R, func(w *gemm.Worker, lo, hi int) {
+			aux := t.aux[w.ID()*M : (w.ID()+1)*M]
+			for r := lo; r < hi; r++ {
+				fastQuickGELU(mlp[r*M:(r+1)*M], aux)
+			}
+		})
+		return
+	}
+	f.pool.Parallel(R, func(lo, hi int) { fastGELU(mlp[lo*M : hi*M]) })
 }
 
 // layer is one pre-LN encoder layer, in place on t.x [R, H]:
@@ -328,16 +399,7 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 		}
 	})
 	p.Linear(mlp, h, R, &l.fc1, l.fc1B)
-	if t.quick {
-		p.ParallelWorkers(R, func(w *gemm.Worker, lo, hi int) {
-			aux := t.aux[w.ID()*M : (w.ID()+1)*M]
-			for r := lo; r < hi; r++ {
-				fastQuickGELU(mlp[r*M:(r+1)*M], aux)
-			}
-		})
-	} else {
-		p.Parallel(R, func(lo, hi int) { fastGELU(mlp[lo*M : hi*M]) })
-	}
+	f.activate(t, mlp, R)
 	p.Linear(q, mlp, R, &l.fc2, l.fc2B)
 	fastAddRows(p, x, q, R, H)
 }
