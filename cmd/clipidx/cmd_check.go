@@ -1,0 +1,494 @@
+package main
+
+// `clipidx check [DIR]`: every stage of the pipeline against the reference
+// records a taconite CLIP bundle carries (and the fixtures carry in the same
+// form): tokenizer, preprocessing, each tower on the reference's own inputs,
+// zero-shot logits, and end to end from the image files and label prompts.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/tokenizer"
+)
+
+// Gates, as taconite-clip's check uses them: float32 CPU runs must match the
+// float32 reference to cosine 0.99999; bf16 NPU runs to 0.999 (image) and
+// 0.998 (text).
+const (
+	cpuMinCosine      = 0.99999
+	npuMinCosineImage = 0.999
+	npuMinCosineText  = 0.998
+	cpuMaxLogitDiff   = 1e-3
+)
+
+func init() {
+	subcommands = append(subcommands, newCheckCmd)
+}
+
+func newCheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check [DIR]",
+		Short: "Check every stage against a bundle's reference outputs",
+		Long: `check runs every stage against the reference records of a taconite CLIP bundle
+(or a model folder that carries them in the same form, like the test fixtures):
+tok_test texts against tok.<i>.ids; per refset, preprocessing of each ref_image
+against ref.<j>.pixel_values (PNG must match exactly, other formats are reported
+as info because JPEG decoders differ), each tower on the reference's own inputs
+against ref.<j>.image_embeds / text_embeds, zero-shot logits against
+ref.<j>.logits, and end to end from the image files and label prompts.
+EXIF orientation is always ignored here, as Hugging Face does.
+
+It prints one line per result ([ok], [FAIL] or [info]) and ends with
+ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := g.model
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			c := &checker{w: cmd.OutOrStdout()}
+			if err := c.run(dir); err != nil {
+				return err
+			}
+			if c.failed > 0 {
+				fmt.Fprintf(c.w, "SOME CHECKS FAILED (%d failed, %d passed)\n", c.failed, c.passed)
+				return &exitError{code: 1, err: fmt.Errorf("check %s: %d checks failed", dir, c.failed)}
+			}
+			if c.passed == 0 {
+				fmt.Fprintln(c.w, "SOME CHECKS FAILED (nothing was checked)")
+				return &exitError{code: 1, err: fmt.Errorf("check %s: the folder holds no reference records (tok_test, refset)", dir)}
+			}
+			fmt.Fprintf(c.w, "ALL CHECKS PASSED (%d checks)\n", c.passed)
+			return nil
+		},
+	}
+}
+
+// checker prints results and counts them.
+type checker struct {
+	w              io.Writer
+	passed, failed int
+}
+
+func (c *checker) ok(format string, a ...any) {
+	c.passed++
+	fmt.Fprintf(c.w, "[ok]   "+format+"\n", a...)
+}
+
+func (c *checker) fail(format string, a ...any) {
+	c.failed++
+	fmt.Fprintf(c.w, "[FAIL] "+format+"\n", a...)
+}
+
+func (c *checker) info(format string, a ...any) {
+	fmt.Fprintf(c.w, "[info] "+format+"\n", a...)
+}
+
+// gate reports ok or FAIL on cond.
+func (c *checker) gate(cond bool, format string, a ...any) {
+	if cond {
+		c.ok(format, a...)
+	} else {
+		c.fail(format, a...)
+	}
+}
+
+func (c *checker) run(dir string) error {
+	b, err := bundle.Open(dir)
+	if err != nil {
+		if errors.Is(err, bundle.ErrNotBundle) {
+			return fmt.Errorf("%s has no %s: check needs the reference records of a taconite CLIP bundle (tok_test, refset, ref.<j>.* tensors)", dir, bundle.ManifestFile)
+		}
+		return fmt.Errorf("open bundle: %w", err)
+	}
+	defer b.Close()
+	c.info("bundle %s (manifest version %d)", dir, b.Version)
+
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		c.fail("tokenizer: %v", err)
+	} else {
+		c.tokenizer(b, tok)
+	}
+
+	refsets, err := b.RefSets()
+	if err != nil {
+		c.fail("reference sets: %v", err)
+		return nil
+	}
+	if len(refsets) == 0 {
+		c.info("no refset records: only the tokenizer was checked")
+		return nil
+	}
+
+	proc, err := checkPreprocessor(b)
+	if err != nil {
+		c.fail("preprocessing config: %v", err)
+		return nil
+	}
+	g.model = dir // the towers come from the checked folder, on --device
+	model, err := openModel(clipnpu.BothTowers)
+	if err != nil {
+		c.fail("load model: %v", err)
+		return nil
+	}
+	defer model.Close()
+	info := model.Info()
+	note := ""
+	if info.DeviceNote != "" {
+		note = " (" + info.DeviceNote + ")"
+	}
+	c.info("model %s on %s%s, dim %d, logit scale %.4f", info.Name, info.Device, note, info.Dim, info.LogitScale)
+	for _, rs := range refsets {
+		c.refset(b, rs, model, proc, tok)
+	}
+	return nil
+}
+
+// tokenizer compares every tok_test record with its reference ids.
+func (c *checker) tokenizer(b *bundle.Bundle, tok *tokenizer.Tokenizer) {
+	for _, tt := range b.TokTests() {
+		if !tt.HasIDs {
+			c.info("tok_test %d %q: no tok.%d.ids tensor", tt.Index, short(tt.Text), tt.Index)
+			continue
+		}
+		want, err := tensorI32(b, tt.IDs)
+		if err != nil {
+			c.fail("tok_test %d: %v", tt.Index, err)
+			continue
+		}
+		got := tok.Encode(tt.Text)
+		if i := firstDiff(got, want); i >= 0 {
+			c.fail("tok_test %d %q: id %d is %d, reference %d", tt.Index, short(tt.Text), i, at(got, i), at(want, i))
+		} else {
+			c.ok("tok_test %d %q: %d tokens equal", tt.Index, short(tt.Text), tok.Length(got))
+		}
+	}
+}
+
+// refset runs every stage of one reference set.
+func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backend, proc *preprocess.Processor, tok *tokenizer.Tokenizer) {
+	info := model.Info()
+	S, D, T := info.ImageSize, info.Dim, info.Context
+	nImg, nTxt := len(rs.Images), len(rs.Labels)
+	minImg, minTxt := cpuMinCosine, cpuMinCosine
+	npu := info.Device == "npu"
+	if npu {
+		minImg, minTxt = npuMinCosineImage, npuMinCosineText
+	}
+	tag := fmt.Sprintf("refset %d", rs.Index)
+
+	// Preprocessing of each image file against the reference pixels.
+	var refPixels []float32
+	if rs.PixelValues != "" {
+		var err error
+		if refPixels, err = tensorF32(b, rs.PixelValues, nImg*3*S*S); err != nil {
+			c.fail("%s pixels: %v", tag, err)
+		}
+	}
+	filePixels := make([]float32, 0, nImg*3*S*S)
+	filesOK := true
+	for i, path := range rs.Images {
+		px, err := proc.File(path)
+		if err != nil {
+			c.fail("%s image %d %s: %v", tag, i, rs.ImageFiles[i], err)
+			filesOK = false
+			continue
+		}
+		if len(px) != 3*S*S {
+			c.fail("%s image %d %s: preprocessing gives %d values, the model takes 3x%dx%d", tag, i, rs.ImageFiles[i], len(px), S, S)
+			filesOK = false
+			continue
+		}
+		filePixels = append(filePixels, px...)
+		if refPixels == nil {
+			continue
+		}
+		ref := refPixels[i*3*S*S : (i+1)*3*S*S]
+		diff, maxAbs := 0, 0.0
+		for k := range px {
+			if px[k] != ref[k] {
+				diff++
+				maxAbs = math.Max(maxAbs, math.Abs(float64(px[k]-ref[k])))
+			}
+		}
+		msg := fmt.Sprintf("%s pixels %d %s: %d of %d values differ (max |diff| %.3g)", tag, i, rs.ImageFiles[i], diff, len(px), maxAbs)
+		if strings.EqualFold(filepath.Ext(path), ".png") {
+			c.gate(diff == 0, "%s", msg)
+		} else {
+			c.info("%s (not gated: JPEG and other decoders differ from Pillow's)", msg)
+		}
+	}
+
+	// Each tower on the reference's own inputs.
+	var imgEmb, txtEmb []float32
+	if refPixels != nil {
+		emb, err := model.EncodeImages(refPixels, nImg)
+		if err != nil {
+			c.fail("%s image tower: %v", tag, err)
+		} else {
+			imgEmb = emb
+			c.compareEmbeds(b, tag+" image tower", rs.ImageEmbeds, emb, nImg, D, minImg)
+			if rs.NPUImageEmbeds != "" {
+				c.infoEmbeds(b, tag+" image tower vs NPU app", rs.NPUImageEmbeds, emb, nImg, D)
+			}
+		}
+	}
+	var refIDs []int32
+	if rs.InputIDs != "" {
+		ids, err := tensorI32(b, rs.InputIDs)
+		switch {
+		case err != nil:
+			c.fail("%s input ids: %v", tag, err)
+		case len(ids) != nTxt*T:
+			c.fail("%s input ids: %d values, want %d prompts x %d", tag, len(ids), nTxt, T)
+		default:
+			refIDs = ids
+			emb, err := model.EncodeTexts(ids, nTxt)
+			if err != nil {
+				c.fail("%s text tower: %v", tag, err)
+			} else {
+				txtEmb = emb
+				c.compareEmbeds(b, tag+" text tower", rs.TextEmbeds, emb, nTxt, D, minTxt)
+				if rs.NPUTextEmbeds != "" {
+					c.infoEmbeds(b, tag+" text tower vs NPU app", rs.NPUTextEmbeds, emb, nTxt, D)
+				}
+			}
+		}
+	}
+
+	// Zero-shot on the reference inputs.
+	var refLogits []float32
+	if rs.Logits != "" {
+		var err error
+		if refLogits, err = tensorF32(b, rs.Logits, nImg*nTxt); err != nil {
+			c.fail("%s logits: %v", tag, err)
+		}
+	}
+	if refLogits != nil && imgEmb != nil && txtEmb != nil {
+		got := clipnpu.Logits(imgEmb, txtEmb, nImg, nTxt, D, info.LogitScale)
+		c.compareLogits(tag+" zero-shot", got, refLogits, nImg, nTxt, !npu)
+	}
+
+	// End to end: image files and label prompts, as a user runs classify.
+	if !filesOK || refLogits == nil || tok == nil || nTxt == 0 {
+		if tok == nil || !filesOK {
+			c.fail("%s end to end: not run (see the failures above)", tag)
+		}
+		return
+	}
+	template := info.PromptTemplate
+	if p, ok := b.Param("prompt_template"); ok {
+		template = p
+	}
+	prompts := make([]string, nTxt)
+	for i, l := range rs.Labels {
+		prompts[i] = fillTemplate(template, l)
+	}
+	ids, e2eTxt, err := encodeTexts(model, tok, prompts)
+	if err != nil {
+		c.fail("%s end to end: %v", tag, err)
+		return
+	}
+	if refIDs != nil {
+		i := firstDiff(ids, refIDs)
+		c.gate(i < 0, "%s label prompts (template %q) tokenize to the reference input ids%s", tag, template, diffNote(i, ids, refIDs))
+	}
+	e2eImg, err := model.EncodeImages(filePixels, nImg)
+	if err != nil {
+		c.fail("%s end to end: %v", tag, err)
+		return
+	}
+	got := clipnpu.Logits(e2eImg, e2eTxt, nImg, nTxt, D, info.LogitScale)
+	agree := 0
+	for i := 0; i < nImg; i++ {
+		if argmax(got[i*nTxt:(i+1)*nTxt]) == argmax(refLogits[i*nTxt:(i+1)*nTxt]) {
+			agree++
+		}
+	}
+	c.gate(agree == nImg, "%s end to end from files: zero-shot top-1 agrees on %d/%d images", tag, agree, nImg)
+}
+
+// compareEmbeds gates the cosine of each row against the reference tensor.
+func (c *checker) compareEmbeds(b *bundle.Bundle, what, name string, got []float32, n, dim int, minCos float64) {
+	if name == "" {
+		c.info("%s: no reference embeddings in the bundle", what)
+		return
+	}
+	ref, err := tensorF32(b, name, n*dim)
+	if err != nil {
+		c.fail("%s: %v", what, err)
+		return
+	}
+	lo, mean, maxAbs := cosineStats(got, ref, n, dim)
+	c.gate(lo >= minCos, "%s: cosine min %.7f mean %.7f (gate %g), max |diff| %.3g over %d rows", what, lo, mean, minCos, maxAbs, n)
+}
+
+// infoEmbeds reports, without gating, how close we are to the NPU app's output.
+func (c *checker) infoEmbeds(b *bundle.Bundle, what, name string, got []float32, n, dim int) {
+	ref, err := tensorF32(b, name, n*dim)
+	if err != nil {
+		c.info("%s: %v", what, err)
+		return
+	}
+	lo, mean, _ := cosineStats(got, ref, n, dim)
+	c.info("%s: cosine min %.6f mean %.6f", what, lo, mean)
+}
+
+// compareLogits gates top-1 agreement (and, for float32 runs, the logits
+// themselves) and reports the largest probability difference.
+func (c *checker) compareLogits(what string, got, ref []float32, nImg, nTxt int, gateValues bool) {
+	agree := 0
+	maxLogit, maxProb := 0.0, 0.0
+	for i := 0; i < nImg; i++ {
+		g, r := got[i*nTxt:(i+1)*nTxt], ref[i*nTxt:(i+1)*nTxt]
+		if argmax(g) == argmax(r) {
+			agree++
+		}
+		pg, pr := softmax(g), softmax(r)
+		for k := range g {
+			maxLogit = math.Max(maxLogit, math.Abs(float64(g[k])-float64(r[k])))
+			maxProb = math.Max(maxProb, math.Abs(pg[k]-pr[k]))
+		}
+	}
+	c.gate(agree == nImg, "%s: top-1 agrees on %d/%d images", what, agree, nImg)
+	msg := fmt.Sprintf("%s: max |logit diff| %.3g, max |probability diff| %.3g", what, maxLogit, maxProb)
+	if gateValues {
+		c.gate(maxLogit <= cpuMaxLogitDiff, "%s (gate %g)", msg, cpuMaxLogitDiff)
+	} else {
+		c.info("%s", msg)
+	}
+}
+
+// checkPreprocessor builds the preprocessor from the folder's
+// preprocessor_config.json, else the bundle's preprocessing params, else the
+// laion ViT-H/14 defaults. EXIF orientation is always ignored here.
+func checkPreprocessor(b *bundle.Bundle) (*preprocess.Processor, error) {
+	cfg, err := preprocess.LoadConfig(b.Dir)
+	if err != nil {
+		cfg = preprocess.DefaultConfig()
+		if v, err := b.ParamInt("resize_shortest"); err == nil {
+			cfg.ShortestEdge = v
+		}
+		if v, err := b.ParamInt("crop"); err == nil {
+			cfg.CropHeight, cfg.CropWidth = v, v
+		}
+		if v, err := b.ParamFloats("mean"); err == nil && len(v) == 3 {
+			cfg.Mean = [3]float32{float32(v[0]), float32(v[1]), float32(v[2])}
+		}
+		if v, err := b.ParamFloats("std"); err == nil && len(v) == 3 {
+			cfg.Std = [3]float32{float32(v[0]), float32(v[1]), float32(v[2])}
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%s params: %w", filepath.Join(b.Dir, bundle.ManifestFile), err)
+		}
+	}
+	return preprocess.New(cfg, preprocess.Options{IgnoreEXIF: true}), nil
+}
+
+func tensorF32(b *bundle.Bundle, name string, want int) ([]float32, error) {
+	t, err := b.Tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := t.F32()
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	if len(v) != want {
+		return nil, fmt.Errorf("tensor %s has %d values (shape %v), want %d", name, len(v), t.Shape, want)
+	}
+	return v, nil
+}
+
+func tensorI32(b *bundle.Bundle, name string) ([]int32, error) {
+	t, err := b.Tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := t.I32()
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// cosineStats returns the smallest and mean row cosine and the largest
+// absolute difference between two [n, dim] matrices.
+func cosineStats(a, b []float32, n, dim int) (lo, mean, maxAbs float64) {
+	lo = math.Inf(1)
+	for i := 0; i < n; i++ {
+		var dot, na, nb float64
+		for k := i * dim; k < (i+1)*dim; k++ {
+			x, y := float64(a[k]), float64(b[k])
+			dot += x * y
+			na += x * x
+			nb += y * y
+			maxAbs = math.Max(maxAbs, math.Abs(x-y))
+		}
+		cos := dot / math.Sqrt(na*nb)
+		if na == 0 || nb == 0 || math.IsNaN(cos) {
+			cos = 0
+		}
+		lo = math.Min(lo, cos)
+		mean += cos / float64(n)
+	}
+	if n == 0 {
+		lo = 0
+	}
+	return lo, mean, maxAbs
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// firstDiff returns the first index where a and b differ (a length
+// difference counts), or -1 when they are equal.
+func firstDiff(a, b []int32) int {
+	for i := 0; i < max(len(a), len(b)); i++ {
+		if i >= len(a) || i >= len(b) || a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func at(v []int32, i int) int64 {
+	if i < len(v) {
+		return int64(v[i])
+	}
+	return -1
+}
+
+func diffNote(i int, got, want []int32) string {
+	if i < 0 {
+		return ""
+	}
+	return fmt.Sprintf(": id %d is %d, reference %d", i, at(got, i), at(want, i))
+}
+
+// short trims a long text for a one-line report.
+func short(s string) string {
+	r := []rune(s)
+	if len(r) > 40 {
+		return string(r[:37]) + "..."
+	}
+	return s
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/binary"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/clipidx/clipidx/internal/fixtures"
+)
+
+func TestCheckPassesOnFixture(t *testing.T) {
+	dir := fixtures.TinyModel(t)
+	for _, device := range []string{"cpu", "reference"} {
+		t.Run(device, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "check", dir, "--device", device)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			if !strings.Contains(out, "ALL CHECKS PASSED") || strings.Contains(out, "[FAIL]") {
+				t.Fatalf("output:\n%s", out)
+			}
+			// Every stage must have run: 12 tok_tests, 7 pixel checks, both
+			// towers, zero-shot and end to end.
+			for _, want := range []string{"tok_test 11", "pixels 6", "image tower: cosine", "text tower: cosine", "zero-shot: top-1 agrees on 7/7", "end to end from files: zero-shot top-1 agrees on 7/7"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if n := strings.Count(out, "[ok]"); n != 25 {
+				t.Errorf("%d [ok] lines, want 25:\n%s", n, out)
+			}
+		})
+	}
+}
+
+// copyFixture copies the tiny model folder so a test can damage it.
+func copyFixture(t *testing.T) string {
+	t.Helper()
+	src := fixtures.TinyModel(t)
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// tensorOffset reads a tensor's byte offset from tensors.txt.
+func tensorOffset(t *testing.T, dir, name string) int64 {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "tensors.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 5 && f[0] == name {
+			off, err := strconv.ParseInt(f[3], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return off
+		}
+	}
+	t.Fatalf("no tensor %s in tensors.txt", name)
+	return 0
+}
+
+// patchFloat overwrites element i of a float32 tensor in tensors.bin.
+func patchFloat(t *testing.T, dir, name string, i int, v float32) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "tensors.bin"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+	if _, err := f.WriteAt(b[:], tensorOffset(t, dir, name)+int64(4*i)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckFailsOnWrongReference damages one reference at a time and
+// expects check to name the stage and exit 1.
+func TestCheckFailsOnWrongReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("copies the fixture model several times")
+	}
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   string
+	}{
+		{"token id", func(t *testing.T, dir string) {
+			f, err := os.OpenFile(filepath.Join(dir, "tensors.bin"), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var b [4]byte
+			binary.LittleEndian.PutUint32(b[:], 320) // "a</w>" where another id stands
+			if _, err := f.WriteAt(b[:], tensorOffset(t, dir, "tok.3.ids")+8); err != nil {
+				t.Fatal(err)
+			}
+		}, "[FAIL] tok_test 3"},
+		{"pixel", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.pixel_values", 3*224*224+5, 0.125) }, "[FAIL] refset 0 pixels 1"},
+		{"image embedding", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.image_embeds", 32*2+3, 9) }, "[FAIL] refset 0 image tower"},
+		{"text embedding", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.text_embeds", 32*4, -7) }, "[FAIL] refset 0 text tower"},
+		{"logit", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.logits", 7*3+1, 50) }, "[FAIL] refset 0 zero-shot"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyFixture(t)
+			tc.damage(t, dir)
+			out, _, code := runCLI(t, "check", dir, "--device", "cpu")
+			if code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+			if !strings.Contains(out, tc.want) || !strings.Contains(out, "SOME CHECKS FAILED") {
+				t.Errorf("want %q and SOME CHECKS FAILED in:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+func TestCheckNotABundle(t *testing.T) {
+	_, errOut, code := runCLI(t, "check", t.TempDir())
+	if code == 0 || !strings.Contains(errOut, "manifest.txt") {
+		t.Fatalf("exit %d, stderr %q: want an error naming manifest.txt", code, errOut)
+	}
+}
