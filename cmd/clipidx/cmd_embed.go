@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/tokenizer"
+)
+
+func init() { subcommands = append(subcommands, newEmbedCmd) }
+
+// embedInput is one --image or --text, in command-line order.
+type embedInput struct {
+	kind  string // "image" or "text"
+	value string
+}
+
+// orderedFlag is a repeatable flag that appends to a list shared with its
+// sibling flag, so --image and --text keep their relative order (and a
+// --text value is never split at commas).
+type orderedFlag struct {
+	kind string
+	list *[]embedInput
+}
+
+func (f orderedFlag) String() string { return "" }
+func (f orderedFlag) Type() string   { return "string" }
+func (f orderedFlag) Set(v string) error {
+	*f.list = append(*f.list, embedInput{kind: f.kind, value: v})
+	return nil
+}
+
+func newEmbedCmd() *cobra.Command {
+	var (
+		inputs []embedInput
+		out    string
+		format string
+		exif   bool
+	)
+	c := &cobra.Command{
+		Use:   "embed [--image F]... [--text T]... -o OUT.f32 [--format f32|json]",
+		Short: "Write the projected embeddings of images and texts",
+		Long: `Embed images and texts with the --model folder and write the projected, NOT
+L2-normalised embeddings (Hugging Face's image_embeds / text_embeds).
+
+--format f32 (the default) writes little-endian float32 rows [n, D] to -o
+(- for standard output): all images first, then all texts, each in argument
+order, as taconite-clip's "clip embed" does.
+
+--format json prints {"model": NAME, "dim": D, "items": [...]} to standard
+output (or to -o), items in argument order: {"kind": "image", "input": F,
+"embedding": [...]} or {"kind": "text", "input": T, "ids": [77 ids],
+"embedding": [...]}.
+
+EXIF orientation is applied by default; --exif=false keeps the stored
+orientation, which is what Hugging Face computes for a photo with an
+orientation tag.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(inputs) == 0 {
+				return &exitError{code: 2, err: errors.New("embed: nothing to embed: pass --image FILE and/or --text TEXT")}
+			}
+			if format != "f32" && format != "json" {
+				return &exitError{code: 2, err: fmt.Errorf("embed: --format %q: want f32 or json", format)}
+			}
+			if format == "f32" && out == "" {
+				return &exitError{code: 2, err: errors.New("embed: -o OUT.f32 is required (use -o - for standard output)")}
+			}
+			res, err := runEmbed(inputs, exif)
+			if err != nil {
+				return fmt.Errorf("embed: %w", err)
+			}
+			return writeOutput(cmd.OutOrStdout(), out, func(w io.Writer) error {
+				if format == "json" {
+					return res.writeJSON(w)
+				}
+				return res.writeF32(w)
+			})
+		},
+	}
+	f := c.Flags()
+	f.Var(orderedFlag{"image", &inputs}, "image", "image file to embed (repeatable)")
+	f.Var(orderedFlag{"text", &inputs}, "text", "text to embed (repeatable; taken whole, commas included)")
+	f.StringVarP(&out, "output", "o", "", "output file; - for standard output (json: default standard output)")
+	f.StringVar(&format, "format", "f32", "f32 (float32 rows [n, D]) or json")
+	f.BoolVar(&exif, "exif", true, "apply EXIF orientation (false: pixels as stored, like Hugging Face)")
+	return c
+}
+
+// embedResult holds the embeddings of one embed run.
+type embedResult struct {
+	info   clipnpu.Info
+	inputs []embedInput
+	images []float32 // [number of images, D], in argument order
+	texts  []float32 // [number of texts, D]
+	ids    []int32   // [number of texts, T]
+}
+
+// runEmbed opens only the towers the inputs need and embeds everything.
+func runEmbed(inputs []embedInput, exif bool) (*embedResult, error) {
+	var files, texts []string
+	for _, in := range inputs {
+		if in.kind == "image" {
+			files = append(files, in.value)
+		} else {
+			texts = append(texts, in.value)
+		}
+	}
+	towers := clipnpu.BothTowers
+	switch {
+	case len(files) == 0:
+		towers = clipnpu.TextTower
+	case len(texts) == 0:
+		towers = clipnpu.ImageTower
+	}
+	b, err := openModel(towers)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	var (
+		tok  *tokenizer.Tokenizer
+		proc *preprocess.Processor
+	)
+	if len(texts) > 0 {
+		if tok, err = openTokenizer(); err != nil {
+			return nil, err
+		}
+	}
+	if len(files) > 0 {
+		if proc, err = openPreprocessor(exif); err != nil {
+			return nil, err
+		}
+	}
+	res := &embedResult{info: b.Info(), inputs: inputs}
+	if proc != nil {
+		if err := checkImageSize(proc, res.info); err != nil {
+			return nil, err
+		}
+		if res.images, err = encodeImageFiles(b, proc, files); err != nil {
+			return nil, err
+		}
+	}
+	if res.ids, res.texts, err = encodeTexts(b, tok, texts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// writeF32 writes images then texts as little-endian float32.
+func (r *embedResult) writeF32(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	var b [4]byte
+	for _, rows := range [][]float32{r.images, r.texts} {
+		for _, v := range rows {
+			binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+			bw.Write(b[:])
+		}
+	}
+	return bw.Flush()
+}
+
+// embedItem is one element of the JSON items list.
+type embedItem struct {
+	Kind      string    `json:"kind"`
+	Input     string    `json:"input"`
+	IDs       []int32   `json:"ids,omitempty"`
+	Embedding []float32 `json:"embedding"`
+}
+
+// writeJSON writes the items in argument order.
+func (r *embedResult) writeJSON(w io.Writer) error {
+	D, T := r.info.Dim, r.info.Context
+	doc := struct {
+		Model string      `json:"model"`
+		Dim   int         `json:"dim"`
+		Items []embedItem `json:"items"`
+	}{Model: r.info.Name, Dim: D, Items: make([]embedItem, 0, len(r.inputs))}
+	ni, nt := 0, 0
+	for _, in := range r.inputs {
+		it := embedItem{Kind: in.kind, Input: in.value}
+		if in.kind == "image" {
+			it.Embedding = r.images[ni*D : (ni+1)*D]
+			ni++
+		} else {
+			it.IDs = r.ids[nt*T : (nt+1)*T]
+			it.Embedding = r.texts[nt*D : (nt+1)*D]
+			nt++
+		}
+		doc.Items = append(doc.Items, it)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(doc)
+}
+
+// writeOutput runs write on standard output (path "" or "-") or on a new
+// file at path, reporting a failed close.
+func writeOutput(stdout io.Writer, path string, write func(io.Writer) error) error {
+	if path == "" || path == "-" {
+		return write(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
