@@ -537,9 +537,9 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 	if _, err := b.w.GC(); err != nil {
 		return b.sum, err
 	}
-	counts := *b.sum
-	counts.Failures = nil // the index records the failures themselves
-	js, _ := json.Marshal(counts)
+	// The index records the failures themselves; keep only the counts.
+	js, _ := json.Marshal(map[string]int{"added": b.sum.Added, "updated": b.sum.Updated, "unchanged": b.sum.Unchanged,
+		"reused": b.sum.Reused, "removed": b.sum.Removed, "failed": b.sum.Failed})
 	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js})
 	b.sum.Complete = complete
 	b.event(Event{Phase: "done", Done: b.done, Total: b.total})

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/store"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newBuildCmd) }
+
+// maxListedFailures bounds the failures printed by a human-readable build.
+const maxListedFailures = 30
+
+func newBuildCmd() *cobra.Command {
+	var asJSON, reindex, exif bool
+	var batch, workers int
+	c := &cobra.Command{
+		Use:   "build DIR...",
+		Short: "Index the images under folders (incremental; safe to interrupt)",
+		Long: `Index every image under the folders: JPEG, PNG, GIF, WebP, BMP and TIFF by
+extension (any case), confirmed from the content. Hidden files and folders and
+operating-system clutter (.DS_Store, ._*, @eaDir, .thumbnails, Thumbs.db) are
+skipped; symbolic links to folders are followed once.
+
+A re-run only embeds new and changed files; a file whose content is already in
+the index (a rename, a move, a copy) reuses its vector without running the
+model; files that disappeared from the folders are forgotten. Work is committed
+every 64 files or 2 seconds, so Ctrl-C (or a crash) loses at most that much:
+run the same command again to continue. Files that cannot be indexed are listed
+with the reason and retried when they change.
+
+search and status work while a build runs.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if _, err := os.Stat(a); err != nil {
+					return err
+				}
+			}
+			b, err := openModel(clipnpu.ImageTower)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			info := b.Info()
+			proc, err := openPreprocessor(exif)
+			if err != nil {
+				return err
+			}
+			if err := checkImageSize(proc, info); err != nil {
+				return err
+			}
+			if batch <= 0 {
+				batch = info.ImageBatch
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+
+			bar := newProgress("scanning", "files", -1)
+			opts := index.Options{
+				Encoder:    b,
+				Preprocess: proc.Bytes,
+				Identity:   modelIdentity(info, proc, exif),
+				Reindex:    reindex,
+				BatchSize:  batch,
+				Workers:    workers,
+				Progress: func(e index.Event) {
+					switch e.Phase {
+					case "scan":
+						bar.set(e.Done)
+					case "index":
+						bar.describe("indexing")
+						bar.setTotal(e.Total)
+						bar.set(e.Done)
+					case "remove":
+						bar.describe("removing deleted files")
+					}
+				},
+			}
+			sum, err := index.Build(ctx, g.db, args, opts)
+			bar.done()
+			if sum == nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if e := json.NewEncoder(out).Encode(sum); e != nil {
+					return e
+				}
+			} else {
+				printBuildSummary(cmd, sum)
+			}
+			if errors.Is(err, context.Canceled) {
+				return &exitError{code: 130, err: errors.New("interrupted: finished work is saved; run the same command again to continue")}
+			}
+			return err
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error"}]}`)
+	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings")
+	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
+	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
+	f.IntVar(&workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")
+	return c
+}
+
+// modelIdentity is what the index records about the model and pipeline:
+// vectors from two different identities are never mixed.
+func modelIdentity(info clipnpu.Info, proc *preprocess.Processor, exif bool) store.Identity {
+	cfg, _ := json.Marshal(proc.Config())
+	return store.Identity{
+		Model:       info.Name,
+		WeightsHash: info.WeightsHash,
+		Dim:         info.Dim,
+		Preprocess:  fmt.Sprintf("%s/%x", preprocess.Version, sha256.Sum256(cfg))[:len(preprocess.Version)+9],
+		EXIF:        exif,
+	}
+}
+
+func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d\n",
+		s.Added, s.Updated, s.Unchanged, s.Reused, s.Removed, s.Failed)
+	errw := cmd.ErrOrStderr()
+	for i, f := range s.Failures {
+		if i == maxListedFailures {
+			fmt.Fprintf(errw, "... and %d more failures (clipidx build --json lists them all)\n", len(s.Failures)-i)
+			break
+		}
+		fmt.Fprintf(errw, "failed: %s: %s\n", f.Path, f.Error)
+	}
+}
