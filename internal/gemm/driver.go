@@ -25,8 +25,9 @@ func (w *Worker) gemmRegion(g *gemmArgs, m0, m1, n0, n1 int) {
 			w.packB(g, pc, kb, jc, nc)
 			for ic := m0; ic < m1; ic += mcBlock {
 				mc := min(mcBlock, m1-ic)
-				w.packA(g, ic, mc, pc, kb)
-				w.macro(g, ic, mc, jc, nc, pc, kb)
+				direct := directA(g.lda)
+				w.packA(g, ic, mc, pc, kb, direct)
+				w.macro(g, ic, mc, jc, nc, pc, kb, direct)
 			}
 		}
 	}
@@ -44,15 +45,52 @@ func fillBias(g *gemmArgs, m0, m1, n0, n1 int) {
 	}
 }
 
+// aMode forces the handling of A for experiments: 0 chooses by stride,
+// 1 always copies, 2 reads A in place whenever possible.
+var aMode = 0
+
+// directA reports whether the kernel may read full slabs of A in place.
+// It copies A when the lda stride makes three or more of the mr rows fall
+// on the same L1 sets (4 KiB aliasing, e.g. k = 1024, 4096, 5120), where
+// they would evict each other and the B panel.
+func directA(lda int) bool {
+	switch aMode {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	const way = 4096 // bytes covered by one way of a 32 KiB 8-way L1
+	hits := 0
+	for i := 1; i < mr; i++ {
+		d := i * lda * 4 % way
+		if d < kc*4 || way-d < kc*4 {
+			hits++
+		}
+	}
+	return hits < 2
+}
+
 // packA copies A[ic:ic+mc, pc:pc+kb] into apack with row stride kcPad and
 // zeroes the rows up to the next multiple of mr, so edge tiles read zeros.
-func (w *Worker) packA(g *gemmArgs, ic, mc, pc, kb int) {
-	for i := 0; i < mc; i++ {
-		src := g.a[(ic+i)*g.lda+pc:]
-		copy(w.apack[i*kcPad:i*kcPad+kb], src[:kb])
+// With direct set only the last, partial slab is copied (to row 0 of apack):
+// the kernel reads full slabs in place.
+func (w *Worker) packA(g *gemmArgs, ic, mc, pc, kb int, direct bool) {
+	i0 := 0
+	if direct {
+		i0 = mc / mr * mr
+		if i0 == mc {
+			return
+		}
 	}
-	for i := mc; i%mr != 0; i++ {
-		clear(w.apack[i*kcPad : i*kcPad+kb])
+	for i := i0; i < mc; i++ {
+		src := g.a[(ic+i)*g.lda+pc:]
+		d := (i - i0) * kcPad
+		copy(w.apack[d:d+kb], src[:kb])
+	}
+	for i := mc; (i-i0)%mr != 0; i++ {
+		d := (i - i0) * kcPad
+		clear(w.apack[d : d+kb])
 	}
 }
 
@@ -110,7 +148,7 @@ func packTGo(dst []float32, g *gemmArgs, j0, nn, pc, p0, p1 int) {
 // macro runs the micro-kernel over the packed A block [mc, kb] and B block
 // [kb, nc]. Full tiles are written straight into C; edge tiles go through
 // w.tmp and only their valid part is merged.
-func (w *Worker) macro(g *gemmArgs, ic, mc, jc, nc, pc, kb int) {
+func (w *Worker) macro(g *gemmArgs, ic, mc, jc, nc, pc, kb int, direct bool) {
 	first := pc == 0
 	for jr := 0; jr < nc; jr += nr {
 		nn := min(nr, nc-jr)
@@ -121,13 +159,20 @@ func (w *Worker) macro(g *gemmArgs, ic, mc, jc, nc, pc, kb int) {
 		}
 		for ir := 0; ir < mc; ir += mr {
 			mm := min(mr, mc-ir)
-			ap := &w.apack[ir*kcPad]
+			ap, lda := &w.apack[ir*kcPad], kcPad
+			if direct {
+				if mm == mr {
+					ap, lda = &g.a[(ic+ir)*g.lda+pc], g.lda
+				} else {
+					ap = &w.apack[0]
+				}
+			}
 			ci := (ic+ir)*g.ldc + jc + jr
 			if mm == mr && nn == nr {
-				kernel(kb, ap, kcPad, bp, &g.c[ci], g.ldc, g.alpha, bias, !first)
+				kernel(kb, ap, lda, bp, &g.c[ci], g.ldc, g.alpha, bias, !first)
 				continue
 			}
-			kernel(kb, ap, kcPad, bp, &w.tmp[0], nr, g.alpha, nil, false)
+			kernel(kb, ap, lda, bp, &w.tmp[0], nr, g.alpha, nil, false)
 			for i := 0; i < mm; i++ {
 				row := g.c[ci+i*g.ldc : ci+i*g.ldc+nn]
 				t := w.tmp[i*nr : i*nr+nn]

@@ -73,6 +73,13 @@ func compare(t *testing.T, got, want []float32, m, n, ldg, ldw int, tol float64)
 	}
 }
 
+// setAMode forces how A is read (see aMode) until the test ends.
+func setAMode(t *testing.T, m int) {
+	old := aMode
+	aMode = m
+	t.Cleanup(func() { aMode = old })
+}
+
 var dims = []int{1, 2, 3, 5, 7, 15, 16, 17, 31, 33}
 
 func TestMatMulSizes(t *testing.T) {
@@ -110,9 +117,12 @@ func TestMatMulBlocks(t *testing.T) {
 			for _, threads := range []int{1, 2, 3} {
 				p := NewPool(threads)
 				r := rand.New(rand.NewPCG(3, uint64(threads)))
-				for _, s := range shapes {
-					for _, transB := range []bool{false, true} {
-						checkMatMul(t, p, r, s.m, s.n, s.k, transB, -0.125)
+				for _, am := range []int{1, 2} { // copy A, read A in place
+					setAMode(t, am)
+					for _, s := range shapes {
+						for _, transB := range []bool{false, true} {
+							checkMatMul(t, p, r, s.m, s.n, s.k, transB, -0.125)
+						}
 					}
 				}
 				p.Close()
@@ -178,7 +188,8 @@ func TestLinear(t *testing.T) {
 			p := NewPool(2)
 			defer p.Close()
 			r := rand.New(rand.NewPCG(5, 6))
-			for _, dt := range []Dtype{F32, F16, BF16} {
+			for i, dt := range []Dtype{F32, F16, BF16} {
+				setAMode(t, i%3) // by stride, copy, in place
 				for _, s := range shapes {
 					for _, withBias := range []bool{false, true} {
 						w := randWeights(r, s.n, s.k, dt)

@@ -3,6 +3,7 @@ package gemm
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Pool is a set of persistent workers, each owning its packing buffers, that
@@ -147,30 +148,34 @@ func (p *Pool) runShare(w *Worker) {
 			p.wfn(w, lo, hi)
 		}
 	case taskGemm:
-		m0, m1, n0, n1 := p.split.region(p.g, w.id)
-		if m0 < m1 && n0 < n1 {
+		for {
+			i := int(p.split.next.Add(1) - 1)
+			if i >= p.split.chunks {
+				return
+			}
+			m0, m1, n0, n1 := p.split.region(p.g, i)
 			w.gemmRegion(p.g, m0, m1, n0, n1)
 		}
 	}
 }
 
-// gemmSplit partitions C among t workers, either by column panels (the
-// usual case: each worker packs only its own part of B) or, when C has too
-// few columns, by row slabs.
+// gemmSplit cuts C into chunks that the workers take in turn (a worker
+// slowed down by other load on the machine simply takes fewer), either
+// column chunks (the usual case: each worker packs only the part of B it
+// needs) or, when C has too few columns, row chunks.
 type gemmSplit struct {
-	t     int
-	byRow bool
+	t      int
+	byRow  bool
+	size   int // columns (multiple of nr) or rows (multiple of mr) per chunk
+	chunks int
+	next   atomic.Int64
 }
 
-func (s gemmSplit) region(g *gemmArgs, i int) (m0, m1, n0, n1 int) {
+func (s *gemmSplit) region(g *gemmArgs, i int) (m0, m1, n0, n1 int) {
 	if s.byRow {
-		slabs := (g.m + mr - 1) / mr
-		m0, m1 = i*slabs/s.t*mr, min((i+1)*slabs/s.t*mr, g.m)
-		return m0, m1, 0, g.n
+		return i * s.size, min((i+1)*s.size, g.m), 0, g.n
 	}
-	panels := (g.n + nr - 1) / nr
-	n0, n1 = i*panels/s.t*nr, min((i+1)*panels/s.t*nr, g.n)
-	return 0, g.m, n0, n1
+	return 0, g.m, i * s.size, min((i+1)*s.size, g.n)
 }
 
 // gemm runs a validated product on the pool.
@@ -188,23 +193,29 @@ func (p *Pool) gemm(g *gemmArgs) {
 		return
 	}
 	t := len(p.workers)
-	flops := 2 * float64(g.m) * float64(g.n) * float64(g.k)
-	panels, slabs := (g.n+nr-1)/nr, (g.m+mr-1)/mr
-	byRow := panels < 2*t && slabs > panels
-	if flops < parallelFlops {
-		t = 1
-	} else if byRow {
-		t = min(t, slabs)
-	} else {
-		t = min(t, panels)
-	}
-	if t == 1 {
+	if t == 1 || 2*float64(g.m)*float64(g.n)*float64(g.k) < parallelFlops {
 		p.workers[0].gemmRegion(g, 0, g.m, 0, g.n)
 		return
 	}
+	s := &p.split
+	panels, slabs := (g.n+nr-1)/nr, (g.m+mr-1)/mr
+	s.byRow = panels < 2*t && slabs > panels
+	if s.byRow {
+		s.size = max(mr, (slabs+chunksPerWorker*t-1)/(chunksPerWorker*t)*mr)
+		s.chunks = (g.m + s.size - 1) / s.size
+	} else {
+		minCols := minChunkCols
+		if !directA(g.lda) {
+			minCols = minChunkColsCopy // every chunk copies all of A
+		}
+		// A multiple of t chunks, so that equal speeds give equal shares.
+		per := max(1, min(chunksPerWorker, g.n/(t*minCols)))
+		s.size = (panels + per*t - 1) / (per * t) * nr
+		s.chunks = (g.n + s.size - 1) / s.size
+	}
+	s.next.Store(0)
 	p.cur = *g // the pool's copy, so the caller's args stay on its stack
 	p.kind, p.g = taskGemm, &p.cur
-	p.split.byRow = byRow
-	p.dispatch(t)
+	p.dispatch(min(t, s.chunks))
 	p.g, p.cur = nil, gemmArgs{}
 }

@@ -21,4 +21,12 @@ const (
 	// parallelFlops is the smallest product (2·m·n·k) worth splitting
 	// across workers; below it the caller's worker does it alone.
 	parallelFlops = 1 << 21
+
+	// A product on several workers is cut into about chunksPerWorker chunks
+	// per worker, taken dynamically, but no narrower than minChunkCols
+	// columns (minChunkColsCopy when A must be copied, since each chunk
+	// copies all of A).
+	chunksPerWorker  = 4
+	minChunkCols     = 128
+	minChunkColsCopy = 256
 )
