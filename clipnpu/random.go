@@ -179,24 +179,30 @@ func (g *randGen) fill(threads int) {
 	wg.Wait()
 }
 
-// fillRange fills elements [lo, hi) from an xorshift64 stream.
+// fillRange fills elements [lo, hi) from an xorshift64 stream: values
+// center + amp·u with u uniform in [-1, 1), rounded to the job's dtype.
 func (j *randJob) fillRange(lo, hi int, state uint64) {
 	if state == 0 {
 		state = 0x9e3779b97f4a7c15
 	}
-	for i := lo; i < hi; i++ {
+	next := func() float32 {
 		state ^= state << 13
 		state ^= state >> 7
 		state ^= state << 17
-		u := float32(int32(state>>32)) * (1.0 / (1 << 31)) // [-1, 1)
-		v := j.center + j.amp*u
-		switch j.dtype {
-		case dtF32:
-			j.f32[i] = v
-		case dtF16:
-			j.u16[i] = f32ToF16(v)
-		default:
-			j.u16[i] = f32ToBF16(v)
+		return j.center + j.amp*float32(int32(state>>32))*(1.0/(1<<31))
+	}
+	switch j.dtype {
+	case dtF32:
+		for i := range j.f32[lo:hi] {
+			j.f32[lo+i] = next()
+		}
+	case dtF16:
+		for i := range j.u16[lo:hi] {
+			j.u16[lo+i] = f32ToF16(next())
+		}
+	default:
+		for i := range j.u16[lo:hi] {
+			j.u16[lo+i] = f32ToBF16(next())
 		}
 	}
 }
