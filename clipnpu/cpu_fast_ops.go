@@ -58,8 +58,10 @@ func fastQuickGELU(x, aux []float32) {
 	vek32.Div_Inplace(x, a)
 }
 
-// fastGELU is the exact GELU, x·(1 + erf(x/√2))/2, in place.
-func fastGELU(x []float32) {
+// fastGELUGo is the exact GELU, x·(1 + erf(x/√2))/2, in place, in plain
+// Go; fastGELU (cpu_fast_amd64.go, cpu_fast_generic.go) runs the same
+// arithmetic eight lanes at a time where AVX2 is available.
+func fastGELUGo(x []float32) {
 	for i, v := range x {
 		x[i] = 0.5 * v * (1 + fastErf(v*math.Sqrt2/2))
 	}

@@ -147,8 +147,52 @@ func BenchmarkFastGELU(b *testing.B) {
 	for i := range x {
 		x[i] = float32(i%200)/20 - 5
 	}
+	src := append([]float32(nil), x...)
 	b.SetBytes(4 * int64(len(x)))
 	for b.Loop() {
+		copy(x, src) // repeated GELU would drift into subnormals
 		fastGELU(x)
+	}
+}
+
+// TestFastGELUPaths compares fastGELU (assembly where available) with the
+// plain Go loop on every length up to 40 (the 8-lane body and the tails),
+// with guard values after the slice.
+func TestFastGELUPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n <= 40; n++ {
+		buf := make([]float32, n+3)
+		for i := range buf {
+			buf[i] = float32(rng.NormFloat64() * 4)
+		}
+		buf[n], buf[n+1], buf[n+2] = 7, 7, 7 // guards
+		if n > 2 {
+			buf[0], buf[1], buf[2] = 20, -20, 0
+		}
+		want := append([]float32(nil), buf[:n]...)
+		fastGELUGo(want)
+		got := buf[:n]
+		fastGELU(got)
+		for i := range want {
+			if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*math.Max(1, math.Abs(float64(want[i]))) {
+				t.Errorf("n=%d: fastGELU[%d] = %g, Go %g", n, i, got[i], want[i])
+			}
+		}
+		if buf[n] != 7 || buf[n+1] != 7 || buf[n+2] != 7 {
+			t.Errorf("n=%d: guard values overwritten: %v", n, buf[n:])
+		}
+	}
+}
+
+func BenchmarkFastGELUGo(b *testing.B) {
+	x := make([]float32, 5120)
+	for i := range x {
+		x[i] = float32(i%200)/20 - 5
+	}
+	src := append([]float32(nil), x...)
+	b.SetBytes(4 * int64(len(x)))
+	for b.Loop() {
+		copy(x, src) // repeated GELU would drift into subnormals
+		fastGELUGo(x)
 	}
 }
