@@ -16,6 +16,7 @@ package clipnpu
 //	D    projection dim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -26,6 +27,7 @@ import (
 type refBackend struct {
 	m       *model
 	threads int
+	closed  bool
 }
 
 func newReference(m *model, threads int) *refBackend {
@@ -35,12 +37,24 @@ func newReference(m *model, threads int) *refBackend {
 	return &refBackend{m: m, threads: threads}
 }
 
-func (b *refBackend) Info() Info   { return b.m.info(DeviceReference) }
-func (b *refBackend) Close() error { return b.m.close() }
+func (b *refBackend) Info() Info { return b.m.info(DeviceReference) }
+func (b *refBackend) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	return b.m.close()
+}
+
+// errClosed is returned by a backend used after Close.
+var errClosed = errors.New("clipnpu: backend is closed")
 
 // EncodeImages embeds pixels float32 [n, 3, S, S] → [n, D], one image at a
 // time (so an embedding cannot depend on its batch).
 func (b *refBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
+	if b.closed {
+		return nil, errClosed
+	}
 	if b.m.vision == nil {
 		return nil, fmt.Errorf("encode images: %w (loaded with the text tower only)", ErrNoTower)
 	}
@@ -59,6 +73,9 @@ func (b *refBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
 
 // EncodeTexts embeds ids int32 [n, T] → [n, D], one sequence at a time.
 func (b *refBackend) EncodeTexts(ids []int32, n int) ([]float32, error) {
+	if b.closed {
+		return nil, errClosed
+	}
 	if b.m.text == nil {
 		return nil, fmt.Errorf("encode texts: %w (loaded with the image tower only)", ErrNoTower)
 	}

@@ -1,6 +1,7 @@
 package clipnpu_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -75,4 +76,28 @@ func ExampleLogits() {
 	}
 	fmt.Println(clipnpu.Logits(img, txt, 1, 2, 3, 100))
 	// Output: [100 0]
+}
+
+func ExampleLoad() {
+	b, err := clipnpu.Load("testdata/qgelu-f16", clipnpu.Options{Device: "reference", Towers: clipnpu.TextTower})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Close()
+	in := b.Info()
+	fmt.Println(in.Name, in.Dim, in.Context, in.Device)
+	ids := make([]int32, in.Context) // one prompt: BOS, a token, EOS (500 in this model), padding
+	ids[0], ids[1], ids[2] = 998, 7, 500
+	for i := 3; i < len(ids); i++ {
+		ids[i] = 500
+	}
+	emb, err := b.EncodeTexts(ids, 1)
+	fmt.Println(len(emb), err)
+	_, err = b.EncodeImages(make([]float32, 3*in.ImageSize*in.ImageSize), 1)
+	fmt.Println(errors.Is(err, clipnpu.ErrNoTower))
+	// Output:
+	// clipidx-testdata/qgelu-f16 24 16 cpu-reference
+	// 24 <nil>
+	// true
 }
