@@ -23,6 +23,10 @@ import (
 // folder is defaultModelDir().
 const defaultRepo = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
 
+// pullBackoff is the first wait before retrying a failed transfer (doubled
+// each time); tests shorten it.
+var pullBackoff = time.Second
+
 // optionalFiles may be absent from a checkpoint: the tokenizer falls back to
 // its defaults without them.
 var optionalFiles = map[string]bool{"tokenizer_config.json": true, "special_tokens_map.json": true}
@@ -97,9 +101,16 @@ sent to the hub only, never to the storage it redirects to), HF_ENDPOINT
 			if f, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 				bar = &pullBar{w: f}
 			}
+			stderr := cmd.ErrOrStderr()
 			opts := hub.Options{
 				Endpoint: endpoint, Revision: revision, Token: os.Getenv("HF_TOKEN"),
-				Verify: verify, UserAgent: "clipidx (model pull)",
+				Verify: verify, UserAgent: "clipidx (model pull)", Backoff: pullBackoff,
+				OnRetry: func(_ string, err error, wait time.Duration) {
+					if bar != nil {
+						fmt.Fprintln(stderr) // leave the bar's line
+					}
+					fmt.Fprintf(stderr, "%v; retrying in %v\n", err, wait)
+				},
 			}
 			if bar != nil {
 				opts.Progress = bar.update

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clipidx/clipidx/internal/hub"
 	"github.com/clipidx/clipidx/internal/hub/hubtest"
@@ -164,6 +165,8 @@ func TestModelPullToken(t *testing.T) {
 
 func TestModelPullResumes(t *testing.T) {
 	isolate(t)
+	defer func(d time.Duration) { pullBackoff = d }(pullBackoff)
+	pullBackoff = time.Millisecond
 	s := clipHub(t, defaultRepo)
 	dir := t.TempDir()
 	// The connection drops twice; the pull recovers within one run.
@@ -175,6 +178,9 @@ func TestModelPullResumes(t *testing.T) {
 	var sum pullSummary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatal(err)
+	}
+	if n := strings.Count(errs, "retrying in"); n != 2 {
+		t.Errorf("stderr has %d retry notes, want 2:\n%s", n, errs)
 	}
 	last := sum.Files[len(sum.Files)-1]
 	if last.File != "model.safetensors" || last.Fetched != 200_000 || last.Size != 200_000 {

@@ -322,6 +322,9 @@ func (d *downloader) retry(ctx context.Context, attempt func() (progressed bool,
 			return fmt.Errorf("%w (gave up after %d attempts without progress)", err, fails)
 		}
 		wait := min(d.opts.Backoff<<(fails-1), 30*time.Second)
+		if d.opts.OnRetry != nil {
+			d.opts.OnRetry(d.file, err, wait)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -89,6 +89,9 @@ type Options struct {
 	Verify bool
 	// UserAgent is sent with every request; "" = "clipidx-hub".
 	UserAgent string
+	// OnRetry, when set, is called before waiting wait to retry the file
+	// after the retryable error err (for a log line; the download goes on).
+	OnRetry func(file string, err error, wait time.Duration)
 	// Progress, when set, is called from the downloading goroutine as bytes
 	// arrive (at most once per buffer of 64 KiB) and at each stage change.
 	Progress func(Progress)
