@@ -1,0 +1,57 @@
+package clipnpu_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/clipnpu/conformance"
+	"github.com/clipidx/clipidx/internal/fixtures"
+)
+
+// TestNPUEmulatedConformance exports the tiny-clip-h fixture as a bundle (4
+// images and 8 prompts a pass, packed bfp16ebs8 weights), replays it on the
+// emulated NPU and runs the shared conformance suite against the fixture's
+// independent float32 references, at the bf16 bars taconite-clip holds the
+// real NPU to (image cosine 0.999, text 0.998). Logits are 100·cosine in
+// this fixture, so a 1e-3 cosine error moves a logit by up to ~1.5; the
+// logit bar is 2.0 and zero-shot top-1 must agree.
+func TestNPUEmulatedConformance(t *testing.T) {
+	src := fixtures.TinyModel(t)
+	dir := t.TempDir()
+	if err := clipnpu.ExportTinyBundle(src, dir); err != nil {
+		t.Fatal(err)
+	}
+	copyFile := func(rel string) {
+		data, err := os.ReadFile(filepath.Join(src, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile("reference.json")
+	ents, err := os.ReadDir(filepath.Join(src, "pixels"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		copyFile(filepath.Join("pixels", e.Name()))
+	}
+	if !clipnpu.IsBundle(dir) {
+		t.Fatal("exported folder is not a bundle")
+	}
+	tol := conformance.Tolerance{ImageCosine: 0.999, TextCosine: 0.998, Logit: 2.0, Batch: 0.99999}
+	conformance.RunDir(t, dir, func(t *testing.T, dir string) clipnpu.Backend {
+		b, err := clipnpu.OpenEmulatedBundle(dir, clipnpu.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}, tol)
+}

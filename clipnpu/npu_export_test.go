@@ -1,0 +1,261 @@
+package clipnpu
+
+// A small exporter, the test-side counterpart of IRON's export_clip.py as
+// far as taconite-clip's reader shows it: host tensors in float32, every
+// layer's four GEMMs packed (LayerNorm affines folded into qkv and fc1, fc2's
+// bias riding an extra fc1 column), the params and kernel records. The
+// packed-B bias (float32 after the matrix) and the tiling fields are this
+// project's assumptions (NPU.md).
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/clipnpu/xdna"
+)
+
+// exportShape is the pass geometry of an exported bundle.
+type exportShape struct {
+	vBatch, vM, vMHAExtra int // images a pass, GEMM M, MHA rows past the stride
+	tBatch, tM            int
+}
+
+func roundUp(x, m int) int { return (x + m - 1) / m * m }
+
+// gemmTiles picks a packed-B tiling that splits K into two k blocks where
+// it can, so the reorder is exercised beyond one block.
+func gemmTiles(K, N int) packLayout {
+	tileK := K
+	if (K/2)%8 == 0 && K%2 == 0 {
+		tileK = K / 2
+	}
+	ctK := 8
+	if tileK%16 == 0 {
+		ctK = 16
+	}
+	tileN := 16
+	if N%16 != 0 {
+		tileN = 8
+	}
+	return packLayout{K: K, N: N, tileK: tileK, tileN: tileN, ctK: ctK}
+}
+
+// matF32 returns an [rows, cols] matrix's values as float32.
+func matF32(t *tensor) []float32 {
+	out := make([]float32, t.rows*t.cols)
+	buf := make([]float32, t.cols)
+	for r := 0; r < t.rows; r++ {
+		copy(out[r*t.cols:], t.rowInto(r, buf))
+	}
+	return out
+}
+
+// packGEMM packs B [K, N] and appends the float32 bias (if any).
+func packGEMM(B []float32, bias []float32, l packLayout) ([]byte, error) {
+	p, err := packB(B, l)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range bias {
+		u := math.Float32bits(v)
+		p = append(p, byte(u), byte(u>>8), byte(u>>16), byte(u>>24))
+	}
+	return p, nil
+}
+
+// exportLayer folds and packs one layer's four GEMMs. H width, M MLP width,
+// N1 fc1's padded N; act is the MLP activation.
+func exportLayer(lw *layerWeights, H, M, N1 int, act string) (qkv, o, fc1, fc2 []byte, err error) {
+	Wq, Wk, Wv, Wo := matF32(&lw.q), matF32(&lw.k), matF32(&lw.v), matF32(&lw.o)
+	W1, W2 := matF32(&lw.fc1), matF32(&lw.fc2)
+
+	// qkv: (γ1⊙h + β1)·Wᵀ + b = h·(W diag γ1)ᵀ + (W·β1 + b); B [H, 3H].
+	B := make([]float32, H*3*H)
+	bias := make([]float32, 3*H)
+	for part, w := range [][]float32{Wq, Wk, Wv} {
+		b0 := [][]float32{lw.qB, lw.kB, lw.vB}[part]
+		for n := 0; n < H; n++ {
+			s := float64(b0[n])
+			for k := 0; k < H; k++ {
+				B[k*3*H+part*H+n] = w[n*H+k] * lw.ln1W[k]
+				s += float64(w[n*H+k]) * float64(lw.ln1B[k])
+			}
+			bias[part*H+n] = float32(s)
+		}
+	}
+	if qkv, err = packGEMM(B, bias, gemmTiles(H, 3*H)); err != nil {
+		return
+	}
+
+	B = make([]float32, H*H)
+	for n := 0; n < H; n++ {
+		for k := 0; k < H; k++ {
+			B[k*H+n] = Wo[n*H+k]
+		}
+	}
+	if o, err = packGEMM(B, lw.oB, gemmTiles(H, H)); err != nil {
+		return
+	}
+
+	// fc1 with γ2/β2 folded; column M is the constant act(1) carrying
+	// fc2's bias; columns past it are zero.
+	B = make([]float32, H*N1)
+	bias = make([]float32, N1)
+	for n := 0; n < M; n++ {
+		s := float64(lw.fc1B[n])
+		for k := 0; k < H; k++ {
+			B[k*N1+n] = W1[n*H+k] * lw.ln2W[k]
+			s += float64(W1[n*H+k]) * float64(lw.ln2B[k])
+		}
+		bias[n] = float32(s)
+	}
+	bias[M] = 1
+	if fc1, err = packGEMM(B, bias, gemmTiles(H, N1)); err != nil {
+		return
+	}
+	one := []float32{1}
+	refActivate(one, act)
+	g := bf16ToF32(f32ToBF16(one[0])) // what fc1 stores in column M
+
+	B = make([]float32, N1*H)
+	for n := 0; n < H; n++ {
+		for k := 0; k < M; k++ {
+			B[k*H+n] = W2[n*M+k]
+		}
+		B[M*H+n] = lw.fc2B[n] / g
+	}
+	fc2, err = packGEMM(B, nil, gemmTiles(N1, H))
+	return
+}
+
+// exportBundle writes m (both towers) as a CLIP bundle into dir.
+func exportBundle(m *model, dir string, sh exportShape) error {
+	cfg := m.cfg
+	v, tc := cfg.Vision, cfg.Text
+	w := bundle.NewWriter()
+	vTok := v.Tokens()
+	vStride := roundUp(vTok, 8)
+	vMHA := vStride + sh.vMHAExtra
+	vRows := roundUp((sh.vBatch-1)*vStride+vMHA, sh.vM)
+	tSeq := roundUp(tc.Context, 8)
+	tRows := roundUp(sh.tBatch*tSeq, sh.tM)
+	eosArgmax := 0
+	if tc.EOS == 2 {
+		eosArgmax = 1
+	}
+	for _, p := range []struct {
+		k string
+		v any
+	}{
+		{"v_layers", v.Layers}, {"v_dim", v.Hidden}, {"v_tokens", vTok}, {"v_stride", vStride}, {"v_batch", sh.vBatch},
+		{"v_rows", vRows}, {"v_mha_rows", vMHA}, {"v_eps", v.LayerNormEps}, {"v_heads", v.Heads},
+		{"patch", v.Patch}, {"image_size", v.ImageSize},
+		{"t_layers", tc.Layers}, {"t_dim", tc.Hidden}, {"t_batch", sh.tBatch}, {"t_seq_pad", tSeq}, {"t_rows", tRows},
+		{"t_eps", tc.LayerNormEps}, {"t_heads", tc.Heads}, {"context", tc.Context},
+		{"embed_dim", cfg.ProjectionDim}, {"logit_scale", m.logitScale}, {"eos_argmax", eosArgmax},
+		{"bos", 49406}, {"eos", tc.EOS}, {"pad", tc.EOS}, {"prompt_template", "a photo of a {}"},
+	} {
+		w.Param(p.k, p.v)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {
+		return err
+	}
+	file := func(rel string, data []byte) error { return os.WriteFile(filepath.Join(dir, rel), data, 0o644) }
+	insts := []byte{1, 0, 0, 0, 2, 0, 0, 0}
+	var uuid [16]byte
+	if err := file("kernels/gemm.xclbin", xdna.BuildXclbin(uuid, 2048, 8, []byte("gemm pdi"))); err != nil {
+		return err
+	}
+	w.Line("xclbin", "gemm", "kernels/gemm.xclbin", "MLIR_AIE")
+
+	towers := []struct {
+		p            string
+		H, M, layers int
+		act          string
+		rows, gm     int
+		lws          []layerWeights
+	}{
+		{"v", v.Hidden, v.MLP, v.Layers, v.Act, vRows, sh.vM, m.vision.layers},
+		{"t", tc.Hidden, tc.MLP, tc.Layers, tc.Act, tRows, sh.tM, m.text.layers},
+	}
+	for _, tw := range towers {
+		N1 := roundUp(tw.M+1, 16)
+		for _, g := range []struct {
+			name string
+			K, N int
+			bias bool
+			act  string
+		}{{"qkv", tw.H, 3 * tw.H, true, ""}, {"o", tw.H, tw.H, true, ""}, {"fc1", tw.H, N1, true, tw.act}, {"fc2", N1, tw.H, false, ""}} {
+			l := gemmTiles(g.K, g.N)
+			bb := l.bytes()
+			if g.bias {
+				bb += 4 * g.N
+			}
+			key := tw.p + "_" + g.name
+			rec := []string{"gemm", key, "ctx=gemm", "insts=kernels/" + key + ".insts.bin",
+				fmt.Sprint("M=", tw.gm), fmt.Sprint("K=", g.K), fmt.Sprint("N=", g.N), fmt.Sprint("b_bytes=", bb),
+				fmt.Sprint("tile_k=", l.tileK), fmt.Sprint("tile_n=", l.tileN), fmt.Sprint("ct_k=", l.ctK)}
+			if g.act != "" {
+				rec = append(rec, "act="+g.act)
+			}
+			w.Line(rec...)
+			if err := file("kernels/"+key+".insts.bin", insts); err != nil {
+				return err
+			}
+		}
+		for _, op := range []string{"mha", "addln"} {
+			key := tw.p + "_" + op
+			if err := file("kernels/"+key+".xclbin", xdna.BuildXclbin(uuid, 2048, 8, []byte(key))); err != nil {
+				return err
+			}
+			if err := file("kernels/"+key+".insts.bin", insts); err != nil {
+				return err
+			}
+			w.Line("op", key, "xclbin=kernels/"+key+".xclbin", "insts=kernels/"+key+".insts.bin", "name=MLIR_AIE")
+		}
+		for l := range tw.lws {
+			qkv, o, fc1, fc2, err := exportLayer(&tw.lws[l], tw.H, tw.M, N1, tw.act)
+			if err != nil {
+				return fmt.Errorf("%s layer %d: %w", tw.p, l, err)
+			}
+			for j, data := range [][]byte{qkv, o, fc1, fc2} {
+				w.Raw(fmt.Sprintf("%s.%d.%s", tw.p, l, []string{"qkv", "o", "fc1", "fc2"}[j]), bundle.U8, []int{len(data)}, data)
+			}
+		}
+	}
+	vw, tw := m.vision, m.text
+	w.F32("v.patch_w", []int{v.Hidden, 3 * v.Patch * v.Patch}, matF32(&vw.patch))
+	w.F32("v.cls", []int{v.Hidden}, vw.cls)
+	w.F32("v.pos", []int{vTok, v.Hidden}, vw.pos)
+	w.F32("v.ln_pre.w", []int{v.Hidden}, vw.preW)
+	w.F32("v.ln_pre.b", []int{v.Hidden}, vw.preB)
+	w.F32("v.ln_post.w", []int{v.Hidden}, vw.postW)
+	w.F32("v.ln_post.b", []int{v.Hidden}, vw.postB)
+	w.F32("v.proj", []int{cfg.ProjectionDim, v.Hidden}, matF32(&vw.proj))
+	w.F32("t.tok_emb", []int{tc.Vocab, tc.Hidden}, matF32(&tw.tok))
+	w.F32("t.pos", []int{tc.Context, tc.Hidden}, tw.pos)
+	w.F32("t.ln_final.w", []int{tc.Hidden}, tw.finalW)
+	w.F32("t.ln_final.b", []int{tc.Hidden}, tw.finalB)
+	w.F32("t.proj", []int{cfg.ProjectionDim, tc.Hidden}, matF32(&tw.proj))
+	return w.Write(dir)
+}
+
+// OpenEmulatedBundle opens a bundle on the emulated NPU (for the external
+// conformance test).
+func OpenEmulatedBundle(dir string, opts Options) (Backend, error) {
+	return openBundle(dir, opts, newEmuDevice(opts.Threads))
+}
+
+// ExportTinyBundle exports the Hugging Face model in src as a bundle in dst
+// with 4 images and 8 prompts a pass.
+func ExportTinyBundle(src, dst string) error {
+	m, err := loadModel(src, BothTowers)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	return exportBundle(m, dst, exportShape{vBatch: 4, vM: 64, vMHAExtra: 8, tBatch: 8, tM: 64})
+}
