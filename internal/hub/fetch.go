@@ -126,7 +126,16 @@ func (d *downloader) run(ctx context.Context) (Result, error) {
 	if err := os.MkdirAll(filepath.Dir(res.Path), 0o755); err != nil {
 		return res, fmt.Errorf("%s: %w", d.name(), err)
 	}
-	ok, err := d.present(m, &res)
+	lockPath := sidecarPath(d.dir, d.file, false) + ".lock"
+	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
+		return res, fmt.Errorf("%s: %w", d.name(), err)
+	}
+	lock, err := lockFile(lockPath)
+	if err != nil {
+		return res, fmt.Errorf("%s: lock %s: %w", d.name(), lockPath, err)
+	}
+	defer unlockFile(lock)
+	ok, err := d.present(ctx, m, &res)
 	if err != nil || ok {
 		return res, err
 	}
@@ -136,7 +145,7 @@ func (d *downloader) run(ctx context.Context) (Result, error) {
 // present reports whether the target already holds this version of the
 // file: its sidecar names the advertised ETag and size, or (no sidecar) its
 // SHA-256 equals the advertised one.
-func (d *downloader) present(m meta, res *Result) (bool, error) {
+func (d *downloader) present(ctx context.Context, m meta, res *Result) (bool, error) {
 	fi, err := os.Stat(res.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -164,7 +173,7 @@ func (d *downloader) present(m meta, res *Result) (bool, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := d.hashPrefix(h, f, fi.Size()); err != nil {
+	if _, err := d.hashPrefix(ctx, h, f, fi.Size()); err != nil {
 		return false, fmt.Errorf("%s: read %s: %w", d.name(), res.Path, err)
 	}
 	if hex.EncodeToString(h.Sum(nil)) != m.sha256 {
@@ -187,11 +196,15 @@ func (d *downloader) record(m meta, sum string, fi os.FileInfo) sidecar {
 	return s
 }
 
-// hashPrefix feeds the first n bytes of f to h, reporting StageHashing.
-func (d *downloader) hashPrefix(h hash.Hash, f *os.File, n int64) (int64, error) {
+// hashPrefix feeds the first n bytes of f to h, reporting StageHashing
+// (gigabytes take seconds: ctx can stop it).
+func (d *downloader) hashPrefix(ctx context.Context, h hash.Hash, f *os.File, n int64) (int64, error) {
 	buf := make([]byte, 1<<20)
 	var done int64
 	for done < n {
+		if err := ctx.Err(); err != nil {
+			return done, err
+		}
 		k, err := f.Read(buf[:min(int64(len(buf)), n-done)])
 		h.Write(buf[:k])
 		done += int64(k)
@@ -227,7 +240,7 @@ func (d *downloader) fetch(ctx context.Context, m *meta, res *Result) error {
 	defer f.Close() // after a successful rename this is a harmless second Close
 	w := &partWriter{ctx: ctx, f: f, h: sha256.New(), d: d, total: m.size}
 	if offset > 0 {
-		if offset, err = d.hashPrefix(w.h, f, offset); err != nil {
+		if offset, err = d.hashPrefix(ctx, w.h, f, offset); err != nil {
 			return fmt.Errorf("%s: read %s: %w", d.name(), part, err)
 		}
 	}

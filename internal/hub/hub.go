@@ -58,6 +58,9 @@ var (
 	// differs from what the hub advertised. The partial file is deleted, so
 	// the next attempt starts from scratch.
 	ErrChecksum = errors.New("checksum mismatch")
+	// ErrBusy is returned when another process is downloading the same file
+	// into the same folder.
+	ErrBusy = errors.New("another download of this file is running")
 	// ErrBadName is returned when a repository id or file name is malformed
 	// (empty, absolute, or escaping the target folder with "..").
 	ErrBadName = errors.New("bad name")

@@ -521,3 +521,27 @@ func TestCompletePartRenamed(t *testing.T) {
 		t.Errorf("%d GETs for a complete part", n)
 	}
 }
+
+func TestBusy(t *testing.T) {
+	s, files := newHub(t)
+	dir := t.TempDir()
+	// Hold the file's lock from inside the progress hook of a first
+	// download while a second one starts.
+	var inner error
+	opts := quick(s)
+	opts.Progress = func(p hub.Progress) {
+		if inner == nil && p.Stage == hub.StageDownloading && p.Done > 0 {
+			_, inner = hub.DownloadFile(context.Background(), repo, "model.safetensors", dir, quick(s))
+			if inner == nil {
+				inner = errors.New("second download succeeded")
+			}
+		}
+	}
+	if _, err := hub.DownloadFile(context.Background(), repo, "model.safetensors", dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(inner, hub.ErrBusy) {
+		t.Errorf("concurrent download: %v, want ErrBusy", inner)
+	}
+	checkFiles(t, dir, files, "model.safetensors")
+}
