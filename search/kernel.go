@@ -5,10 +5,11 @@ import (
 	"math"
 )
 
-// dotHi is Σ q[i]·hi[i] where hi holds len(q) bfloat16 values
+// dotHiGeneric is Σ q[i]·hi[i] where hi holds len(q) bfloat16 values
 // (little-endian u16, the upper halves of float32s). Four lanes are widened
-// from one 64-bit load by shifts and masks.
-func dotHi(hi []byte, q []float32) float32 {
+// from one 64-bit load by shifts and masks. It is the reference for the
+// assembly in kernel_amd64.s and the path everywhere else.
+func dotHiGeneric(hi []byte, q []float32) float32 {
 	n := len(q)
 	hi = hi[:2*n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
@@ -63,7 +64,8 @@ func dot32(a, b []float32) float32 {
 // norm qn in dimension dim: the rounding of each component to bfloat16
 // (relative 2⁻⁸, so at most 2⁻⁸·Σ|q||v| ≤ 2⁻⁸·qn by Cauchy–Schwarz) plus the
 // float32 accumulation error of both sums (each ≤ (dim/8+3)·2⁻²⁴·qn with
-// eight lanes), with margin.
+// eight lanes; the AVX2 kernel has 32 lanes and fused multiply-adds, so its
+// error is smaller), with margin.
 func errorBound(qn float64, dim int) float64 {
 	return qn * (1.0/256 + 2*float64(dim/8+4)*0x1p-24) * 1.01
 }

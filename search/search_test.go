@@ -178,7 +178,11 @@ func TestSearchFilters(t *testing.T) {
 
 func TestDotHi(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
-	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 1024} {
+	lengths := []int{1024, 1025, 1031}
+	for n := range 80 {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
 		q := randVec(r, n, 1)
 		v := randVec(r, n, 1)
 		hi := make([]byte, 2*n+6) // guard bytes must not be read into the sum
@@ -191,9 +195,9 @@ func TestDotHi(t *testing.T) {
 			hi[2*i], hi[2*i+1] = byte(h), byte(h>>8)
 			want += float64(q[i]) * float64(math.Float32frombits(uint32(h)<<16))
 		}
-		got := dotHi(hi, q)
-		if math.Abs(float64(got)-want) > 1e-4*(1+math.Abs(want)) {
-			t.Errorf("n=%d: dotHi=%g want %g", n, got, want)
+		got, gen := dotHi(hi, q), dotHiGeneric(hi, q)
+		if math.Abs(float64(got)-want) > 1e-4*(1+math.Abs(want)) || math.Abs(float64(gen)-want) > 1e-4*(1+math.Abs(want)) {
+			t.Errorf("n=%d: dotHi=%g dotHiGeneric=%g want %g (avx2 %v)", n, got, gen, want, useAVX2)
 		}
 	}
 }
