@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/clipnpu/xdna"
+)
+
+func init() { subcommands = append(subcommands, newInfoCmd) }
+
+// hardwareNote says plainly what has and has not run on an NPU.
+const hardwareNote = "The NPU path (clipnpu/xdna ioctls and the bundle replay) has never run on NPU hardware: " +
+	"it is built from the amdxdna uAPI header, XRT and taconite's public sources, and tested here only " +
+	"against an emulated device (kernel semantics on the CPU), the struct layouts and the request numbers."
+
+// infoJSON is `clipidx info --json`.
+type infoJSON struct {
+	NPU struct {
+		Usable        bool              `json:"usable"`
+		Reason        string            `json:"reason,omitempty"` // why not, when not usable
+		Node          string            `json:"node,omitempty"`
+		Driver        string            `json:"driver,omitempty"`
+		DriverVersion string            `json:"driver_version,omitempty"`
+		Firmware      string            `json:"firmware,omitempty"`
+		AIE           *xdna.AIEMetadata `json:"aie,omitempty"`
+		ContextsInUse *int              `json:"contexts_in_use,omitempty"`
+		ContextLimit  int               `json:"context_limit,omitempty"` // estimate from the column count
+		FreeContexts  *int              `json:"free_contexts,omitempty"`
+		MemlockLimit  string            `json:"memlock_limit,omitempty"`
+		Notes         []string          `json:"notes,omitempty"`
+	} `json:"npu"`
+	Model struct {
+		Path       string   `json:"path"`
+		Kind       string   `json:"kind"` // "bundle", "huggingface", "missing", "unknown"
+		Error      string   `json:"error,omitempty"`
+		Contexts   int      `json:"contexts,omitempty"` // hardware contexts the bundle needs
+		Xclbins    []string `json:"xclbins,omitempty"`
+		ImageBatch int      `json:"image_batch,omitempty"`
+		TextBatch  int      `json:"text_batch,omitempty"`
+	} `json:"model"`
+	AutoDevice        string `json:"auto_device"` // what --device auto would use
+	HardwareValidated bool   `json:"hardware_validated"`
+	Note              string `json:"note"`
+}
+
+func newInfoCmd() *cobra.Command {
+	var asJSON bool
+	var node string
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Describe the NPU (driver, firmware, AIE array, free contexts) and where the model would run",
+		Long: "info probes the AMD XDNA NPU through the amdxdna driver (without allocating anything), " +
+			"reports its node, driver and firmware versions, AIE array and free hardware contexts, or " +
+			"explains why no NPU is usable, and says which device --device auto would pick for --model.\n\n" + hardwareNote,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r := gatherInfo(node, g.model)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			}
+			printInfo(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	cmd.Flags().StringVar(&node, "node", "", "device node to probe (default: the first /dev/accel/accel* driven by amdxdna)")
+	return cmd
+}
+
+// gatherInfo probes the device and inspects the model folder.
+func gatherInfo(node, model string) infoJSON {
+	var r infoJSON
+	r.Note = hardwareNote
+	di, err := xdna.Probe(node)
+	if err != nil {
+		r.NPU.Reason = err.Error()
+	} else {
+		n := &r.NPU
+		n.Usable = true
+		n.Node, n.Driver, n.DriverVersion = di.Node, di.Driver, di.DriverVersion
+		if di.FirmwareKnown {
+			n.Firmware = di.FirmwareString()
+		}
+		if di.AIEKnown {
+			a := di.AIE
+			n.AIE = &a
+		}
+		n.ContextLimit = di.ContextLimit
+		if di.ContextsKnown {
+			in, free := di.ContextsInUse, di.FreeContexts()
+			n.ContextsInUse = &in
+			if free >= 0 {
+				n.FreeContexts = &free
+			}
+		}
+		if di.MemlockLimit != 0 {
+			n.MemlockLimit = fmtLimit(di.MemlockLimit)
+		}
+		n.Notes = di.Notes
+		if !di.AIEKnown {
+			n.Usable = false
+			n.Reason = "the driver did not answer the AIE metadata query; it is probably too old"
+		}
+	}
+
+	m := &r.Model
+	m.Path = model
+	switch st, err := os.Stat(model); {
+	case errors.Is(err, os.ErrNotExist):
+		m.Kind = "missing"
+		m.Error = "no folder at " + model + "; run `clipidx model pull` or pass --model"
+	case err != nil:
+		m.Kind, m.Error = "unknown", err.Error()
+	case !st.IsDir():
+		m.Kind, m.Error = "unknown", model+" is not a folder"
+	case clipnpu.IsBundle(model):
+		m.Kind = "bundle"
+		b, err := bundle.Open(model)
+		if err != nil {
+			m.Error = err.Error()
+			break
+		}
+		set := map[string]bool{}
+		for _, gm := range b.GEMMs() {
+			if x, ok := b.Xclbin(gm.Ctx); ok {
+				set[x.File] = true
+			}
+		}
+		for _, o := range b.Ops() {
+			set[o.Xclbin] = true
+		}
+		for f := range set {
+			m.Xclbins = append(m.Xclbins, f)
+		}
+		sort.Strings(m.Xclbins)
+		m.Contexts = len(m.Xclbins)
+		m.ImageBatch, _ = b.ParamInt("v_batch")
+		m.TextBatch, _ = b.ParamInt("t_batch")
+		b.Close()
+	default:
+		m.Kind = "huggingface"
+	}
+
+	r.AutoDevice = "cpu"
+	if m.Kind == "bundle" {
+		// A bundle runs only on the NPU.
+		r.AutoDevice = "none (a bundle needs a usable NPU)"
+		if r.NPU.Usable && m.Error == "" {
+			r.AutoDevice = "npu"
+		}
+	}
+	return r
+}
+
+func fmtLimit(n uint64) string {
+	if n == ^uint64(0) {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}
+
+func printInfo(w io.Writer, r infoJSON) {
+	n := r.NPU
+	fmt.Fprintln(w, "NPU")
+	if n.Node == "" {
+		fmt.Fprintf(w, "  not usable: %s\n", n.Reason)
+	} else {
+		fmt.Fprintf(w, "  device:     %s (%s %s)\n", n.Node, n.Driver, n.DriverVersion)
+		fw := n.Firmware
+		if fw == "" {
+			fw = "unknown"
+		}
+		fmt.Fprintf(w, "  firmware:   %s\n", fw)
+		if n.AIE != nil {
+			a := n.AIE
+			fmt.Fprintf(w, "  AIE:        version %d.%d, %d columns x %d rows (core tiles: %d rows from row %d; mem rows %d; shim rows %d)\n",
+				a.VersionMajor, a.VersionMinor, a.Cols, a.Rows, a.Core.RowCount, a.Core.RowStart, a.Mem.RowCount, a.Shim.RowCount)
+		}
+		switch {
+		case n.FreeContexts != nil:
+			fmt.Fprintf(w, "  contexts:   %d free of about %d (%d in use machine-wide)\n", *n.FreeContexts, n.ContextLimit, *n.ContextsInUse)
+		default:
+			fmt.Fprintf(w, "  contexts:   unknown (the driver did not list them)\n")
+		}
+		if n.MemlockLimit != "" {
+			fmt.Fprintf(w, "  memlock:    %s (CLIP ViT-H/14 pins about 1.3 GiB; raise with `ulimit -l unlimited` if lower)\n", n.MemlockLimit)
+		}
+		for _, s := range n.Notes {
+			fmt.Fprintf(w, "  note:       %s\n", s)
+		}
+		if !n.Usable {
+			fmt.Fprintf(w, "  not usable: %s\n", n.Reason)
+		}
+	}
+	m := r.Model
+	fmt.Fprintln(w, "Model")
+	fmt.Fprintf(w, "  folder:     %s (%s)\n", m.Path, m.Kind)
+	if m.Error != "" {
+		fmt.Fprintf(w, "  problem:    %s\n", m.Error)
+	}
+	if m.Kind == "bundle" && m.Error == "" {
+		fmt.Fprintf(w, "  needs:      %d hardware contexts; %d images and %d prompts a pass\n", m.Contexts, m.ImageBatch, m.TextBatch)
+		if n.FreeContexts != nil && *n.FreeContexts < m.Contexts {
+			fmt.Fprintf(w, "  warning:    only %d contexts are free; close other NPU programs\n", *n.FreeContexts)
+		}
+	}
+	fmt.Fprintf(w, "--device auto would use: %s\n", r.AutoDevice)
+	fmt.Fprintf(w, "Hardware status: %s\n", r.Note)
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/internal/fixtures"
+)
+
+// noNPU reports whether this machine has no accel nodes (the usual case for
+// the build machines); the device-present paths are not reachable there.
+func noNPU() bool {
+	_, err := os.Stat("/dev/accel")
+	return err != nil
+}
+
+func TestInfoHFFolder(t *testing.T) {
+	dir := fixtures.TinyModel(t)
+	out, errOut, code := runCLI(t, "info", "--model", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"NPU\n", "(huggingface)", "--device auto would use: cpu", "never run on NPU hardware"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if noNPU() && (!strings.Contains(out, "not usable") || !strings.Contains(out, "/dev/accel")) {
+		t.Errorf("no explanation of the missing NPU:\n%s", out)
+	}
+}
+
+func TestInfoJSONBundle(t *testing.T) {
+	dir := t.TempDir()
+	w := bundle.NewWriter()
+	w.Param("v_batch", 4)
+	w.Param("t_batch", 8)
+	w.Line("xclbin", "gemm", "kernels/gemm.xclbin", "MLIR_AIE")
+	w.Line("gemm", "v_qkv", "ctx=gemm", "insts=kernels/a.bin", "M=256", "K=1280", "N=3840", "b_bytes=5529600")
+	w.Line("gemm", "v_o", "ctx=gemm", "insts=kernels/b.bin", "M=256", "K=1280", "N=1280", "b_bytes=1843200")
+	w.Line("op", "v_mha", "xclbin=kernels/mha.xclbin", "insts=kernels/c.bin", "name=MLIR_AIE")
+	w.Line("op", "t_mha", "xclbin=kernels/tmha.xclbin", "insts=kernels/d.bin", "name=MLIR_AIE")
+	w.I32("tok.0.ids", []int{2}, []int32{1, 2})
+	if err := w.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "info", "--json", "--model", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r infoJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m := r.Model
+	if m.Kind != "bundle" || m.Error != "" || m.Contexts != 3 || m.ImageBatch != 4 || m.TextBatch != 8 {
+		t.Errorf("model = %+v", m)
+	}
+	if want := []string{"kernels/gemm.xclbin", "kernels/mha.xclbin", "kernels/tmha.xclbin"}; strings.Join(m.Xclbins, ",") != strings.Join(want, ",") {
+		t.Errorf("xclbins = %v, want %v", m.Xclbins, want)
+	}
+	if r.HardwareValidated || !strings.Contains(r.Note, "never run on NPU hardware") {
+		t.Errorf("hardware status = %v, %q", r.HardwareValidated, r.Note)
+	}
+	if noNPU() {
+		if r.NPU.Usable || !strings.Contains(r.NPU.Reason, "/dev/accel") || !strings.HasPrefix(r.AutoDevice, "none") {
+			t.Errorf("npu = %+v, auto = %q", r.NPU, r.AutoDevice)
+		}
+	}
+
+	// A damaged bundle is reported, not fatal.
+	if err := os.WriteFile(filepath.Join(dir, "manifest.txt"), []byte("version 9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = runCLI(t, "info", "--model", dir)
+	if code != 0 || !strings.Contains(out, "problem:") || !strings.Contains(out, "version 9") {
+		t.Errorf("damaged bundle: exit %d\n%s", code, out)
+	}
+}
+
+func TestInfoOtherNodes(t *testing.T) {
+	out, _, code := runCLI(t, "info", "--json", "--node", os.DevNull, "--model", filepath.Join(t.TempDir(), "absent"))
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var r infoJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.NPU.Usable || !strings.Contains(r.NPU.Reason, "none is driven by amdxdna") {
+		t.Errorf("probe of /dev/null: %+v", r.NPU)
+	}
+	if r.Model.Kind != "missing" || !strings.Contains(r.Model.Error, "model pull") || r.AutoDevice != "cpu" {
+		t.Errorf("absent model: %+v, auto %q", r.Model, r.AutoDevice)
+	}
+}
