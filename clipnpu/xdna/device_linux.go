@@ -268,25 +268,14 @@ func (d *Device) mapHeap(size int) error {
 		return err
 	}
 	d.heap = bo
-	res, err := unix.MmapPtr(-1, 0, nil, uintptr(2*size), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	base, err := mapAligned(size, HeapAlign, func(at unsafe.Pointer) (unsafe.Pointer, error) {
+		return unix.MmapPtr(d.fd, int64(bi.MapOffset), at, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
+	})
 	if err != nil {
-		return fmt.Errorf("xdna: reserve heap address range: %w", err)
-	}
-	pad := int((uintptr(HeapAlign) - uintptr(res)%HeapAlign) % HeapAlign)
-	base := unsafe.Add(res, pad)
-	got, err := unix.MmapPtr(d.fd, int64(bi.MapOffset), base, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED)
-	if err != nil || got != base {
-		unix.MunmapPtr(res, uintptr(2*size))
 		if isNoMem(err) {
 			return memlockError("mapping the device heap", uint64(size), d.info.MemlockLimit, err)
 		}
-		return fmt.Errorf("xdna: map device heap: %v", err)
-	}
-	if pad > 0 {
-		unix.MunmapPtr(res, uintptr(pad))
-	}
-	if tail := size - pad; tail > 0 {
-		unix.MunmapPtr(unsafe.Add(base, size), uintptr(tail))
+		return fmt.Errorf("xdna: map device heap: %w", err)
 	}
 	d.heapBase, d.heapSize = base, size
 	bo.host = unsafe.Slice((*byte)(base), size)
@@ -551,6 +540,9 @@ func (c *Context) wait(seq uint64, timeout time.Duration) error {
 	w := timelineWait{
 		Handles: uint64(uintptr(unsafe.Pointer(&handles[0]))), Points: uint64(uintptr(unsafe.Pointer(&points[0]))),
 		TimeoutNsec: ts.Nano() + timeout.Nanoseconds(), CountHandles: 1,
+		// Wait for the fence to appear as well as to signal, as XRT's shim
+		// does (taconite passes 0; both work once EXEC_CMD has returned).
+		Flags: waitForSubmit,
 	}
 	err := ioctl(c.dev.fd, ioctlTimelineWait, unsafe.Pointer(&w))
 	runtime.KeepAlive(handles)
@@ -600,4 +592,38 @@ func (d *Device) Close() error {
 		d.fd = -1
 	}
 	return first
+}
+
+// waitForSubmit is DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT.
+const waitForSubmit = 1 << 1
+
+// mapAligned maps size bytes at a host address aligned to align: it
+// reserves size+align bytes of address space (PROT_NONE), lets mapAt map
+// over the aligned address inside with MAP_FIXED, and releases the
+// reservation around it. The firmware rejects a heap whose host mapping is
+// not 64 MiB aligned.
+func mapAligned(size, align int, mapAt func(at unsafe.Pointer) (unsafe.Pointer, error)) (unsafe.Pointer, error) {
+	total := size + align
+	res, err := unix.MmapPtr(-1, 0, nil, uintptr(total), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("reserve %d bytes of address space: %w", total, err)
+	}
+	pad := int((uintptr(align) - uintptr(res)%uintptr(align)) % uintptr(align))
+	base := unsafe.Add(res, pad)
+	got, err := mapAt(base)
+	if err != nil || got != base {
+		unix.MunmapPtr(res, uintptr(total))
+		if err == nil {
+			err = fmt.Errorf("mapped at %p, not the aligned %p", got, base)
+			unix.MunmapPtr(got, uintptr(size))
+		}
+		return nil, err
+	}
+	if pad > 0 {
+		unix.MunmapPtr(res, uintptr(pad))
+	}
+	if tail := total - pad - size; tail > 0 {
+		unix.MunmapPtr(unsafe.Add(base, size), uintptr(tail))
+	}
+	return base, nil
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestProbeNotPresent(t *testing.T) {
@@ -81,5 +84,42 @@ func TestErrorTexts(t *testing.T) {
 	}
 	if fmtBytes(^uint64(0)) != "unlimited" {
 		t.Error("unlimited")
+	}
+}
+
+func TestMapAligned(t *testing.T) {
+	const size, align = 4 << 20, 16 << 20
+	page := os.Getpagesize()
+	base, err := mapAligned(size, align, func(at unsafe.Pointer) (unsafe.Pointer, error) {
+		return unix.MmapPtr(-1, 0, at, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.MunmapPtr(base, size)
+	if uintptr(base)%align != 0 {
+		t.Fatalf("mapping at %p is not %d-aligned", base, align)
+	}
+	mem := unsafe.Slice((*byte)(base), size)
+	mem[0], mem[size-1] = 1, 2
+	if mem[0] != 1 || mem[size-1] != 2 {
+		t.Fatal("mapping not writable")
+	}
+	// The reservation past the mapping (always at least one page of it)
+	// was released: the page just after is free again. The page before
+	// belonged to the reservation only when it had to be padded, so it is
+	// not checked.
+	for _, at := range []unsafe.Pointer{unsafe.Add(base, size)} {
+		p, err := unix.MmapPtr(-1, 0, at, uintptr(page), unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
+		if err != nil {
+			t.Errorf("page at %p is still reserved: %v", at, err)
+			continue
+		}
+		unix.MunmapPtr(p, uintptr(page))
+	}
+	// A mapping that fails leaves nothing behind and reports the error.
+	want := errors.New("no")
+	if _, err := mapAligned(size, align, func(unsafe.Pointer) (unsafe.Pointer, error) { return nil, want }); err != want {
+		t.Errorf("failing map: %v", err)
 	}
 }
