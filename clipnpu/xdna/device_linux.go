@@ -36,14 +36,21 @@ type Device struct {
 	closed   bool
 }
 
-// ioctl issues one request, retrying on EINTR/EAGAIN as libdrm does.
+// ioctl issues one request, retrying on EINTR as libdrm does, and on
+// EAGAIN a few times only (a driver that keeps answering EAGAIN, say for
+// want of a context, must not spin forever).
 func ioctl(fd int, req uintptr, arg unsafe.Pointer) error {
+	again := 0
 	for {
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
-		if e == unix.EINTR || e == unix.EAGAIN {
+		switch {
+		case e == unix.EINTR:
 			continue
-		}
-		if e != 0 {
+		case e == unix.EAGAIN && again < 3:
+			again++
+			time.Sleep(time.Millisecond)
+			continue
+		case e != 0:
 			return e
 		}
 		return nil
