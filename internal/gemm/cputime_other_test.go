@@ -1,0 +1,7 @@
+//go:build !linux
+
+package gemm
+
+import "time"
+
+func threadCPUTime() (time.Duration, bool) { return 0, false }
