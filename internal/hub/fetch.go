@@ -27,6 +27,9 @@ type downloader struct {
 	noRedirect      *http.Client // returns redirects to the caller (HEAD)
 }
 
+// freeSpace reports the space available in a folder (tests replace it).
+var freeSpace = diskFree
+
 var defaultClient = &http.Client{Transport: &http.Transport{
 	Proxy:                 http.ProxyFromEnvironment,
 	DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -251,6 +254,9 @@ func (d *downloader) fetch(ctx context.Context, m *meta, res *Result) error {
 		return fmt.Errorf("%s: %w", d.name(), err)
 	}
 	w.n, res.Resumed = offset, offset
+	if free, ok := freeSpace(d.dir); ok && m.size >= 0 && m.size-offset > free {
+		return fmt.Errorf("%s: needs %d more bytes, %d free in %s: %w", d.name(), m.size-offset, free, d.dir, ErrNoSpace)
+	}
 	d.progress(StageDownloading, w.n, m.size)
 
 	err = d.retry(ctx, func() (bool, error) {

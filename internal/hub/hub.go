@@ -61,6 +61,9 @@ var (
 	// ErrBusy is returned when another process is downloading the same file
 	// into the same folder.
 	ErrBusy = errors.New("another download of this file is running")
+	// ErrNoSpace is returned when the target folder's file system has less
+	// free space than the rest of the file needs.
+	ErrNoSpace = errors.New("not enough free disk space")
 	// ErrBadName is returned when a repository id or file name is malformed
 	// (empty, absolute, or escaping the target folder with "..").
 	ErrBadName = errors.New("bad name")
