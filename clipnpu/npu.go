@@ -23,6 +23,7 @@ import (
 	"strconv"
 
 	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/internal/gemm"
 )
 
 // npuConfig is the bundle's param records.
@@ -220,6 +221,7 @@ type npuBackend struct {
 	dev     npuDevice
 	cfg     npuConfig
 	threads int
+	pool    *gemm.Pool // host GEMMs (the patch embedding)
 	info    Info
 
 	vision *npuTower
@@ -252,6 +254,7 @@ func openBundle(dir string, opts Options, dev npuDevice) (_ Backend, err error) 
 	if nb.threads <= 0 {
 		nb.threads = runtime.GOMAXPROCS(0)
 	}
+	nb.pool = gemm.NewPool(nb.threads)
 	nb.b, err = bundle.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadModel, err)
@@ -402,6 +405,10 @@ func (nb *npuBackend) Close() error {
 		errs = append(errs, nb.b.Close())
 		nb.b = nil
 	}
+	if nb.pool != nil {
+		nb.pool.Close()
+		nb.pool = nil
+	}
 	nb.vision, nb.text = nil, nil
 	return errors.Join(errs...)
 }
@@ -413,35 +420,15 @@ func (nb *npuBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
 		return nil, fmt.Errorf("encode images: %w (loaded with the text tower only)", ErrNoTower)
 	}
 	c := nb.cfg
-	S, P, H, D := c.imageSize, c.patch, c.vDim, c.embedDim
-	G, per := S/P, 3*S*S
+	S, H, D := c.imageSize, c.vDim, c.embedDim
+	per := 3 * S * S
 	if err := checkBatch(len(pixels), n, per, "pixel values"); err != nil {
 		return nil, err
 	}
 	out := make([]float32, 0, n*D)
 	for i0 := 0; i0 < n; i0 += c.vBatch {
 		ng := min(n-i0, c.vBatch)
-		// Patch embedding in float32 (the conv as a GEMM): [ng·G·G, H].
-		patches := patchRows(pixels[i0*per:(i0+ng)*per], ng, S, P)
-		emb := make([]float32, ng*G*G*H)
-		refLinear(emb, patches, ng*G*G, &nb.patchW, nil, nb.threads)
-		// [CLS | patches] + position embedding, pre-LayerNorm; image im's
-		// tokens at rows [im·st, im·st + Tok), every other row zero.
-		x := make([]float32, c.vRows*H)
-		tmp := make([]float32, H)
-		for im := 0; im < ng; im++ {
-			for tok := 0; tok < c.vTokens; tok++ {
-				src := nb.cls
-				if tok > 0 {
-					src = emb[(im*G*G+tok-1)*H : (im*G*G+tok)*H]
-				}
-				for j := 0; j < H; j++ {
-					tmp[j] = src[j] + nb.vpos[tok*H+j]
-				}
-				r := im*c.vStride + tok
-				refLayerNorm(x[r*H:(r+1)*H], tmp, 1, H, nb.preW, nb.preB, c.vEps)
-			}
-		}
+		x := nb.visionInput(pixels[i0*per:(i0+ng)*per], ng)
 		y, err := nb.vision.run(x, nb.threads)
 		if err != nil {
 			return nil, fmt.Errorf("clipnpu: %w", err)
@@ -456,6 +443,37 @@ func (nb *npuBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// visionInput is the host side of an image pass: px [ng, 3, S, S] →
+// x [v_rows, H], image im's tokens at rows [im·st, im·st + Tok) as
+// pre-LayerNorm(CLS or patch embedding + position), every other row zero.
+func (nb *npuBackend) visionInput(px []float32, ng int) []float32 {
+	c := nb.cfg
+	S, P, H := c.imageSize, c.patch, c.vDim
+	G := S / P
+	// Patch embedding in float32 (the conv as a GEMM): [ng·G·G, H].
+	patches := patchRows(px, ng, S, P)
+	emb := make([]float32, ng*G*G*H)
+	w := gemm.Matrix{Rows: H, Cols: 3 * P * P, Dtype: gemm.F32, F32: nb.patchW.f32}
+	nb.pool.Linear(emb, patches, ng*G*G, &w, nil)
+	x := make([]float32, c.vRows*H)
+	parallel(ng*c.vTokens, nb.threads, func(lo, hi int) {
+		tmp := make([]float32, H)
+		for r := lo; r < hi; r++ {
+			im, tok := r/c.vTokens, r%c.vTokens
+			src := nb.cls
+			if tok > 0 {
+				src = emb[(im*G*G+tok-1)*H : (im*G*G+tok)*H]
+			}
+			for j := 0; j < H; j++ {
+				tmp[j] = src[j] + nb.vpos[tok*H+j]
+			}
+			row := im*c.vStride + tok
+			refLayerNorm(x[row*H:(row+1)*H], tmp, 1, H, nb.preW, nb.preB, c.vEps)
+		}
+	})
+	return x
 }
 
 // EncodeTexts embeds ids [n, T] → [n, D], t_batch prompts a pass.
