@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/internal/fixtures"
 )
 
 // TestBenchFLOPs checks the FLOP count against the figures for
@@ -146,5 +148,57 @@ func TestBenchModelCommand(t *testing.T) {
 	err := root.Execute()
 	if ee, ok := err.(*exitError); !ok || ee.code != 2 {
 		t.Errorf("--random x: error %v, want exit code 2", err)
+	}
+}
+
+// TestBenchModelFolder measures the tiny fixture model through --model and
+// checks the human-readable report and the FLOP count of its shape.
+func TestBenchModelFolder(t *testing.T) {
+	dir := fixtures.TinyModel(t)
+	cfg, err := clipnpu.LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+		not  []string
+	}{
+		{[]string{"--images", "2", "--texts", "3"}, []string{"images   pass of 2", "texts    pass of 3", "GFLOP/s", "peak RSS"}, nil},
+		{[]string{"--images", "1", "--texts", "0"}, []string{"images   pass of 1"}, []string{"texts"}},
+		{[]string{"--images", "0", "--texts", "1", "--device", "reference"}, []string{"on cpu-reference", "texts    pass of 1"}, []string{"images   pass"}},
+	} {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetArgs(append([]string{"bench", "model", "--model", dir, "--runs", "2"}, tc.args...))
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out.String())
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(out.String(), w) {
+				t.Errorf("%v: output has %q:\n%s", tc.args, w, out.String())
+			}
+		}
+	}
+	// The tiny shape's count: 2 layers of 257 tokens at width 80, MLP 320
+	// (linears 2·T·(4·H² + 2·H·M), two attention products of 2·T²·H each),
+	// the patch GEMM [256, 588]·[588, 80] and the projection.
+	T := float64(cfg.Vision.Tokens())
+	want := 2*(2*T*(4*80*80+2*80*320)+2*2*T*T*80) + 2*256*588*80 + 2*80*float64(cfg.ProjectionDim)
+	if got := imageFLOPs(cfg); math.Abs(got-want) > 1e-6*want {
+		t.Errorf("tiny image FLOPs %g, want %g", got, want)
+	}
+
+	root := newRoot()
+	root.SetOut(&bytes.Buffer{})
+	root.SetArgs([]string{"bench", "model", "--model", filepath.Join(t.TempDir(), "absent")})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "--random h14") {
+		t.Errorf("absent model folder: error %v, want a hint at --random h14", err)
 	}
 }
