@@ -46,12 +46,13 @@ type Config struct {
 // edge 224, center crop 224x224, bicubic).
 func DefaultConfig() Config {
 	return Config{
-		ShortestEdge: 224,
-		CropHeight:   224,
-		CropWidth:    224,
-		Mean:         [3]float32{0.48145466, 0.4578275, 0.40821073},
-		Std:          [3]float32{0.26862954, 0.26130258, 0.27577711},
-		Resample:     ResampleBicubic,
+		ShortestEdge:  224,
+		CropHeight:    224,
+		CropWidth:     224,
+		Mean:          [3]float32{0.48145466, 0.4578275, 0.40821073},
+		Std:           [3]float32{0.26862954, 0.26130258, 0.27577711},
+		Resample:      ResampleBicubic,
+		RescaleFactor: 1.0 / 255,
 	}
 }
 

@@ -220,7 +220,7 @@ func (p *Processor) geometry(w, h int) (geometry, error) {
 		g.cw, g.ch = c.CropWidth, c.CropHeight
 		g.offX, g.offY = cropOffset(g.rw, g.cw), cropOffset(g.rh, g.ch)
 	}
-	if int64(g.cw)*int64(g.ch) > p.maxPixels {
+	if int64(g.cw)*int64(g.ch) > max(p.maxPixels, DefaultMaxPixels) {
 		return g, fmt.Errorf("%w: output would be %dx%d", ErrTooLarge, g.cw, g.ch)
 	}
 	return g, nil
