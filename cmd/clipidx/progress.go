@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"time"
 
@@ -70,12 +69,4 @@ func (p *progress) done() {
 		p.bar.Finish()
 		p.bar.Exit()
 	}
-}
-
-// note prints a line above the bar.
-func (p *progress) note(format string, a ...any) {
-	if p != nil {
-		p.bar.Clear()
-	}
-	fmt.Fprintf(os.Stderr, format+"\n", a...)
 }
