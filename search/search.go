@@ -74,14 +74,12 @@ func Search(s *store.Snapshot, q []float32, opts Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var allow map[store.VecID]bool
+	var allow bitset // nil = every vector
 	if len(opts.Under) > 0 {
-		allow = map[store.VecID]bool{}
+		allow = make(bitset, (len(chunks)*store.ChunkSlots+64)/64+1)
 		for _, d := range opts.Under {
 			err := s.Files(d, func(_ string, f store.File) error {
-				if f.Vec != 0 {
-					allow[f.Vec] = true
-				}
+				allow.set(uint64(f.Vec))
 				return nil
 			})
 			if err != nil {
@@ -159,7 +157,7 @@ func unpack(dst []float32, c store.Chunk, slot, dim int) {
 
 // scan scores every live, allowed slot and returns, per worker merged, the
 // top k plus every slot within window of a worker's k-th best at the time.
-func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, allow map[store.VecID]bool, threads int) []cand {
+func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, allow bitset, threads int) []cand {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
@@ -185,7 +183,7 @@ func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, 
 						continue
 					}
 					id := c.First + store.VecID(slot)
-					if allow != nil && !allow[id] {
+					if allow != nil && !allow.has(uint64(id)) {
 						continue
 					}
 					var sc float32
@@ -289,3 +287,14 @@ func Normalize(v []float32) ([]float32, error) {
 	}
 	return out, nil
 }
+
+// bitset marks vector ids; set ignores ids beyond its length (and 0).
+type bitset []uint64
+
+func (b bitset) set(i uint64) {
+	if i != 0 && i/64 < uint64(len(b)) {
+		b[i/64] |= 1 << (i % 64)
+	}
+}
+
+func (b bitset) has(i uint64) bool { return i/64 < uint64(len(b)) && b[i/64]&(1<<(i%64)) != 0 }
