@@ -11,8 +11,9 @@ import (
 // colour is read from NRGBA pixels directly. The common concrete types have
 // loops of their own; anything else goes through color.NRGBAModel.
 
-// yccRange tells which YCbCr-to-RGB matrix an image.YCbCr needs: JPEG
-// (JFIF) uses the full 0..255 range, WebP's VP8 the BT.601 limited range.
+// yccRange tells which YCbCr-to-RGB conversion an image.YCbCr needs: JPEG
+// (JFIF, full 0..255 range, converted as libjpeg does) or WebP's VP8 (BT.601
+// limited range, as libwebp does).
 type yccRange uint8
 
 const (
@@ -39,7 +40,9 @@ func toRGB(buf []byte, img image.Image, ycc yccRange) (out []byte, w, h int) {
 	}
 	switch m := img.(type) {
 	case *image.YCbCr:
-		yccToRGB(out, m, ycc)
+		if ycc != yccJFIF || !jpegToRGB(out, m) {
+			yccToRGB(out, m, ycc)
+		}
 	case *image.NYCbCrA:
 		yccToRGB(out, &m.YCbCr, ycc)
 	case *image.Gray:
@@ -194,8 +197,9 @@ func paletteRGB(p color.Palette) []byte {
 }
 
 // yccToRGB converts a YCbCr image of any subsampling with nearest-neighbour
-// chroma, as Go's color.YCbCr does (JFIF), or with libwebp's BT.601
-// limited-range arithmetic (WebP).
+// (replicated) chroma, which is what libjpeg does where it does not
+// fancy-upsample, then libjpeg's matrix (JPEG) or libwebp's BT.601
+// limited-range one (WebP).
 func yccToRGB(out []byte, m *image.YCbCr, ycc yccRange) {
 	b := m.Rect
 	w := b.Dx()
@@ -207,39 +211,26 @@ func yccToRGB(out []byte, m *image.YCbCr, ycc yccRange) {
 		hs = 2
 	}
 	cx0 := b.Min.X >> hs
+	cn := ((b.Max.X - 1) >> hs) - cx0 + 1
+	cbRow, crRow := make([]byte, w), make([]byte, w)
 	for y := b.Min.Y; y < b.Max.Y; y++ {
-		yrow := m.Y[m.YOffset(b.Min.X, y):][:w]
 		co := m.COffset(b.Min.X, y)
-		cn := ((b.Max.X - 1) >> hs) - cx0 + 1
-		cb := m.Cb[co:][:cn]
-		cr := m.Cr[co:][:cn]
-		dst := out[(y-b.Min.Y)*w*3:][:w*3]
-		for x, yy := range yrow {
+		cb, cr := m.Cb[co:][:cn], m.Cr[co:][:cn]
+		for x := range cbRow {
 			ci := ((b.Min.X + x) >> hs) - cx0
+			cbRow[x], crRow[x] = cb[ci], cr[ci]
+		}
+		yrow := m.Y[m.YOffset(b.Min.X, y):][:w]
+		dst := out[(y-b.Min.Y)*w*3:][:w*3]
+		if ycc == yccJFIF {
+			jpegRow(dst, yrow, cbRow, crRow)
+			continue
+		}
+		for x, yy := range yrow {
 			d := dst[x*3 : x*3+3 : x*3+3]
-			if ycc == yccBT601 {
-				d[0], d[1], d[2] = webpYUVToRGB(yy, cb[ci], cr[ci])
-			} else {
-				d[0], d[1], d[2] = jfifYCbCrToRGB(yy, cb[ci], cr[ci])
-			}
+			d[0], d[1], d[2] = webpYUVToRGB(yy, cbRow[x], crRow[x])
 		}
 	}
-}
-
-// jfifYCbCrToRGB is the full-range JFIF conversion in 16.16 fixed point with
-// the rounding of Go's color.YCbCrToRGB (the test checks every input).
-func jfifYCbCrToRGB(y, cb, cr uint8) (uint8, uint8, uint8) {
-	yy := int32(y) * 0x10101 // y * 65536 + rounding bias
-	b1 := int32(cb) - 128
-	r1 := int32(cr) - 128
-	return clamp16(yy + 91881*r1), clamp16(yy - 22554*b1 - 46802*r1), clamp16(yy + 116130*b1)
-}
-
-func clamp16(v int32) uint8 {
-	if uint32(v)&0xff000000 == 0 {
-		return uint8(v >> 16)
-	}
-	return uint8(^(v >> 31)) // 0 when negative, 255 when too large
 }
 
 // webpYUVToRGB is libwebp's BT.601 limited-range conversion (yuv.h): 14-bit

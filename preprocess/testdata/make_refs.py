@@ -228,6 +228,19 @@ def make_images():
         im = Image.open(os.path.join(HERE, "images", f))
         pil = save(ImageOps.exif_transpose(im).convert("RGB"), f"orient{o}.pillow.png")
         jpegs.append({"file": f, "pillow_png": pil})
+    # Flat 16x16 blocks: every DCT block holds only a DC term, which both
+    # IDCTs reconstruct exactly, so Go must match Pillow bit for bit: this
+    # isolates the chroma upsampling and the YCbCr matrix.
+    rng = np.random.default_rng(7)
+    blocks = np.repeat(np.repeat(rng.integers(0, 256, (5, 8, 3), dtype=np.uint8), 16, 0), 16, 1)
+    for sub, (w, h) in [(0, (125, 77)), (1, (127, 80)), (2, (125, 79)), (2, (6, 9)), (1, (4, 4))]:
+        img = Image.fromarray(blocks[:h, :w].copy())
+        f = save(img, f"blocks{sub}_{w}x{h}.jpg", quality=100, subsampling=sub)
+        pil = save(Image.open(os.path.join(HERE, "images", f)).convert("RGB"), f"blocks{sub}_{w}x{h}.pillow.png")
+        jpegs.append({"file": f, "pillow_png": pil, "exact": True})
+    f = save(photo, "lossy.webp", quality=80)
+    pil = save(Image.open(os.path.join(HERE, "images", f)).convert("RGB"), "lossy.webp.pillow.png")
+    jpegs.append({"file": f, "pillow_png": pil})
     return cases, jpegs
 
 

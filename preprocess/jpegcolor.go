@@ -1,0 +1,157 @@
+package preprocess
+
+import "image"
+
+// This file converts a decoded JPEG's YCbCr planes to RGB the way
+// libjpeg(-turbo) does by default, which is what Pillow, and so Hugging
+// Face, sees: "fancy" (triangle-filter) chroma upsampling for 4:2:0, 4:2:2
+// and 4:4:0, then the jdcolor.c fixed-point matrix. Go's decoder stops at the
+// planes, and its color.YCbCr rounds differently and upsamples by
+// replication. The IDCT still differs from libjpeg's (a level here and
+// there), which no colour code can fix.
+
+// libjpeg's YCbCr-to-RGB tables (jdcolor.c): 16-bit fixed point, x = i-128.
+var jpegTables = func() (t struct{ crR, cbB, crG, cbG [256]int32 }) {
+	const half = 1 << 15
+	for i := range 256 {
+		x := int32(i - 128)
+		t.crR[i] = (91881*x + half) >> 16  // 1.40200
+		t.cbB[i] = (116130*x + half) >> 16 // 1.77200
+		t.crG[i] = -46802 * x              // 0.71414
+		t.cbG[i] = -22554*x + half         // 0.34414, with the rounding
+	}
+	return t
+}()
+
+func clampByte(v int32) byte {
+	if uint32(v) > 255 {
+		if v < 0 {
+			return 0
+		}
+		return 255
+	}
+	return byte(v)
+}
+
+// jpegRow converts one row of luma and full-width chroma to packed RGB.
+func jpegRow(dst, y, cb, cr []byte) {
+	t := &jpegTables
+	cb, cr = cb[:len(y)], cr[:len(y)]
+	dst = dst[:3*len(y)]
+	for x, yy := range y {
+		Y := int32(yy)
+		d := dst[x*3 : x*3+3 : x*3+3]
+		d[0] = clampByte(Y + t.crR[cr[x]])
+		d[1] = clampByte(Y + (t.cbG[cb[x]]+t.crG[cr[x]])>>16)
+		d[2] = clampByte(Y + t.cbB[cb[x]])
+	}
+}
+
+// jpegToRGB converts a decoded JPEG's YCbCr image to packed RGB in out. It
+// returns false, leaving out alone, for layouts libjpeg would not fancy-
+// upsample (4:1:1, 4:1:0, chroma at most 2 samples wide for horizontal
+// subsampling) or for a sub-image not at the origin, where the chroma phase
+// is unknown.
+func jpegToRGB(out []byte, m *image.YCbCr) bool {
+	r := m.Rect
+	if r.Min != (image.Point{}) {
+		return false
+	}
+	w, h := r.Dx(), r.Dy()
+	var hs, vs bool
+	switch m.SubsampleRatio {
+	case image.YCbCrSubsampleRatio444:
+	case image.YCbCrSubsampleRatio422:
+		hs = true
+	case image.YCbCrSubsampleRatio420:
+		hs, vs = true, true
+	case image.YCbCrSubsampleRatio440:
+		vs = true
+	default:
+		return false
+	}
+	cw, ch := w, h // chroma samples libjpeg works with (downsampled_width/height)
+	if hs {
+		cw = (w + 1) / 2
+		if cw <= 2 {
+			return false
+		}
+	}
+	if vs {
+		ch = (h + 1) / 2
+	}
+	cbRow := make([]byte, 2*cw)
+	crRow := make([]byte, 2*cw)
+	cbSum := make([]int32, cw)
+	crSum := make([]int32, cw)
+	for y := 0; y < h; y++ {
+		yrow := m.Y[y*m.YStride:][:w]
+		var cb, cr []byte
+		switch {
+		case !hs && !vs:
+			cb, cr = m.Cb[y*m.CStride:][:w], m.Cr[y*m.CStride:][:w]
+		case hs && !vs: // 4:2:2
+			o := y * m.CStride
+			h2v1(cbRow, m.Cb[o:o+cw])
+			h2v1(crRow, m.Cr[o:o+cw])
+			cb, cr = cbRow, crRow
+		default: // 4:2:0 and 4:4:0: blend the nearest chroma row 3:1 with the next nearest
+			cy, far := y/2, y/2-1
+			if y%2 == 1 {
+				far = y/2 + 1
+			}
+			far = min(max(far, 0), ch-1) // libjpeg repeats the edge rows
+			nb, fb := m.Cb[cy*m.CStride:][:cw], m.Cb[far*m.CStride:][:cw]
+			nr, fr := m.Cr[cy*m.CStride:][:cw], m.Cr[far*m.CStride:][:cw]
+			for i := range cbSum {
+				cbSum[i] = 3*int32(nb[i]) + int32(fb[i])
+				crSum[i] = 3*int32(nr[i]) + int32(fr[i])
+			}
+			if hs {
+				h2v2(cbRow, cbSum)
+				h2v2(crRow, crSum)
+			} else {
+				bias := int32(1 + y%2) // h1v2: 1 on the upper row of a pair, 2 on the lower
+				for i := range cbSum {
+					cbRow[i] = byte((cbSum[i] + bias) >> 2)
+					crRow[i] = byte((crSum[i] + bias) >> 2)
+				}
+			}
+			cb, cr = cbRow, crRow
+		}
+		jpegRow(out[y*w*3:(y+1)*w*3], yrow, cb, cr)
+	}
+	return true
+}
+
+// h2v1 doubles a chroma row horizontally with libjpeg's 3:1 triangle
+// filter and its alternating rounding; len(in) > 2.
+func h2v1(out, in []byte) {
+	n := len(in)
+	out = out[:2*n]
+	out[0] = in[0]
+	out[1] = byte((3*int32(in[0]) + int32(in[1]) + 2) >> 2)
+	for i := 1; i < n-1; i++ {
+		v := 3 * int32(in[i])
+		out[2*i] = byte((v + int32(in[i-1]) + 1) >> 2)
+		out[2*i+1] = byte((v + int32(in[i+1]) + 2) >> 2)
+	}
+	out[2*n-2] = byte((3*int32(in[n-1]) + int32(in[n-2]) + 1) >> 2)
+	out[2*n-1] = in[n-1]
+}
+
+// h2v2 doubles a row of vertical 3:1 sums (each 4x a sample) horizontally:
+// the second stage of libjpeg's h2v2 fancy upsampling; len(sum) > 2.
+func h2v2(out []byte, sum []int32) {
+	n := len(sum)
+	out = out[:2*n]
+	out[0] = byte((4*sum[0] + 8) >> 4)
+	out[1] = byte((3*sum[0] + sum[1] + 7) >> 4)
+	for i := 1; i < n-1; i++ {
+		v := 3 * sum[i]
+		out[2*i] = byte((v + sum[i-1] + 8) >> 4)
+		out[2*i+1] = byte((v + sum[i+1] + 7) >> 4)
+	}
+	out[2*n-2] = byte((3*sum[n-1] + sum[n-2] + 8) >> 4)
+	out[2*n-1] = byte((4*sum[n-1] + 7) >> 4)
+}
