@@ -68,9 +68,12 @@ func BenchmarkShapes(b *testing.B) {
 				}
 				report(b)
 			})
-			if s.linear {
-				w := randWeights(r, s.n, s.k, BF16)
-				b.Run("ours_bf16", func(b *testing.B) {
+			for _, dt := range []Dtype{BF16, F16} {
+				if !s.linear {
+					break
+				}
+				w := randWeights(r, s.n, s.k, dt)
+				b.Run("ours_"+dt.String(), func(b *testing.B) {
 					for b.Loop() {
 						pool.Linear(c, a, s.m, w, nil)
 					}

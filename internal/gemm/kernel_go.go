@@ -13,16 +13,31 @@ import "unsafe"
 // contract.
 func kernelGo(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, bias *float32, accum bool) {
 	as := unsafe.Slice(a, (mr-1)*lda+k)
-	bs := unsafe.Slice(b, k*nr)
 	var acc [mr][nr]float32
-	for p := 0; p < k; p++ {
-		bp := (*[nr]float32)(bs[p*nr : p*nr+nr])
-		for i := range mr {
-			ai := as[i*lda+p]
-			r := &acc[i]
-			for j := range nr {
-				r[j] += ai * bp[j]
+	// Blocks of [2, 4] in scalar accumulators, which the compiler keeps in
+	// registers (an array accumulator would live in memory).
+	for i := 0; i < mr; i += 2 {
+		a0 := as[i*lda : i*lda+k]
+		a1 := as[(i+1)*lda : (i+1)*lda+k]
+		a1 = a1[:len(a0)]
+		for j := 0; j < nr; j += 4 {
+			var c00, c01, c02, c03, c10, c11, c12, c13 float32
+			for p, x0 := range a0 {
+				x1 := a1[p]
+				// In bounds: p < k and j+4 ≤ nr; unchecked to keep the loop tight.
+				bp := (*[4]float32)(unsafe.Add(unsafe.Pointer(b), (p*nr+j)*4))
+				b0, b1, b2, b3 := bp[0], bp[1], bp[2], bp[3]
+				c00 += x0 * b0
+				c01 += x0 * b1
+				c02 += x0 * b2
+				c03 += x0 * b3
+				c10 += x1 * b0
+				c11 += x1 * b1
+				c12 += x1 * b2
+				c13 += x1 * b3
 			}
+			acc[i][j], acc[i][j+1], acc[i][j+2], acc[i][j+3] = c00, c01, c02, c03
+			acc[i+1][j], acc[i+1][j+1], acc[i+1][j+2], acc[i+1][j+3] = c10, c11, c12, c13
 		}
 	}
 	cs := unsafe.Slice(c, (mr-1)*ldc+nr)
