@@ -444,3 +444,20 @@ func TestSystemBLAS(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMatMul compares the pool (both kernels on amd64) with SgemmRef on
+// arbitrary small shapes, strides and pool sizes.
+func FuzzMatMul(f *testing.F) {
+	f.Add(uint8(7), uint8(17), uint8(9), uint8(2), true, uint64(1))
+	f.Add(uint8(13), uint8(40), uint8(255), uint8(1), false, uint64(2))
+	f.Add(uint8(1), uint8(1), uint8(1), uint8(3), true, uint64(3))
+	f.Fuzz(func(t *testing.T, m, n, k, threads uint8, transB bool, seed uint64) {
+		p := NewPool(int(threads%4) + 1)
+		defer p.Close()
+		for _, mode := range kernelModes {
+			mode.set(t)
+			r := rand.New(rand.NewPCG(seed, 0))
+			checkMatMul(t, p, r, int(m), int(n), int(k), transB, 0.75)
+		}
+	})
+}
