@@ -93,33 +93,54 @@ func BenchmarkShapes(b *testing.B) {
 	}
 }
 
+// benchClock returns the clock the interleaved benchmarks use: the calling
+// OS thread's CPU time when threads == 1 on Linux (the caller must lock its
+// OS thread; both sides then run on it), else the wall clock.
+func benchClock(threads int) (clock func() time.Duration, cpu bool) {
+	if _, ok := threadCPUTime(); ok && threads == 1 {
+		return func() time.Duration { d, _ := threadCPUTime(); return d }, true
+	}
+	epoch := time.Now()
+	return func() time.Duration { return time.Since(epoch) }, false
+}
+
+// interleave runs the sides in turn once per iteration and returns the best
+// time of each, so that every side sees the same load on a shared machine.
+func interleave(b *testing.B, clock func() time.Duration, sides ...func()) []time.Duration {
+	best := make([]time.Duration, len(sides))
+	for i := range best {
+		best[i] = 1 << 62
+	}
+	for b.Loop() {
+		for i, f := range sides {
+			t0 := clock()
+			f()
+			best[i] = min(best[i], clock()-t0)
+		}
+	}
+	return best
+}
+
 // BenchmarkRatio alternates one call of ours and one of OpenBLAS per
-// iteration on each model shape, so both sides see the same load on a
-// shared machine, and reports the best-of-N GFLOP/s of each side and their
-// ratio (ours/openblas, the number the 0.9× target refers to).
-// With -gemm.threads=1 both sides run on the benchmark's own OS thread, and
-// the times are that thread's CPU time (Linux), so that time slices lost to
-// other processes on a shared machine do not count against either side.
+// iteration on each model shape and reports the best-of-N GFLOP/s of each
+// side and their ratio (ours/openblas, the number the 0.9× target
+// refers to). With -gemm.threads=1 both sides run on the benchmark's own OS
+// thread, timed by that thread's CPU time (Linux), so that time slices lost
+// to other processes on a shared machine count against neither side.
 func BenchmarkRatio(b *testing.B) {
 	lib, err := LoadBLAS()
 	if err != nil {
 		b.Skip(err)
 	}
 	threads := *benchThreads
-	epoch := time.Now()
-	clock := func() time.Duration { return time.Since(epoch) }
-	_, cpuClock := threadCPUTime()
-	cpuClock = cpuClock && threads == 1
-	if cpuClock {
-		clock = func() time.Duration { d, _ := threadCPUTime(); return d }
-	}
 	lib.SetThreads(threads)
 	pool := NewPool(threads)
 	defer pool.Close()
+	clock, cpu := benchClock(threads)
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, s := range modelShapes {
 		b.Run(s.name, func(b *testing.B) {
-			if cpuClock {
+			if cpu {
 				runtime.LockOSThread() // the thread clock must stay ours
 				defer runtime.UnlockOSThread()
 			}
@@ -130,25 +151,52 @@ func BenchmarkRatio(b *testing.B) {
 			if s.transB {
 				ldb = s.k
 			}
-			ours := func() {
+			best := interleave(b, clock, func() {
 				if s.linear {
 					pool.Linear(c, a, s.m, w, nil)
 				} else {
 					pool.MatMul(c, s.n, a, s.k, bm, ldb, s.m, s.n, s.k, s.transB, 1)
 				}
-			}
-			best := [2]time.Duration{1 << 62, 1 << 62}
-			for b.Loop() {
-				for side, f := range []func(){ours, func() { lib.Sgemm(c, s.n, a, s.k, bm, ldb, s.m, s.n, s.k, s.transB, 1) }} {
-					t0 := clock()
-					f()
-					best[side] = min(best[side], clock()-t0)
-				}
-			}
+			}, func() {
+				lib.Sgemm(c, s.n, a, s.k, bm, ldb, s.m, s.n, s.k, s.transB, 1)
+			})
 			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 			b.ReportMetric(flops/best[0].Seconds()/1e9, "ours_GFLOP/s")
 			b.ReportMetric(flops/best[1].Seconds()/1e9, "blas_GFLOP/s")
 			b.ReportMetric(best[1].Seconds()/best[0].Seconds(), "ratio")
+		})
+	}
+}
+
+// BenchmarkDtypes measures Linear on the model shapes with float32, bfloat16
+// and binary16 weights, interleaved like BenchmarkRatio: the cost of
+// widening 16-bit weights while packing.
+func BenchmarkDtypes(b *testing.B) {
+	threads := *benchThreads
+	pool := NewPool(threads)
+	defer pool.Close()
+	clock, cpu := benchClock(threads)
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, s := range modelShapes {
+		if !s.linear {
+			continue
+		}
+		b.Run(s.name, func(b *testing.B) {
+			if cpu {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
+			a, c := randSlice(r, s.m*s.k, 1), make([]float32, s.m*s.n)
+			var sides []func()
+			for _, dt := range []Dtype{F32, BF16, F16} {
+				w := randWeights(r, s.n, s.k, dt)
+				sides = append(sides, func() { pool.Linear(c, a, s.m, w, nil) })
+			}
+			best := interleave(b, clock, sides...)
+			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+			for i, dt := range []Dtype{F32, BF16, F16} {
+				b.ReportMetric(flops/best[i].Seconds()/1e9, dt.String()+"_GFLOP/s")
+			}
 		})
 	}
 }
