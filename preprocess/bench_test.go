@@ -39,6 +39,17 @@ func photoLike(w, h int) *image.RGBA {
 
 func clampf(v float64) uint8 { return uint8(min(max(v, 0), 255)) }
 
+// cpuTimer reports the process CPU time per op next to ns/op: on a busy
+// machine wall time includes time spent waiting for a core.
+func cpuTimer(b *testing.B) func() {
+	t0 := processCPU()
+	return func() {
+		if d := processCPU() - t0; d > 0 {
+			b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
 var jpeg12 = sync.OnceValue(func() []byte {
 	var buf bytes.Buffer
 	if err := jpeg.Encode(&buf, photoLike(4000, 3000), &jpeg.Options{Quality: 90}); err != nil {
@@ -54,6 +65,7 @@ func BenchmarkJPEG12MP(b *testing.B) {
 	p := New(DefaultConfig(), Options{})
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
+	defer cpuTimer(b)()
 	for range b.N {
 		if _, err := p.Bytes(data, "bench.jpg"); err != nil {
 			b.Fatal(err)
@@ -80,6 +92,7 @@ func BenchmarkJPEG12MPParallel(b *testing.B) {
 func BenchmarkJPEGDecode12MP(b *testing.B) {
 	data := jpeg12()
 	b.ResetTimer()
+	defer cpuTimer(b)()
 	for range b.N {
 		if _, err := jpeg.Decode(bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
@@ -95,6 +108,7 @@ func BenchmarkToRGB12MP(b *testing.B) {
 	}
 	var buf []byte
 	b.ResetTimer()
+	defer cpuTimer(b)()
 	for range b.N {
 		buf, _, _ = toRGB(buf, img, yccJFIF)
 	}
@@ -113,6 +127,7 @@ func BenchmarkResize12MP(b *testing.B) {
 	dst := make([]byte, g.cw*g.ch*3)
 	var scratch []byte
 	b.ResetTimer()
+	defer cpuTimer(b)()
 	for range b.N {
 		scratch = resizeCrop(dst, src, g, scratch)
 	}
@@ -124,6 +139,7 @@ func BenchmarkOrient12MP(b *testing.B) {
 	src := synthetic(w, h, "noise")
 	dst := make([]byte, len(src))
 	b.ResetTimer()
+	defer cpuTimer(b)()
 	for range b.N {
 		orient(dst, src, w, h, 6)
 	}
