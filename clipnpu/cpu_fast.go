@@ -315,7 +315,8 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int, at []int) {
 	R, d := n*T, H/A
 	x, h, k, v := t.x[:R*H], t.h[:R*H], t.k[:R*H], t.v[:R*H]
 	xp, hp := t.pooled[:n*H], t.pooledLN[:n*H]
-	qp, ctx, mlp := t.q[:n*H], t.q[n*H:2*n*H], t.mlp[:n*M]
+	qp, mlp := t.q[:n*H], t.mlp[:n*M]
+	ctx := h[:n*H] // free once k, v and the pooled rows of h are taken
 
 	p.Parallel(R, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -409,7 +410,7 @@ func fastAddRows(p *gemm.Pool, x, y []float32, R, H int) {
 	p.Parallel(R, func(lo, hi int) { vek32.Add_Inplace(x[lo*H:hi*H], y[lo*H:hi*H]) })
 }
 
-// attention writes fastSoftmax(q·kᵀ/√d [+ causal mask])·v into ctx [R, H], one
+// attention writes softmax(q·kᵀ/√d [+ causal mask])·v into ctx [R, H], one
 // (sequence, head) pair per task; q, k, v are [R, H] with head a in columns
 // [a·d, (a+1)·d).
 func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
