@@ -40,11 +40,9 @@ func toRGB(buf []byte, img image.Image, ycc yccRange) (out []byte, w, h int) {
 	}
 	switch m := img.(type) {
 	case *image.YCbCr:
-		if ycc != yccJFIF || !jpegToRGB(out, m) {
-			yccToRGB(out, m, ycc)
-		}
+		fancyOrNearest(out, m, ycc)
 	case *image.NYCbCrA:
-		yccToRGB(out, &m.YCbCr, ycc)
+		fancyOrNearest(out, &m.YCbCr, ycc)
 	case *image.Gray:
 		for y := 0; y < h; y++ {
 			src := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):][:w]
@@ -149,6 +147,17 @@ func toRGB(buf []byte, img image.Image, ycc yccRange) (out []byte, w, h int) {
 		}
 	}
 	return out, w, h
+}
+
+// fancyOrNearest converts with the decoder library's chroma upsampling
+// where the layout allows it, else with replicated chroma.
+func fancyOrNearest(out []byte, m *image.YCbCr, ycc yccRange) {
+	switch {
+	case ycc == yccJFIF && jpegToRGB(out, m):
+	case ycc == yccBT601 && webpToRGB(out, m):
+	default:
+		yccToRGB(out, m, ycc)
+	}
 }
 
 // unpremul undoes alpha premultiplication, rounding to nearest.

@@ -220,7 +220,7 @@ def make_images():
         t = ImageOps.exif_transpose(im).convert("RGB")
         cases.append({"file": f, "exif": True, "sha256": sha(pipeline(np.asarray(t)))})
         cases.append({"file": f, "exif": False, "sha256": sha(pipeline(np.asarray(im.convert("RGB"))))})
-    # EXIF-rotated JPEGs: Go's JPEG decoder differs from libjpeg, so the test
+    # EXIF-rotated JPEGs: Go's JPEG IDCT differs from libjpeg's, so the test
     # compares with a tolerance against Pillow's decoding, stored losslessly.
     jpegs = []
     for o in (3, 6, 8):
@@ -238,9 +238,15 @@ def make_images():
         f = save(img, f"blocks{sub}_{w}x{h}.jpg", quality=100, subsampling=sub)
         pil = save(Image.open(os.path.join(HERE, "images", f)).convert("RGB"), f"blocks{sub}_{w}x{h}.pillow.png")
         jpegs.append({"file": f, "pillow_png": pil, "exact": True})
-    f = save(photo, "lossy.webp", quality=80)
-    pil = save(Image.open(os.path.join(HERE, "images", f)).convert("RGB"), "lossy.webp.pillow.png")
-    jpegs.append({"file": f, "pillow_png": pil})
+    # Lossy WebP: VP8 decoding is exact, and Go converts with libwebp's
+    # fancy upsampling and matrix, so these match Pillow bit for bit too.
+    odd = photo.resize((121, 77))
+    with_alpha = photo.resize((127, 78)).convert("RGBA")
+    with_alpha.putalpha(Image.linear_gradient("L").resize((127, 78)))
+    for img, name in [(photo, "lossy.webp"), (odd, "lossy_121x77.webp"), (with_alpha, "lossy_alpha_127x78.webp")]:
+        f = save(img, name, quality=80)
+        pil = save(Image.open(os.path.join(HERE, "images", f)).convert("RGB"), name + ".pillow.png")
+        jpegs.append({"file": f, "pillow_png": pil, "exact": True})
     return cases, jpegs
 
 
