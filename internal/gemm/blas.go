@@ -6,16 +6,25 @@ import (
 )
 
 // ErrNoBLAS is returned when no system BLAS library (OpenBLAS or a CBLAS
-// libblas) can be loaded on this system.
+// libblas) can be loaded, or when this build does not link the loader (the
+// amd64 build, whose own kernels need no BLAS; its tests link it).
 var ErrNoBLAS = errors.New("system BLAS not available")
+
+// cblas is the part of openblas.Lib that BLAS uses.
+type cblas interface {
+	Path() string
+	SetThreads(n int)
+	Sgemm(order, transA, transB, m, n, k int32, alpha float32, a *float32, lda int32, b *float32, ldb int32, beta float32, c *float32, ldc int32)
+}
+
+// loadCBLAS is openblas.Load in builds that link the loader, else nil.
+var loadCBLAS func() (cblas, error)
 
 // BLAS is a system CBLAS library loaded at run time through purego (no
 // cgo). It is the GEMM on architectures without our assembly, and the
 // reference the benchmarks measure against.
 type BLAS struct {
-	path       string
-	sgemm      func(order, transA, transB, m, n, k int32, alpha float32, a *float32, lda int32, b *float32, ldb int32, beta float32, c *float32, ldc int32)
-	setThreads func(n int32) // nil when the library has no thread control
+	lib cblas
 }
 
 // CBLAS enum values.
@@ -25,16 +34,26 @@ const (
 	cblasTrans    = 112
 )
 
+// LoadBLAS opens the system's OpenBLAS (or another CBLAS libblas) once per
+// process. It returns an error wrapping ErrNoBLAS when none is installed or
+// this build does not link the loader.
+func LoadBLAS() (*BLAS, error) {
+	if loadCBLAS == nil {
+		return nil, errNoBLAS("not linked into this build (amd64 runs its own kernels)")
+	}
+	l, err := loadCBLAS()
+	if err != nil {
+		return nil, errNoBLAS(err.Error())
+	}
+	return &BLAS{lib: l}, nil
+}
+
 // Path returns the file name of the loaded library.
-func (b *BLAS) Path() string { return b.path }
+func (b *BLAS) Path() string { return b.lib.Path() }
 
 // SetThreads sets the library's thread count (a process-wide setting of
 // OpenBLAS); it does nothing for libraries without openblas_set_num_threads.
-func (b *BLAS) SetThreads(n int) {
-	if b.setThreads != nil && n > 0 {
-		b.setThreads(int32(n))
-	}
-}
+func (b *BLAS) SetThreads(n int) { b.lib.SetThreads(n) }
 
 // Sgemm is MatMul through cblas_sgemm, with the same arguments and
 // preconditions (it panics on short slices rather than letting the library
@@ -52,7 +71,7 @@ func (b *BLAS) Sgemm(c []float32, ldc int, a []float32, lda int, bm []float32, l
 	if transB {
 		tb = cblasTrans
 	}
-	b.sgemm(cblasRowMajor, cblasNoTrans, tb, int32(m), int32(n), int32(k), alpha,
+	b.lib.Sgemm(cblasRowMajor, cblasNoTrans, tb, int32(m), int32(n), int32(k), alpha,
 		&a[0], int32(lda), &bm[0], int32(ldb), 0, &c[0], int32(ldc))
 }
 
@@ -81,7 +100,7 @@ type sysBLAS struct {
 	widen []float32 // widened rows of a 16-bit weight matrix
 }
 
-// wideRows is how many weight rows are widened per cblas_sgemm call.
+// wideElems bounds how many weight rows are widened per cblas_sgemm call.
 const wideElems = 1 << 18
 
 func (w *Worker) sysGemm(g *gemmArgs) {
@@ -103,7 +122,7 @@ func (w *Worker) sysGemm(g *gemmArgs) {
 		if transB {
 			tb = cblasTrans
 		}
-		s.lib.sgemm(cblasRowMajor, cblasNoTrans, tb, int32(g.m), int32(n), int32(g.k), g.alpha,
+		s.lib.lib.Sgemm(cblasRowMajor, cblasNoTrans, tb, int32(g.m), int32(n), int32(g.k), g.alpha,
 			&g.a[0], int32(g.lda), b, int32(ldb), beta, &g.c[j0], int32(g.ldc))
 	}
 	switch g.kind {

@@ -1,32 +1,33 @@
 //go:build (linux || darwin) && (amd64 || arm64)
 
-package gemm
+package openblas
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/ebitengine/purego"
 )
 
-// blasLibraries are tried in order; the first that has cblas_sgemm wins.
-var blasLibraries = []string{
+// libraries are tried in order; the first that has cblas_sgemm wins.
+var libraries = []string{
 	"libopenblas.so.0", "libopenblas.so", "libblas.so.3",
 	"libopenblas.dylib", "libopenblas.0.dylib",
 }
 
-var blasOnce struct {
+var once struct {
 	sync.Once
-	lib *BLAS
+	lib *Lib
 	err error
 }
 
-// LoadBLAS opens the system's OpenBLAS (or another CBLAS libblas) once per
-// process. It returns an error wrapping ErrNoBLAS when none is installed.
-func LoadBLAS() (*BLAS, error) {
-	blasOnce.Do(func() {
+// Load opens the library once per process. It returns an error wrapping
+// ErrNotFound, naming the files it tried, when none is installed.
+func Load() (*Lib, error) {
+	once.Do(func() {
 		var tried []string
-		for _, name := range blasLibraries {
+		for _, name := range libraries {
 			h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
 			if err != nil {
 				tried = append(tried, name)
@@ -37,15 +38,15 @@ func LoadBLAS() (*BLAS, error) {
 				tried = append(tried, name+" (no cblas_sgemm)")
 				continue
 			}
-			b := &BLAS{path: name}
-			purego.RegisterFunc(&b.sgemm, sym)
+			l := &Lib{path: name}
+			purego.RegisterFunc(&l.sgemm, sym)
 			if t, err := purego.Dlsym(h, "openblas_set_num_threads"); err == nil && t != 0 {
-				purego.RegisterFunc(&b.setThreads, t)
+				purego.RegisterFunc(&l.setThreads, t)
 			}
-			blasOnce.lib = b
+			once.lib = l
 			return
 		}
-		blasOnce.err = errNoBLAS("tried " + strings.Join(tried, ", "))
+		once.err = fmt.Errorf("tried %s: %w", strings.Join(tried, ", "), ErrNotFound)
 	})
-	return blasOnce.lib, blasOnce.err
+	return once.lib, once.err
 }
