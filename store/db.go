@@ -12,9 +12,13 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// DefaultTimeout bounds how long an open waits for another process's lock.
+// DefaultTimeout bounds how long a reader waits for another process's lock.
 // Builds hold the write lock only for one commit, so this is generous.
 const DefaultTimeout = 30 * time.Second
+
+// DefaultWriteTimeout bounds how long a commit waits for readers (a long
+// `status --check` holds its shared lock while it reads everything).
+const DefaultWriteTimeout = 5 * time.Minute
 
 // ErrBusy is returned when the index stayed locked for longer than the
 // timeout (a very long commit, or a foreign process holding the file).
@@ -138,7 +142,8 @@ type WriterOptions struct {
 	// Reindex wipes an index built with another model (or schema) instead of
 	// refusing with ErrModelMismatch.
 	Reindex bool
-	// Timeout bounds the wait for readers' shared locks at each commit.
+	// Timeout bounds the wait for readers' shared locks at each commit;
+	// 0 = DefaultWriteTimeout.
 	Timeout time.Duration
 	// NoSync skips fsync at commit (for benchmarks only: a crash may then
 	// corrupt the file).
@@ -190,7 +195,11 @@ func OpenWriter(path string, id Identity, opts WriterOptions) (*Writer, error) {
 }
 
 func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
-	db, err := openBolt(w.path, false, w.opts.Timeout)
+	timeout := w.opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultWriteTimeout
+	}
+	db, err := openBolt(w.path, false, timeout)
 	if err != nil {
 		return err
 	}

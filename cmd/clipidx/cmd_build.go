@@ -66,6 +66,18 @@ search and status work while a build runs.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			finished := make(chan struct{})
+			defer close(finished)
+			go func() {
+				select {
+				case <-ctx.Done():
+					// A second Ctrl-C kills the process at once (the index
+					// stays consistent either way).
+					stop()
+					fmt.Fprintln(cmd.ErrOrStderr(), "\nstopping: saving finished work (Ctrl-C again to quit at once)")
+				case <-finished:
+				}
+			}()
 
 			bar := newProgress("scanning", "files", -1)
 			opts := index.Options{
