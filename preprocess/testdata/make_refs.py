@@ -238,6 +238,14 @@ def make_images():
         f = save(img, f"blocks{sub}_{w}x{h}.jpg", quality=100, subsampling=sub)
         pil = save(Image.open(os.path.join(HERE, "images", f)).convert("RGB"), f"blocks{sub}_{w}x{h}.pillow.png")
         jpegs.append({"file": f, "pillow_png": pil, "exact": True})
+    # Adobe CMYK and grayscale JPEGs of flat blocks: Pillow's cmyk2rgb and
+    # gray copy after an exact decode.
+    b4 = np.repeat(np.repeat(rng.integers(0, 256, (5, 8, 4), dtype=np.uint8), 16, 0), 16, 1)[:77, :125]
+    for img, name in [(Image.fromarray(b4.copy(), "CMYK"), "blocks_cmyk.jpg"),
+                      (Image.fromarray(b4[..., 0].copy(), "L"), "blocks_gray.jpg")]:
+        f = save(img, name, quality=100)
+        pil = save(Image.open(os.path.join(HERE, "images", f)).convert("RGB"), name + ".pillow.png")
+        jpegs.append({"file": f, "pillow_png": pil, "exact": True})
     # Lossy WebP: VP8 decoding is exact, and Go converts with libwebp's
     # fancy upsampling and matrix, so these match Pillow bit for bit too.
     odd = photo.resize((121, 77))
