@@ -1,0 +1,27 @@
+package preprocess_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/clipidx/clipidx/preprocess"
+)
+
+// A model folder's preprocessor_config.json gives the sizes and
+// normalisation (LoadConfig); DefaultConfig is the laion ViT-H/14 one.
+func Example() {
+	p := preprocess.New(preprocess.DefaultConfig(), preprocess.Options{})
+	pixels, err := p.File("testdata/images/orient6.jpg") // a phone photo, stored sideways
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(pixels), "values: [3, 224, 224]")
+
+	heic := []byte("\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic")
+	_, err = p.Bytes(heic, "IMG_0001.HEIC")
+	fmt.Println(errors.Is(err, preprocess.ErrUnsupported), err)
+	// Output:
+	// 150528 values: [3, 224, 224]
+	// true decode IMG_0001.HEIC: unsupported image format: HEIC/HEIF
+}
