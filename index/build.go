@@ -207,6 +207,12 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		if ctx.Err() != nil {
 			return b.finish(ctx, abs, nil, nil)
 		}
+		if errors.Is(err, ErrEncoder) {
+			// The files recorded before the device failed are good: keep them.
+			if cerr := b.maybeCommit(true); cerr != nil {
+				return b.sum, errors.Join(err, cerr)
+			}
+		}
 		return b.sum, err
 	}
 	return b.finish(ctx, abs, wk, old)

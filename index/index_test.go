@@ -464,3 +464,38 @@ func BenchmarkNoChangeRebuild(b *testing.B) {
 		}
 	}
 }
+
+// brokenEnc fails every pass after the first few images.
+type brokenEnc struct {
+	fakeEnc
+	left int
+}
+
+func (e *brokenEnc) EncodeImages(pix []float32, n int) ([]float32, error) {
+	if e.left < n {
+		return nil, errors.New("device lost")
+	}
+	e.left -= n
+	return e.fakeEnc.EncodeImages(pix, n)
+}
+
+func TestBuildStopsWhenTheEncoderDies(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	for i := range 20 {
+		write(t, filepath.Join(d, fmt.Sprintf("p%02d.png", i)), fmt.Sprintf("%s%d", png, i))
+	}
+	o := opts(nil)
+	o.Encoder = &brokenEnc{left: 6}
+	o.CommitEvery = 100
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if !errors.Is(err, ErrEncoder) {
+		t.Fatalf("err %v, want ErrEncoder", err)
+	}
+	if sum == nil || sum.Added != 6 || sum.Failed != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	if img, fail := verify(t, db); img != 6 || fail != 0 {
+		t.Errorf("index holds %d images, %d failures; want the 6 embedded before the failure", img, fail)
+	}
+}
