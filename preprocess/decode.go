@@ -3,7 +3,6 @@ package preprocess
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"image"
 	"image/gif"
@@ -217,23 +216,4 @@ func safely[T any](fn func() (T, error)) (v T, err error) {
 // prefix quotes the first bytes of a file for an error message.
 func prefix(d []byte) []byte {
 	return d[:min(len(d), 12)]
-}
-
-var errNoGIFPalette = errors.New("no palette")
-
-// fixGIFTransparent restores the palette colour of the transparent index of
-// the first frame: Go's decoder blanks it to transparent black, Pillow's
-// convert("RGB") uses the stored colour.
-func fixGIFTransparent(img image.Image, d []byte) {
-	p, ok := img.(*image.Paletted)
-	if !ok {
-		return
-	}
-	table, ti, err := gifFirstFrameTable(d)
-	if err != nil || ti < 0 || ti >= len(p.Palette) || 3*ti+3 > len(table) {
-		return
-	}
-	pal := append(p.Palette[:0:0], p.Palette...) // the palette may be shared
-	pal[ti] = rgbColor(table[3*ti], table[3*ti+1], table[3*ti+2])
-	p.Palette = pal
 }

@@ -1,6 +1,29 @@
 package preprocess
 
-import "image/color"
+import (
+	"errors"
+	"image"
+	"image/color"
+)
+
+var errNoGIFPalette = errors.New("no palette")
+
+// fixGIFTransparent restores the palette colour of the transparent index of
+// the first frame: Go's decoder blanks it to transparent black, Pillow's
+// convert("RGB") uses the stored colour.
+func fixGIFTransparent(img image.Image, d []byte) {
+	p, ok := img.(*image.Paletted)
+	if !ok {
+		return
+	}
+	table, ti, err := gifFirstFrameTable(d)
+	if err != nil || ti < 0 || ti >= len(p.Palette) || 3*ti+3 > len(table) {
+		return
+	}
+	pal := append(p.Palette[:0:0], p.Palette...) // the palette may be shared
+	pal[ti] = rgbColor(table[3*ti], table[3*ti+1], table[3*ti+2])
+	p.Palette = pal
+}
 
 // gifFirstFrameTable walks a GIF up to its first image descriptor and
 // returns the colour table that frame uses and its transparent index (-1
