@@ -185,7 +185,7 @@ func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format
 		return nil, f, fmt.Errorf("decode %s: %w: %s image is %dx%d", name, ErrCorrupt, f, cfg.Width, cfg.Height)
 	}
 	if px := int64(cfg.Width) * int64(cfg.Height); px > maxPixels {
-		return nil, f, fmt.Errorf("decode %s: %w: %dx%d is %.1f megapixels, over the limit of %.1f",
+		return nil, f, fmt.Errorf("decode %s: %w: %dx%d is %.1f megapixels, over the limit of %.1f megapixels",
 			name, ErrTooLarge, cfg.Width, cfg.Height, float64(px)/1e6, float64(maxPixels)/1e6)
 	}
 	img, err := safely(func() (image.Image, error) { return dec.decode(bytes.NewReader(data)) })
