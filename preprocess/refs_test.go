@@ -204,8 +204,8 @@ func TestReferenceResizes(t *testing.T) {
 // bit where the decoded planes are known to be identical:
 //   - JPEGs made of flat 16x16 blocks, whose DCT blocks hold only a DC term
 //     that every IDCT reconstructs exactly; this pins libjpeg's fancy chroma
-//     upsampling (4:2:0, 4:2:2, odd sizes, the replicated fallback for
-//     narrow images) and its YCbCr matrix;
+//     upsampling (4:2:0, 4:2:2, 4:4:0, odd sizes, the replicated chroma of
+//     4:1:1 and of narrow images), its YCbCr matrix, Adobe CMYK and gray;
 //   - lossy WebPs (VP8 decoding is exact by specification), with and
 //     without alpha, odd and even sizes: libwebp's fancy upsampling and
 //     BT.601 matrix.
@@ -245,7 +245,7 @@ func TestDecoderColourExact(t *testing.T) {
 			}
 		})
 	}
-	if n < 7 {
+	if n < 12 {
 		t.Fatalf("only %d exact cases", n)
 	}
 }

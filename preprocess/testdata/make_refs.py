@@ -4,7 +4,8 @@
 An independent numpy transcription of ../../../shared/docs/preprocess-spec.md
 (sections 2-5), checked first against the shared fixture pixels, then used to
 make references for images the fixtures do not cover. Needs Debian's
-python3-numpy and python3-pil (Pillow 9.4); torch is not used: Debian ships
+python3-numpy, python3-pil (Pillow 9.4) and libjpeg-turbo-progs (cjpeg, for
+4:4:0 and 4:1:1 JPEGs); torch is not used: Debian ships
 torch 1.13, whose antialiased bicubic is the float path the spec rules out.
 
 Run from this directory: /usr/bin/python3 make_refs.py [SHARED_DIR]
@@ -14,6 +15,7 @@ import io
 import json
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -238,6 +240,16 @@ def make_images():
         f = save(img, f"blocks{sub}_{w}x{h}.jpg", quality=100, subsampling=sub)
         pil = save(Image.open(os.path.join(HERE, "images", f)).convert("RGB"), f"blocks{sub}_{w}x{h}.pillow.png")
         jpegs.append({"file": f, "pillow_png": pil, "exact": True})
+    # 4:4:0 and 4:1:1, which Pillow cannot write: libjpeg-turbo's cjpeg.
+    b3 = np.repeat(np.repeat(rng.integers(0, 256, (6, 9, 3), dtype=np.uint8), 16, 0), 16, 1)[:83, :131]
+    ppm = os.path.join(HERE, "images", "tmp.ppm")
+    Image.fromarray(b3).save(ppm)
+    for sample, name in [("1x2,1x1,1x1", "blocks440_131x83.jpg"), ("4x1,1x1,1x1", "blocks411_131x83.jpg")]:
+        subprocess.run(["cjpeg", "-quality", "100", "-sample", sample, "-outfile",
+                        os.path.join(HERE, "images", name), ppm], check=True)
+        pil = save(Image.open(os.path.join(HERE, "images", name)).convert("RGB"), name + ".pillow.png")
+        jpegs.append({"file": name, "pillow_png": pil, "exact": True})
+    os.remove(ppm)
     # Adobe CMYK and grayscale JPEGs of flat blocks: Pillow's cmyk2rgb and
     # gray copy after an exact decode.
     b4 = np.repeat(np.repeat(rng.integers(0, 256, (5, 8, 4), dtype=np.uint8), 16, 0), 16, 1)[:77, :125]
