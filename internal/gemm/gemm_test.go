@@ -114,7 +114,7 @@ func TestMatMulBlocks(t *testing.T) {
 	for _, mode := range kernelModes {
 		t.Run(mode.name, func(t *testing.T) {
 			mode.set(t)
-			for _, threads := range []int{1, 2, 3} {
+			for _, threads := range []int{1, 2, 3, 7} {
 				p := NewPool(threads)
 				r := rand.New(rand.NewPCG(3, uint64(threads)))
 				for _, am := range []int{1, 2} { // copy A, read A in place
@@ -460,4 +460,39 @@ func FuzzMatMul(f *testing.F) {
 			checkMatMul(t, p, r, int(m), int(n), int(k), transB, 0.75)
 		}
 	})
+}
+
+// Every plan cuts C into chunks that cover each element exactly once, with
+// chunk edges on tile boundaries and at least one chunk per worker used.
+func TestSplitCoversC(t *testing.T) {
+	for _, s := range []struct{ m, n, k int }{
+		{1028, 1280, 5120}, {1028, 3840, 1280}, {616, 1024, 4096}, {257, 80, 257},
+		{257, 257, 80}, {7, 2000, 9}, {300, 17, 520}, {5, 5, 5}, {1, 4096, 64},
+	} {
+		for _, threads := range []int{2, 3, 4, 7, 16, 64} {
+			g := gemmArgs{m: s.m, n: s.n, k: s.k, lda: s.k}
+			var sp gemmSplit
+			sp.plan(&g, threads)
+			if sp.chunks < 1 || sp.rg*sp.cg != sp.chunks {
+				t.Fatalf("%v t=%d: %d×%d grid, %d chunks", s, threads, sp.rg, sp.cg, sp.chunks)
+			}
+			seen := make([]uint8, s.m*s.n)
+			for i := 0; i < sp.chunks; i++ {
+				m0, m1, n0, n1 := sp.region(&g, i)
+				if m0%mr != 0 || n0%nr != 0 {
+					t.Fatalf("%v t=%d chunk %d starts at (%d,%d), not on a tile", s, threads, i, m0, n0)
+				}
+				for r := m0; r < m1; r++ {
+					for c := n0; c < n1; c++ {
+						seen[r*s.n+c]++
+					}
+				}
+			}
+			for i, v := range seen {
+				if v != 1 {
+					t.Fatalf("%v t=%d (grid %d×%d): element (%d,%d) covered %d times", s, threads, sp.rg, sp.cg, i/s.n, i%s.n, v)
+				}
+			}
+		}
+	}
 }

@@ -159,23 +159,59 @@ func (p *Pool) runShare(w *Worker) {
 	}
 }
 
-// gemmSplit cuts C into chunks that the workers take in turn (a worker
-// slowed down by other load on the machine simply takes fewer), either
-// column chunks (the usual case: each worker packs only the part of B it
-// needs) or, when C has too few columns, row chunks.
+// gemmSplit cuts C into a grid of rg × cg chunks that the workers take in
+// turn (a worker slowed down by other load on the machine simply takes
+// fewer). Column groups are preferred: each chunk packs the part of B under
+// it and copies the part of A beside it, so cutting C into rg row groups
+// packs B rg times and cg column groups copy A cg times.
 type gemmSplit struct {
 	t      int
-	byRow  bool
-	size   int // columns (multiple of nr) or rows (multiple of mr) per chunk
+	rg, cg int // row and column groups
 	chunks int
 	next   atomic.Int64
 }
 
-func (s *gemmSplit) region(g *gemmArgs, i int) (m0, m1, n0, n1 int) {
-	if s.byRow {
-		return i * s.size, min((i+1)*s.size, g.m), 0, g.n
+// plan chooses the grid for t workers.
+func (s *gemmSplit) plan(g *gemmArgs, t int) {
+	panels, slabs := (g.n+nr-1)/nr, (g.m+mr-1)/mr
+	minCols := minChunkCols
+	if !directA(g.lda) {
+		minCols = minChunkColsCopy // every chunk copies its rows of A
 	}
-	return 0, g.m, i * s.size, min((i+1)*s.size, g.n)
+	cgMax := max(1, min(panels, g.n/minCols))
+	switch {
+	case cgMax >= t:
+		// Columns only, a multiple of t chunks so that equal speeds give
+		// equal shares.
+		s.rg, s.cg = 1, min(chunksPerWorker, cgMax/t)*t
+	case cgMax == 1:
+		// Narrow C (attention context): rows only; B is small.
+		s.rg, s.cg = chunksPerWorker*t, 1
+	default:
+		// Many workers for few columns: t chunks, cg the largest divisor
+		// of t that keeps columns at least minCols wide.
+		s.cg = 1
+		for d := cgMax; d > 1; d-- {
+			if t%d == 0 {
+				s.cg = d
+				break
+			}
+		}
+		s.rg = t / s.cg
+	}
+	s.rg = min(s.rg, slabs)
+	s.chunks = s.rg * s.cg
+	s.next.Store(0)
+}
+
+// region returns chunk i: rows [m0,m1) (m0 a multiple of mr) and columns
+// [n0,n1) (n0 a multiple of nr).
+func (s *gemmSplit) region(g *gemmArgs, i int) (m0, m1, n0, n1 int) {
+	panels, slabs := (g.n+nr-1)/nr, (g.m+mr-1)/mr
+	r, c := i/s.cg, i%s.cg
+	m0, m1 = r*slabs/s.rg*mr, min((r+1)*slabs/s.rg*mr, g.m)
+	n0, n1 = c*panels/s.cg*nr, min((c+1)*panels/s.cg*nr, g.n)
+	return m0, m1, n0, n1
 }
 
 // gemm runs a validated product on the pool.
@@ -198,22 +234,7 @@ func (p *Pool) gemm(g *gemmArgs) {
 		return
 	}
 	s := &p.split
-	panels, slabs := (g.n+nr-1)/nr, (g.m+mr-1)/mr
-	s.byRow = panels < 2*t && slabs > panels
-	if s.byRow {
-		s.size = max(mr, (slabs+chunksPerWorker*t-1)/(chunksPerWorker*t)*mr)
-		s.chunks = (g.m + s.size - 1) / s.size
-	} else {
-		minCols := minChunkCols
-		if !directA(g.lda) {
-			minCols = minChunkColsCopy // every chunk copies all of A
-		}
-		// A multiple of t chunks, so that equal speeds give equal shares.
-		per := max(1, min(chunksPerWorker, g.n/(t*minCols)))
-		s.size = (panels + per*t - 1) / (per * t) * nr
-		s.chunks = (g.n + s.size - 1) / s.size
-	}
-	s.next.Store(0)
+	s.plan(g, t)
 	p.cur = *g // the pool's copy, so the caller's args stay on its stack
 	p.kind, p.g = taskGemm, &p.cur
 	p.dispatch(min(t, s.chunks))

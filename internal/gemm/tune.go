@@ -25,10 +25,10 @@ const (
 	// across workers; below it the caller's worker does it alone.
 	parallelFlops = 1 << 21
 
-	// A product on several workers is cut into about chunksPerWorker chunks
-	// per worker, taken dynamically, but no narrower than minChunkCols
-	// columns (minChunkColsCopy when A must be copied, since each chunk
-	// copies all of A).
+	// A product on several workers is cut into up to chunksPerWorker chunks
+	// per worker, taken dynamically, no narrower than minChunkCols columns
+	// (minChunkColsCopy when A must be copied, since each chunk copies its
+	// rows of A); see gemmSplit.plan.
 	chunksPerWorker  = 4
 	minChunkCols     = 128
 	minChunkColsCopy = 256
