@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"strings"
@@ -375,6 +376,9 @@ func (c *checker) compareLogits(what string, got, ref []float32, nImg, nTxt int,
 // laion ViT-H/14 defaults. EXIF orientation is always ignored here.
 func checkPreprocessor(b *bundle.Bundle) (*preprocess.Processor, error) {
 	cfg, err := preprocess.LoadConfig(b.Dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err // a malformed preprocessor_config.json is an error, not a fallback
+	}
 	if err != nil {
 		cfg = preprocess.DefaultConfig()
 		if v, err := b.ParamInt("resize_shortest"); err == nil {

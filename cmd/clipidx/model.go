@@ -93,7 +93,7 @@ func encodeImageFiles(b clipnpu.Backend, p *preprocess.Processor, files []string
 		for _, f := range files[lo:hi] {
 			v, err := p.File(f)
 			if err != nil {
-				return nil, fmt.Errorf("preprocess %s: %w", f, err)
+				return nil, err // names the file already
 			}
 			px = append(px, v...)
 		}
