@@ -3,7 +3,9 @@
 // kernel everywhere else (and under the purego build tag), the packing of
 // operands into cache-sized panels (widening 16-bit weights on the way), a
 // persistent worker Pool that splits each product across cores, and an
-// optional bridge to the system's OpenBLAS through purego.
+// optional bridge to the system's OpenBLAS through purego (subpackage
+// openblas, linked only into builds without the assembly and into the tests
+// and benchmarks, which compare against it).
 //
 // Legend: a GEMM computes C[m,n] = A[m,k] · B[k,n]. A is always the float32
 // activations (row-major, leading dimension lda); B is either float32 [k,n],
@@ -15,8 +17,12 @@
 //	for jc in N step nc      B block  [kc, nc]  packed per worker (L2/L3)
 //	  for pc in K step kc
 //	    pack B[pc:pc+kc, jc:jc+nc] into NR-wide panels (widening 16-bit)
-//	    for ic in M step mc   A block  [mc, kc]  copied per worker (L2)
+//	    for ic in M step mc   A block  [mc, kc]  read in place, or copied
+//	                          per worker when lda aliases L1 sets (L2)
 //	      for jr, ir          micro-kernel: C tile [MR, NR] in registers
+//
+// Products on several workers are cut into a grid of chunks that the
+// workers take dynamically (gemmSplit); each chunk runs the loops above.
 package gemm
 
 import (
@@ -75,8 +81,8 @@ func (p *Pool) Linear(y, x []float32, m int, w *Matrix, bias []float32) {
 
 // MatMul computes c[m,n] = alpha · a[m,k] · B with B = b[k,n] (ldb ≥ n), or,
 // when transB is set, B = bᵀ where b is [n,k] (ldb ≥ k); lda ≥ k, ldc ≥ n.
-// The columns of c beyond n are not touched. It serves the attention products
-// (scores = q·kᵀ with transB, context = p·v without).
+// c must not overlap a or b; its columns beyond n are not touched. It serves
+// the attention products (scores = q·kᵀ with transB, context = p·v without).
 //
 // MatMul panics when a slice is too short or a leading dimension too small
 // for the shapes. It must not be called from inside a Parallel callback; use
