@@ -141,6 +141,10 @@ func TestBuildSearchStatusEndToEnd(t *testing.T) {
 	if n := strings.Count(out, "\n"); n != 2 || strings.Contains(out, "\t") {
 		t.Errorf("--paths-only: %q", out)
 	}
+	out, _, _ = run("search", "-0", "-k", "3", "cat")
+	if n := strings.Count(out, "\x00"); n != 3 || strings.Contains(out, "\n") {
+		t.Errorf("--null: %q", out)
+	}
 	out, _, _ = run("search", "--under", filepath.Join(root, "elsewhere"), "--json", "cat")
 	if strings.TrimSpace(out) != "[]" {
 		t.Errorf("--under an empty folder: %q", out)

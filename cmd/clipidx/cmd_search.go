@@ -18,7 +18,7 @@ func init() { subcommands = append(subcommands, newSearchCmd) }
 
 func newSearchCmd() *cobra.Command {
 	var k int
-	var asJSON, pathsOnly, exact bool
+	var asJSON, pathsOnly, null, exact bool
 	var threshold float32
 	var under, images []string
 	c := &cobra.Command{
@@ -45,7 +45,7 @@ Terms that start with "-" must come after "--" so they are not read as flags:
 A text query loads only the text tower. An image already in the index is
 looked up by its content and needs no model at all.`,
 		Example: `  clipidx search "a red bicycle"
-  clipidx search --paths-only -k 50 "receipts" | xargs -d '\n' cp -t ~/receipts
+  clipidx search -0 -k 50 "receipts" | xargs -0 cp -t ~/receipts
   clipidx search --under ~/Photos/2023 --json "birthday cake"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			terms, err := search.ParseQuery(args)
@@ -94,6 +94,10 @@ looked up by its content and needs no model at all.`,
 					res = []search.Result{}
 				}
 				return json.NewEncoder(out).Encode(res)
+			case null:
+				for _, x := range res {
+					fmt.Fprint(out, x.Path, "\x00")
+				}
 			case pathsOnly:
 				for _, x := range res {
 					fmt.Fprintln(out, x.Path)
@@ -110,6 +114,7 @@ looked up by its content and needs no model at all.`,
 	f.IntVarP(&k, "k", "k", 10, "number of results")
 	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine)`)
 	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line (for xargs)")
+	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0)")
 	f.Float32Var(&threshold, "threshold", 0, "drop results with a cosine below this")
 	f.StringArrayVar(&under, "under", nil, "only results inside this folder (repeatable)")
 	f.StringArrayVar(&images, "image", nil, "find images similar to this file (repeatable; same as the term @FILE)")
