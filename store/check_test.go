@@ -1,0 +1,76 @@
+package store
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestCheckFindsCorruption damages a sound index in one way at a time and
+// expects Check to name the problem.
+func TestCheckFindsCorruption(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(tx *bolt.Tx) error
+		want   string
+	}{
+		{"file points at a missing vector", func(tx *bolt.Tx) error {
+			return tx.Bucket(bFiles).Put([]byte("/p/x"), encodeFile(File{Hash: hashOf("?"), Vec: 99}))
+		}, "vector 99 missing"},
+		{"ref removed", func(tx *bolt.Tx) error {
+			return tx.Bucket(bRefs).Delete(refKey(1, "/p/a"))
+		}, "ref to vector 1 missing"},
+		{"dangling ref", func(tx *bolt.Tx) error {
+			return tx.Bucket(bRefs).Put(refKey(1, "/p/gone"), nil)
+		}, "no such file"},
+		{"hash entry removed", func(tx *bolt.Tx) error {
+			h := hashOf("A")
+			return tx.Bucket(bHashes).Delete(h[:])
+		}, "hashes entry missing"},
+		{"counter off", func(tx *bolt.Tx) error {
+			return tx.Bucket(bMeta).Put(kImages, u64(7))
+		}, "images counter 7"},
+		{"slot cleared under a live vector", func(tx *bolt.Tx) error {
+			v := append([]byte(nil), tx.Bucket(bChunks).Get(chunkKey(0))...)
+			v[0] &^= 1
+			return tx.Bucket(bChunks).Put(chunkKey(0), v)
+		}, "chunk slot not live"},
+		{"vector not unit", func(tx *bolt.Tx) error {
+			v := append([]byte(nil), tx.Bucket(bChunks).Get(chunkKey(0))...)
+			v[ChunkSlots/8+1] ^= 0x40 // an exponent bit of component 0
+			return tx.Bucket(bChunks).Put(chunkKey(0), v)
+		}, "norm²"},
+		{"orphan vector", func(tx *bolt.Tx) error {
+			if err := tx.Bucket(bRefs).Delete(refKey(2, "/p/b")); err != nil {
+				return err
+			}
+			return tx.Bucket(bFiles).Delete([]byte("/p/b"))
+		}, "orphan"},
+		{"failed file without reason", func(tx *bolt.Tx) error {
+			return tx.Bucket(bFiles).Put([]byte("/p/f"), encodeFile(File{}))
+		}, "no failure reason"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.db")
+			w := openW(t, path)
+			var b Batch
+			b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+			b.Put("/p/b", File{Hash: hashOf("B")}, vec(2, 8))
+			if err := w.Commit(&b); err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(path); err != nil {
+				t.Fatalf("sound index: %v", err)
+			}
+			if err := w.update(tc.damage); err != nil {
+				t.Fatal(err)
+			}
+			err := Check(path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check = %v, want a problem mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
