@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,7 +161,16 @@ func TestBuildSearchStatusEndToEnd(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 
-	// Re-run: nothing to do. Rename: reused. Delete: removed.
+	out, _, code = run("status", "--failed")
+	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "zero.jpg\tempty file") {
+		t.Errorf("status --failed: %q", out)
+	}
+
+	// Re-run (without DIR: the last build's folders): nothing to do.
+	if out, errs, code := run("build"); code != 0 || !strings.HasPrefix(out, fmt.Sprintf("added 0, updated 0, unchanged %d,", nImages+3)) {
+		t.Errorf("build without DIR: exit %d, %q %q", code, out, errs)
+	}
+	// Rename: reused. Delete: removed.
 	if b := build(); b.Unchanged != nImages+3 || b.Added+b.Updated+b.Reused+b.Failed+b.Removed != 0 {
 		t.Errorf("re-run: %+v", b)
 	}

@@ -26,7 +26,7 @@ func newBuildCmd() *cobra.Command {
 	var asJSON, reindex, exif bool
 	var batch, workers int
 	c := &cobra.Command{
-		Use:   "build DIR...",
+		Use:   "build [DIR...]",
 		Short: "Index the images under folders (incremental; safe to interrupt)",
 		Long: `Index every image under the folders: JPEG, PNG, GIF, WebP, BMP and TIFF by
 extension (any case), confirmed from the content. Hidden files and folders and
@@ -40,9 +40,15 @@ every 64 files or 2 seconds, so Ctrl-C (or a crash) loses at most that much:
 run the same command again to continue. Files that cannot be indexed are listed
 with the reason and retried when they change.
 
-search and status work while a build runs.`,
-		Args: cobra.MinimumNArgs(1),
+Without DIR, the folders of the last build are indexed again. search and
+status work while a build runs.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				var err error
+				if args, err = lastRoots(); err != nil {
+					return err
+				}
+			}
 			for _, a := range args {
 				if _, err := os.Stat(a); err != nil {
 					return err
@@ -153,4 +159,25 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 		}
 		fmt.Fprintf(errw, "failed: %s: %s\n", f.Path, f.Error)
 	}
+}
+
+// lastRoots returns the folders the last build indexed.
+func lastRoots() ([]string, error) {
+	r, err := store.OpenReader(g.db, store.ReaderOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%w (give the folders to index: clipidx build DIR...)", err)
+	}
+	defer r.Close()
+	var roots []string
+	err = r.View(func(s *store.Snapshot) error {
+		st, err := s.Stats()
+		if st.LastBuild != nil {
+			roots = st.LastBuild.Roots
+		}
+		return err
+	})
+	if err == nil && len(roots) == 0 {
+		err = errors.New("no previous build to repeat: give the folders to index (clipidx build DIR...)")
+	}
+	return roots, err
 }

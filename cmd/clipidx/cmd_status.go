@@ -22,7 +22,7 @@ type statusJSON struct {
 }
 
 func newStatusCmd() *cobra.Command {
-	var asJSON, check bool
+	var asJSON, check, failed bool
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show what the index holds",
@@ -49,6 +49,9 @@ with and when the last build ran. It works while a build is running.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if failed {
+				return listFailures(r, cmd, asJSON)
+			}
 			if asJSON {
 				e := json.NewEncoder(out)
 				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, DBBytes: st.Bytes, LastBuild: st.LastBuild})
@@ -78,5 +81,34 @@ with and when the last build ran. It works while a build is running.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	c.Flags().BoolVar(&check, "check", false, "also verify every invariant of the index (reads it all)")
+	c.Flags().BoolVar(&failed, "failed", false, "list the files that could not be indexed, with the reason (path<TAB>reason, or JSON)")
 	return c
+}
+
+// listFailures prints every failed file recorded in the index.
+func listFailures(r *store.Reader, cmd *cobra.Command, asJSON bool) error {
+	type failure struct {
+		Path  string `json:"path"`
+		Error string `json:"error"`
+	}
+	list := []failure{}
+	err := r.View(func(s *store.Snapshot) error {
+		return s.Files("", func(p string, f store.File) error {
+			if f.Failed() {
+				list = append(list, failure{p, f.Err})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		return json.NewEncoder(out).Encode(list)
+	}
+	for _, f := range list {
+		fmt.Fprintf(out, "%s\t%s\n", f.Path, f.Error)
+	}
+	return nil
 }
