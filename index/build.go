@@ -162,9 +162,8 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 	defer w.Close()
 
-	// What the index knows: records under the roots, and every content hash.
+	// What the index knows about the files under the roots.
 	old := map[string]*store.File{}
-	known := map[store.Hash]bool{}
 	err = w.View(func(s *store.Snapshot) error {
 		for _, r := range abs {
 			err := s.Files(r, func(p string, f store.File) error {
@@ -175,13 +174,13 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 				return err
 			}
 		}
-		return s.Hashes(func(h store.Hash) error { known[h] = true; return nil })
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 
-	b := &builder{opts: opts, w: w, known: known, sum: &Summary{Failures: []Failure{}}}
+	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, sum: &Summary{Failures: []Failure{}}}
 	wk := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}, onError: opts.OnError,
 		progress: func(n int) { b.event(Event{Phase: "scan", Done: n}) }}
 	for _, r := range abs {
@@ -202,6 +201,15 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 			continue
 		}
 		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
+	}
+	if len(jobs) > 0 {
+		// Every content hash with a vector, for reuse (only read when needed).
+		err := w.View(func(s *store.Snapshot) error {
+			return s.Hashes(func(h store.Hash) error { b.known[h] = true; return nil })
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := b.run(ctx, jobs); err != nil {
 		if ctx.Err() != nil {
