@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,4 +69,12 @@ func parseStatus(data []byte, key string) (int64, error) {
 		return n * mul, nil
 	}
 	return 0, fmt.Errorf("parse status: %s not found", key)
+}
+
+func cpuTime() (time.Duration, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -2,7 +2,10 @@
 
 package rss
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestParseStatus(t *testing.T) {
 	status := []byte("Name:\tclipidx\nVmPeak:\t  200 kB\nVmHWM:\t    1536 kB\nVmRSS:\t     512 kB\nThreads:\t3\n")
@@ -59,4 +62,26 @@ func TestPeakGrows(t *testing.T) {
 		t.Fatalf("peak %d below current %d", p, c)
 	}
 	_ = buf[n-1]
+}
+
+// TestCPUTimeGrows burns CPU for a while and checks that the counter moves by
+// at least part of it and never backwards.
+func TestCPUTimeGrows(t *testing.T) {
+	a, err := CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 1.0
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+		for i := 0; i < 1000; i++ {
+			x = x*1.0000001 + 1e-9
+		}
+	}
+	b, err := CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b < a+time.Millisecond {
+		t.Fatalf("CPU time went from %v to %v over 50 ms of work (x=%g)", a, b, x)
+	}
 }

@@ -2,5 +2,8 @@
 
 package rss
 
-func peak() (int64, error)    { return 0, ErrUnsupported }
-func current() (int64, error) { return 0, ErrUnsupported }
+import "time"
+
+func peak() (int64, error)            { return 0, ErrUnsupported }
+func current() (int64, error)         { return 0, ErrUnsupported }
+func cpuTime() (time.Duration, error) { return 0, ErrUnsupported }
