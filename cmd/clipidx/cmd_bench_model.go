@@ -30,26 +30,31 @@ type benchModelOptions struct {
 
 // benchModelResult is what `bench model --json` prints.
 type benchModelResult struct {
-	Model        string    `json:"model"`
-	Dtype        string    `json:"dtype,omitempty"`
-	Device       string    `json:"device"`
-	Threads      int       `json:"threads"`
-	Images       int       `json:"images"`
-	Texts        int       `json:"texts"`
-	Runs         int       `json:"runs"`
-	LoadS        float64   `json:"load_s"`
-	ImagePassS   float64   `json:"image_pass_s"`
-	TextPassS    float64   `json:"text_pass_s"`
-	ImageRunsS   []float64 `json:"image_runs_s"`
-	TextRunsS    []float64 `json:"text_runs_s"`
-	ImagesPerS   float64   `json:"images_per_s"`
-	PromptsPerS  float64   `json:"prompts_per_s"`
-	ImageGFLOP   float64   `json:"image_gflop"`  // per image
-	TextGFLOP    float64   `json:"text_gflop"`   // per prompt
-	ImageGFLOPS  float64   `json:"image_gflops"` // achieved in the image pass
-	TextGFLOPS   float64   `json:"text_gflops"`
-	GFLOPS       float64   `json:"gflops"` // both passes together
-	PeakRSSBytes int64     `json:"peak_rss_bytes"`
+	Model      string    `json:"model"`
+	Dtype      string    `json:"dtype,omitempty"`
+	Device     string    `json:"device"`
+	Threads    int       `json:"threads"`
+	Images     int       `json:"images"`
+	Texts      int       `json:"texts"`
+	Runs       int       `json:"runs"`
+	LoadS      float64   `json:"load_s"`
+	ImagePassS float64   `json:"image_pass_s"`
+	TextPassS  float64   `json:"text_pass_s"`
+	ImageRunsS []float64 `json:"image_runs_s"`
+	TextRunsS  []float64 `json:"text_runs_s"`
+	// Median process CPU seconds (all threads, user+system) of the timed
+	// passes: on a shared machine their ratio to another runtime's is
+	// steadier than the wall times'. 0 where the system cannot tell.
+	ImageCPUS    float64 `json:"image_cpu_s"`
+	TextCPUS     float64 `json:"text_cpu_s"`
+	ImagesPerS   float64 `json:"images_per_s"`
+	PromptsPerS  float64 `json:"prompts_per_s"`
+	ImageGFLOP   float64 `json:"image_gflop"`  // per image
+	TextGFLOP    float64 `json:"text_gflop"`   // per prompt
+	ImageGFLOPS  float64 `json:"image_gflops"` // achieved in the image pass
+	TextGFLOPS   float64 `json:"text_gflops"`
+	GFLOPS       float64 `json:"gflops"` // both passes together
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 }
 
 func newBenchModelCmd() *cobra.Command {
@@ -185,21 +190,21 @@ func benchBackend(b clipnpu.Backend, cfg clipnpu.Config, o benchModelOptions) (*
 		for i := range px {
 			px[i] = float32(rng.NormFloat64())
 		}
-		runs, err := timePasses(o.runs, func() error { _, err := b.EncodeImages(px, o.images); return err })
+		runs, cpu, err := timePasses(o.runs, func() error { _, err := b.EncodeImages(px, o.images); return err })
 		if err != nil {
 			return nil, fmt.Errorf("image pass: %w", err)
 		}
-		res.ImageRunsS, res.ImagePassS = runs, median(runs)
+		res.ImageRunsS, res.ImagePassS, res.ImageCPUS = runs, median(runs), median(cpu)
 		res.ImagesPerS = float64(o.images) / res.ImagePassS
 		res.ImageGFLOPS = res.ImageGFLOP * float64(o.images) / res.ImagePassS
 	}
 	if o.texts > 0 {
 		ids := benchPrompts(rng, o.texts, cfg.Text)
-		runs, err := timePasses(o.runs, func() error { _, err := b.EncodeTexts(ids, o.texts); return err })
+		runs, cpu, err := timePasses(o.runs, func() error { _, err := b.EncodeTexts(ids, o.texts); return err })
 		if err != nil {
 			return nil, fmt.Errorf("text pass: %w", err)
 		}
-		res.TextRunsS, res.TextPassS = runs, median(runs)
+		res.TextRunsS, res.TextPassS, res.TextCPUS = runs, median(runs), median(cpu)
 		res.PromptsPerS = float64(o.texts) / res.TextPassS
 		res.TextGFLOPS = res.TextGFLOP * float64(o.texts) / res.TextPassS
 	}
@@ -231,21 +236,26 @@ func benchPrompts(rng *rand.Rand, n int, c clipnpu.TextConfig) []int32 {
 	return ids
 }
 
-// timePasses runs pass once to warm up, then runs times, and returns each
-// timed duration in seconds.
-func timePasses(runs int, pass func() error) ([]float64, error) {
+// timePasses runs pass once to warm up, then runs times, and returns the
+// wall and the process CPU seconds of each timed pass (CPU all 0 where the
+// system cannot tell).
+func timePasses(runs int, pass func() error) (wall, cpu []float64, err error) {
 	if err := pass(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]float64, runs)
-	for i := range out {
+	wall, cpu = make([]float64, runs), make([]float64, runs)
+	for i := range wall {
+		c0, cerr := rss.CPUTime()
 		t := time.Now()
 		if err := pass(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out[i] = time.Since(t).Seconds()
+		wall[i] = time.Since(t).Seconds()
+		if c1, err := rss.CPUTime(); err == nil && cerr == nil {
+			cpu[i] = (c1 - c0).Seconds()
+		}
 	}
-	return out, nil
+	return wall, cpu, nil
 }
 
 // median of xs (the mean of the middle two for an even count).

@@ -102,13 +102,16 @@ class Text:
 
 
 def timed(fn, runs):
+    """Median wall seconds, the wall seconds of each run, and the median
+    process CPU seconds (all threads) of the runs."""
     fn()  # warm-up
-    ts = []
+    ts, cs = [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), ts
+        cs.append(time.process_time() - c0)
+    return statistics.median(ts), ts, statistics.median(cs)
 
 
 def main():
@@ -132,14 +135,14 @@ def main():
         if a.tower in ("both", "image"):
             vis = Vision(vw, vl, vh, vm, vp, vs, proj)
             px = torch.randn(a.images, 3, vs, vs)
-            out["image_pass_s"], out["image_runs_s"] = timed(lambda: vis(px), a.runs)
+            out["image_pass_s"], out["image_runs_s"], out["image_cpu_s"] = timed(lambda: vis(px), a.runs)
             out["images_per_s"] = a.images / out["image_pass_s"]
             out["rss_after_image_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         if a.tower in ("both", "text"):
             txt = Text(tw, tl, th, tm, proj)
             ids = torch.randint(0, VOCAB - 2, (a.texts, CONTEXT))
             ids[:, 0], ids[:, 20], ids[:, 21:] = 49406, 49407, 49407
-            out["text_pass_s"], out["text_runs_s"] = timed(lambda: txt(ids), a.runs)
+            out["text_pass_s"], out["text_runs_s"], out["text_cpu_s"] = timed(lambda: txt(ids), a.runs)
             out["prompts_per_s"] = a.texts / out["text_pass_s"]
     out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if a.json:
