@@ -96,3 +96,35 @@ func newTestProcessor(t *testing.T, model string) *preprocess.Processor {
 	}
 	return preprocess.New(cfg, preprocess.Options{})
 }
+
+// TestPreprocessOutputThroughLink writes through a symbolic link instead of
+// replacing it (a device or FIFO given as -o is likewise written, never
+// replaced), and gives a new file the umask's mode, not 0600.
+func TestPreprocessOutputThroughLink(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	img := filepath.Join(model, "images", "tiny_50x30.png")
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "target.f32"), filepath.Join(dir, "link.f32")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if code := run([]string{"--model", model, "preprocess", "--exif=false", "-o", link, img}); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced (%v, %v)", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(target); err != nil || fi.Size() != 3*224*224*4 {
+		t.Fatalf("target not written through the link: %v %v", fi, err)
+	}
+	fresh := filepath.Join(dir, "fresh.f32")
+	if code := run([]string{"--model", model, "preprocess", "--exif=false", "-o", fresh, img}); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm()&0o044 == 0 && fi.Mode().Perm() == 0o600 {
+		t.Fatalf("new output has mode %v (%v), want what os.Create gives", fi.Mode(), err)
+	}
+}
