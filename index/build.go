@@ -430,19 +430,22 @@ func (b *builder) encode(q []result) error {
 		pix = append(pix, q[i].pixels...)
 		use = append(use, i)
 	}
+	dim := b.opts.Identity.Dim
 	out, err := b.opts.Encoder.EncodeImages(pix, len(use))
-	if err == nil && len(use) > 0 && len(out)%len(use) != 0 {
-		err = fmt.Errorf("encoder returned %d values for %d images", len(out), len(use))
+	if err == nil && len(out) != len(use)*dim {
+		err = fmt.Errorf("encoder returned %d values for %d images of dimension %d", len(out), len(use), dim)
 	}
 	if err == nil {
-		d := len(out) / max(1, len(use))
 		for k, i := range use {
-			q[i].vec = out[k*d : (k+1)*d]
+			q[i].vec = out[k*dim : (k+1)*dim]
 		}
 	} else {
 		failed := 0
 		for _, i := range use {
 			v, e := b.opts.Encoder.EncodeImages(q[i].pixels, 1)
+			if e == nil && len(v) != dim {
+				e = fmt.Errorf("encoder returned %d values for one image of dimension %d", len(v), dim)
+			}
 			if e != nil {
 				q[i].err = fmt.Errorf("%w: %v", ErrEncoder, e)
 				failed++
@@ -456,7 +459,7 @@ func (b *builder) encode(q []result) error {
 	}
 	for _, i := range use {
 		q[i].pixels = nil
-		if q[i].err == nil && !finite(q[i].vec, b.opts.Identity.Dim) {
+		if q[i].err == nil && !finite(q[i].vec, dim) {
 			q[i].err, q[i].vec = ErrBadEmbedding, nil
 		}
 	}

@@ -499,3 +499,19 @@ func TestBuildStopsWhenTheEncoderDies(t *testing.T) {
 		t.Errorf("index holds %d images, %d failures; want the 6 embedded before the failure", img, fail)
 	}
 }
+
+// BenchmarkBuild1000 times a first build of 1,000 small files with the fake
+// encoder: the cost of the pipeline, hashing and commits without a model.
+func BenchmarkBuild1000(b *testing.B) {
+	d := b.TempDir()
+	for i := range 1000 {
+		write(b, filepath.Join(d, fmt.Sprintf("p%04d.png", i)), fmt.Sprintf("%s%d", png, i))
+	}
+	for b.Loop() {
+		db := filepath.Join(b.TempDir(), "i.db")
+		sum, err := Build(context.Background(), db, []string{d}, Options{Encoder: &fakeEnc{}, Preprocess: fakePre, Identity: fakeID})
+		if err != nil || sum.Added != 1000 {
+			b.Fatal(sum, err)
+		}
+	}
+}
