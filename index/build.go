@@ -60,7 +60,7 @@ type Options struct {
 	MaxFileBytes   int64         // larger files fail with ErrTooLarge; 0 = 512 MiB
 	LockTimeout    time.Duration // wait for readers at each commit; 0 = store.DefaultTimeout
 
-	// Progress, when set, is called from the build's goroutines in order.
+	// Progress, when set, is called from the goroutine that called Build.
 	Progress func(Event)
 	// OnError, when set, is told about each failed file and each folder that
 	// could not be read (which never stops the build).
