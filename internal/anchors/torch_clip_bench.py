@@ -28,7 +28,10 @@ VOCAB, CONTEXT, EPS = 49408, 77, 1e-5
 
 
 def rand(*shape):
-    return torch.randn(*shape) * 0.02
+    # Filled in place: a temporary per tensor (randn() * 0.02) would leave
+    # freed heap behind and inflate the peak RSS beyond what holding the
+    # model costs.
+    return torch.empty(*shape).normal_(0.0, 0.02)
 
 
 def layer(width, mlp):
