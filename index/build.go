@@ -246,8 +246,10 @@ func (b *builder) event(e Event) {
 }
 
 // run processes the changed files: workers read, hash and decode ahead;
-// this goroutine takes results in order, runs the encoder in passes and
-// commits in order.
+// this goroutine takes their results as they come, records at once what
+// needs no model, runs the encoder in passes (a partial one when the
+// oldest image has waited CommitInterval) and commits every CommitEvery
+// files or CommitInterval. On cancel it records every finished result.
 func (b *builder) run(ctx context.Context, jobs []job) error {
 	b.total = len(jobs)
 	b.lastCommit = time.Now()
@@ -256,8 +258,8 @@ func (b *builder) run(ctx context.Context, jobs []job) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// tokens bound the files between the feeder and the in-order consumer,
-	// so one slow file cannot let decoded pixels pile up behind it.
+	// tokens bound the files between the feeder and the consumer, so that
+	// decoded pixels never pile up faster than the encoder takes them.
 	ahead := 2*b.opts.BatchSize + 2*b.opts.Workers
 	tokens := make(chan struct{}, ahead)
 	jobc := make(chan job)
@@ -294,79 +296,149 @@ func (b *builder) run(ctx context.Context, jobs []job) error {
 	}
 	go func() { wg.Wait(); close(resc) }()
 
-	early := map[int]result{} // results that arrived ahead of their turn
-	next := 0
-	var queue []result // in order, waiting for the encoder pass
-	embeds := 0
-	runHashes := map[store.Hash]bool{} // content queued for embedding in this run
-	runErr := map[store.Hash]error{}   // outcome of each such embedding
-	flushQueue := func() error {
-		if err := b.encode(queue); err != nil {
+	c := b.newCollector()
+	// The ticker wakes the loop when no result arrives, so that a partial
+	// pass and pending records are still committed within CommitInterval.
+	tick := time.NewTicker(max(b.opts.CommitInterval/4, time.Millisecond))
+	defer tick.Stop()
+	for open := true; open; {
+		select {
+		case r, ok := <-resc:
+			if !ok {
+				open = false
+				break
+			}
+			<-tokens
+			c.add(r)
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			// Keep every finished result, but encode nothing more: that
+			// would delay the exit.
+			for drained := false; !drained; {
+				select {
+				case r, ok := <-resc:
+					drained = !ok
+					if ok {
+						c.add(r)
+					}
+				default:
+					drained = true
+				}
+			}
+			if cerr := b.maybeCommit(true); cerr != nil {
+				return cerr
+			}
 			return err
 		}
-		for _, r := range queue {
-			switch {
-			case r.act == actEmbed && !r.dup:
-				runErr[r.hash] = r.err
-			case r.dup:
-				if e := runErr[r.hash]; e != nil {
-					r.err = e
-				} else {
-					r.act = actReuse
-				}
+		if len(c.queue) >= b.opts.BatchSize || len(c.queue) > 0 && time.Since(c.queuedAt) >= b.opts.CommitInterval {
+			if err := c.flush(); err != nil {
+				return err
 			}
-			b.record(r)
 		}
-		queue, embeds = queue[:0], 0
-		return b.maybeCommit(false)
-	}
-	for r := range resc {
-		if ctx.Err() != nil {
-			break
-		}
-		early[r.seq] = r
-		for {
-			r, ok := early[next]
-			if !ok {
-				break
-			}
-			delete(early, next)
-			next++
-			<-tokens
-			if r.act == actEmbed && r.err == nil {
-				if runHashes[r.hash] { // duplicate of a file earlier in this run
-					r.dup, r.pixels = true, nil
-				} else {
-					runHashes[r.hash] = true
-					embeds++
-				}
-			}
-			queue = append(queue, r)
-			if embeds >= b.opts.BatchSize {
-				if err := flushQueue(); err != nil {
-					return err
-				}
-			}
+		if err := b.maybeCommit(false); err != nil {
+			return err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		// Keep what is finished: the queue's non-embedding head is cheap to
-		// record, but encoding more after a cancel would delay the exit.
-		for _, r := range queue {
-			if r.act == actEmbed {
-				break
-			}
-			b.record(r)
-		}
-		if cerr := b.maybeCommit(true); cerr != nil {
-			return cerr
-		}
+	if err := c.flush(); err != nil {
 		return err
 	}
-	if err := flushQueue(); err != nil {
-		return err
-	}
+	c.orphans()
 	return b.maybeCommit(true)
+}
+
+// collector takes prepared results as they arrive (in any order) and
+// records them: at once when no model work is needed, after their encoder
+// pass otherwise, and a duplicate of content embedded in this run after the
+// file that carries that content.
+type collector struct {
+	b        *builder
+	queue    []result  // embeddings waiting for an encoder pass
+	queuedAt time.Time // arrival of queue[0]
+	claimed  map[store.Hash]bool
+	waiting  map[store.Hash][]result // duplicates whose first file is not done
+	outcome  map[store.Hash]error    // first files done: nil = vector stored
+}
+
+func (b *builder) newCollector() *collector {
+	return &collector{b: b, claimed: map[store.Hash]bool{}, waiting: map[store.Hash][]result{}, outcome: map[store.Hash]error{}}
+}
+
+func (c *collector) add(r result) {
+	if r.act == actEmbed && r.err == nil && !r.dup {
+		if c.claimed[r.hash] { // same content as a file earlier in this run
+			r.dup, r.pixels = true, nil
+		} else {
+			c.claimed[r.hash] = true
+		}
+	}
+	switch {
+	case r.dup:
+		if e, ok := c.outcome[r.hash]; ok {
+			c.recordDup(r, e)
+		} else {
+			c.waiting[r.hash] = append(c.waiting[r.hash], r)
+		}
+	case r.act == actEmbed && r.err == nil:
+		if len(c.queue) == 0 {
+			c.queuedAt = time.Now()
+		}
+		c.queue = append(c.queue, r)
+	default:
+		c.settle(r)
+	}
+}
+
+// settle records r and then the duplicates that waited for it.
+func (c *collector) settle(r result) {
+	c.b.record(r)
+	if r.act != actEmbed {
+		return
+	}
+	c.outcome[r.hash] = r.err
+	for _, d := range c.waiting[r.hash] {
+		c.recordDup(d, r.err)
+	}
+	delete(c.waiting, r.hash)
+}
+
+// recordDup records a duplicate with the outcome of its first file.
+func (c *collector) recordDup(r result, err error) {
+	if err != nil {
+		r.err = err
+	} else {
+		r.act = actReuse
+	}
+	c.b.record(r)
+}
+
+// flush runs the encoder on the queue and records it.
+func (c *collector) flush() error {
+	if len(c.queue) == 0 {
+		return nil
+	}
+	if err := c.b.encode(c.queue); err != nil {
+		return err
+	}
+	for _, r := range c.queue {
+		c.settle(r)
+	}
+	clear(c.queue)
+	c.queue = c.queue[:0]
+	return nil
+}
+
+// orphans records the duplicates whose first file never arrived (none
+// unless the pipeline is broken), so that no file is silently dropped.
+func (c *collector) orphans() {
+	for _, list := range c.waiting {
+		for _, d := range list {
+			d.err = errors.New("internal error: the first file with this content was not processed; run the build again")
+			c.b.record(d)
+		}
+	}
+	clear(c.waiting)
 }
 
 // prepare reads, hashes, classifies and, when the model must run, decodes

@@ -1,0 +1,137 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+// gatedPre is fakePre that blocks on files whose content contains "SLOW"
+// until release is closed, and counts its calls.
+type gatedPre struct {
+	release chan struct{}
+	once    sync.Once
+	calls   atomic.Int64
+}
+
+func newGatedPre() *gatedPre { return &gatedPre{release: make(chan struct{})} }
+
+func (g *gatedPre) open() { g.once.Do(func() { close(g.release) }) }
+
+func (g *gatedPre) pre(data []byte, path string) ([]float32, error) {
+	g.calls.Add(1)
+	if strings.Contains(string(data), "SLOW") {
+		<-g.release
+	}
+	return fakePre(data, path)
+}
+
+// images reads the image counter of the index (-1 when it cannot be read).
+func images(db string) int {
+	r, err := store.OpenReader(db, store.ReaderOptions{Timeout: time.Second})
+	if err != nil {
+		return -1
+	}
+	defer r.Close()
+	n := -1
+	r.View(func(s *store.Snapshot) error { st, err := s.Stats(); n = st.Images; return err })
+	return n
+}
+
+// duplicateTree indexes a.png, then adds a file whose decode blocks (sorted
+// first), one more new image and n copies of a.png.
+func duplicateTree(t *testing.T, n int) (dir, db string) {
+	t.Helper()
+	dir, db = t.TempDir(), filepath.Join(t.TempDir(), "i.db")
+	write(t, filepath.Join(dir, "a.png"), png+"a")
+	if _, err := Build(context.Background(), db, []string{dir}, opts(&fakeEnc{})); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "0slow.png"), png+"SLOW")
+	write(t, filepath.Join(dir, "1new.png"), png+"new")
+	for i := range n {
+		write(t, filepath.Join(dir, fmt.Sprintf("c%02d.png", i)), png+"a")
+	}
+	return dir, db
+}
+
+// TestBuildCommitsWhileAnEmbedWaits: a file that takes long to decode must
+// hold back neither the reused copies behind it nor a partial pass of new
+// images, which are committed within CommitInterval.
+func TestBuildCommitsWhileAnEmbedWaits(t *testing.T) {
+	const n = 30
+	dir, db := duplicateTree(t, n)
+	g := newGatedPre()
+	defer g.open()
+	o := opts(&fakeEnc{})
+	o.Preprocess, o.Workers, o.BatchSize, o.CommitInterval = g.pre, 2, 8, 20*time.Millisecond
+	done := make(chan error, 1)
+	var sum *Summary
+	go func() {
+		var err error
+		sum, err = Build(context.Background(), db, []string{dir}, o)
+		done <- err
+	}()
+	// Everything but the blocked file must reach the index while it waits.
+	want := 1 + n + 1
+	deadline := time.Now().Add(20 * time.Second)
+	got := 0
+	for got != want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		got = images(db)
+	}
+	g.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("while one decode blocked, the index held %d images, want %d", got, want)
+	}
+	if s := sumOf(sum); s != "added=2 updated=0 unchanged=1 reused=30 removed=0 failed=0" {
+		t.Errorf("summary %s", s)
+	}
+	if img, _ := verify(t, db); img != want+1 {
+		t.Errorf("index holds %d images, want %d", img, want+1)
+	}
+}
+
+// TestBuildCancelKeepsFinishedWork cancels while the first file's decode
+// blocks: every finished result (the reused copies) must be committed.
+func TestBuildCancelKeepsFinishedWork(t *testing.T) {
+	const n = 30
+	dir, db := duplicateTree(t, n)
+	g := newGatedPre()
+	defer g.open()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := opts(&fakeEnc{})
+	o.Preprocess, o.Workers, o.BatchSize, o.CommitEvery = g.pre, 2, 8, 1000
+	o.CommitInterval = time.Hour
+	o.Progress = func(e Event) {
+		if e.Phase == "index" && e.Done == n {
+			cancel()
+		}
+	}
+	// Fallback for a pipeline that never reports n files: cancel anyway.
+	stopper := time.AfterFunc(10*time.Second, func() { cancel(); g.open() })
+	defer stopper.Stop()
+	sum, err := Build(ctx, db, []string{dir}, o)
+	g.open()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if sum.Reused != n {
+		t.Errorf("summary %s, want %d reused", sumOf(sum), n)
+	}
+	if img, _ := verify(t, db); img < 1+n {
+		t.Errorf("after the cancel the index holds %d images, want at least %d (a.png and its copies)", img, 1+n)
+	}
+}
