@@ -135,7 +135,7 @@ type result struct {
 	pixels []float32
 	err    error // per-file failure
 	vec    []float32
-	dup    bool // same content as an earlier file of this run: reuse its vector
+	dup    bool // content claimed by another file of this run: take its outcome
 }
 
 // Build brings the index at dbPath up to date with the images under roots
@@ -180,7 +180,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 
-	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, sum: &Summary{Failures: []Failure{}}}
+	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, sum: &Summary{Failures: []Failure{}}}
 	wk := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}, onError: opts.OnError,
 		progress: func(n int) { b.event(Event{Phase: "scan", Done: n}) }}
 	for _, r := range abs {
@@ -230,7 +230,10 @@ type builder struct {
 	opts  Options
 	w     *store.Writer
 	known map[store.Hash]bool // hashes with a stored vector (read-only during run)
-	sum   *Summary
+
+	mu      sync.Mutex
+	claimed map[store.Hash]bool // contents being embedded in this run (see claim)
+	sum     *Summary
 
 	batch      store.Batch
 	pending    int // files in batch
@@ -354,25 +357,17 @@ func (b *builder) run(ctx context.Context, jobs []job) error {
 // file that carries that content.
 type collector struct {
 	b        *builder
-	queue    []result  // embeddings waiting for an encoder pass
-	queuedAt time.Time // arrival of queue[0]
-	claimed  map[store.Hash]bool
+	queue    []result                // embeddings waiting for an encoder pass
+	queuedAt time.Time               // arrival of queue[0]
 	waiting  map[store.Hash][]result // duplicates whose first file is not done
 	outcome  map[store.Hash]error    // first files done: nil = vector stored
 }
 
 func (b *builder) newCollector() *collector {
-	return &collector{b: b, claimed: map[store.Hash]bool{}, waiting: map[store.Hash][]result{}, outcome: map[store.Hash]error{}}
+	return &collector{b: b, waiting: map[store.Hash][]result{}, outcome: map[store.Hash]error{}}
 }
 
 func (c *collector) add(r result) {
-	if r.act == actEmbed && r.err == nil && !r.dup {
-		if c.claimed[r.hash] { // same content as a file earlier in this run
-			r.dup, r.pixels = true, nil
-		} else {
-			c.claimed[r.hash] = true
-		}
-	}
 	switch {
 	case r.dup:
 		if e, ok := c.outcome[r.hash]; ok {
@@ -441,6 +436,19 @@ func (c *collector) orphans() {
 	clear(c.waiting)
 }
 
+// claim reports whether this is the first file of the run with content h
+// that needs the model. Workers call it before decoding, so a duplicate
+// costs a hash, not a decode.
+func (b *builder) claim(h store.Hash) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.claimed[h] {
+		return false
+	}
+	b.claimed[h] = true
+	return true
+}
+
 // prepare reads, hashes, classifies and, when the model must run, decodes
 // one file. It runs on a worker goroutine.
 func (b *builder) prepare(j job) result {
@@ -461,6 +469,12 @@ func (b *builder) prepare(j job) result {
 	r.hash = sha256.Sum256(data)
 	r.act = classify(j.old, j.size, j.mtimeNs, &r.hash, func(h store.Hash) bool { return b.known[h] })
 	if r.act != actEmbed {
+		return r
+	}
+	if !b.claim(r.hash) {
+		// Another file of this run carries this content: it alone is
+		// decoded and embedded, this one takes its outcome.
+		r.dup = true
 		return r
 	}
 	switch f := Sniff(data); {

@@ -135,3 +135,41 @@ func TestBuildCancelKeepsFinishedWork(t *testing.T) {
 		t.Errorf("after the cancel the index holds %d images, want at least %d (a.png and its copies)", img, 1+n)
 	}
 }
+
+// TestBuildDecodesDuplicateContentOnce: copies of new content found in one
+// build cost a hash each, not a decode; the others reuse the first's vector.
+func TestBuildDecodesDuplicateContentOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content string
+		sum     string
+	}{
+		{"image", png + "same", "added=1 updated=0 unchanged=0 reused=9 removed=0 failed=0"},
+		{"corrupt", png + "CORRUPT", "added=0 updated=0 unchanged=0 reused=0 removed=0 failed=10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, db := t.TempDir(), filepath.Join(t.TempDir(), "i.db")
+			for i := range 10 {
+				write(t, filepath.Join(dir, fmt.Sprintf("p%02d.png", i)), tc.content)
+			}
+			g := newGatedPre()
+			enc := &fakeEnc{}
+			o := opts(enc)
+			o.Preprocess, o.Workers = g.pre, 4
+			sum, err := Build(context.Background(), db, []string{dir}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sumOf(sum); got != tc.sum {
+				t.Errorf("summary %s, want %s", got, tc.sum)
+			}
+			if n := g.calls.Load(); n != 1 {
+				t.Errorf("decoded %d times, want once", n)
+			}
+			if n := enc.images.Load(); n > 1 {
+				t.Errorf("encoded %d images, want at most 1", n)
+			}
+			verify(t, db)
+		})
+	}
+}
