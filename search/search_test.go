@@ -248,3 +248,52 @@ func BenchmarkSearch100k(b *testing.B) {
 		})
 	}
 }
+
+// TestSearchSkipsVectorsWithoutFiles: vectors whose files were deleted but
+// that wait for the build's GC (or a crashed build) must not take places
+// in the top k.
+func TestSearchSkipsVectorsWithoutFiles(t *testing.T) {
+	const dim = 16
+	path := fill(t, 200, dim, 11)
+	var q []float32
+	within(t, path, func(s *store.Snapshot) { q = s.Vector(1) }) // file 0's vector
+	w, err := store.OpenWriter(path, store.Identity{Model: "fake", Dim: dim}, store.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Delete file 0 (and its copy) and every file of the same cluster up to
+	// 40: the best matches of q lose their files; no GC runs.
+	var b store.Batch
+	deleted := map[string]bool{"/dup/f0.jpg": true}
+	for i := 0; i <= 40; i += 4 {
+		p := fmt.Sprintf("/d%d/f%d.jpg", i%3, i)
+		b.Delete(p)
+		deleted[p] = true
+	}
+	b.Delete("/dup/f0.jpg")
+	b.Delete("/dup/f20.jpg")
+	b.Delete("/dup/f40.jpg")
+	deleted["/dup/f20.jpg"], deleted["/dup/f40.jpg"] = true, true
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	within(t, path, func(s *store.Snapshot) {
+		for _, k := range []int{1, 10, 50} {
+			for _, exact := range []bool{false, true} {
+				got, err := Search(s, q, Options{K: k, Exact: exact})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != k {
+					t.Errorf("k=%d exact=%v: %d results, want %d", k, exact, len(got), k)
+				}
+				for _, r := range got {
+					if deleted[r.Path] {
+						t.Errorf("deleted file %s returned", r.Path)
+					}
+				}
+			}
+		}
+	})
+}

@@ -106,9 +106,12 @@ func (w *wtx) apply(o op) error {
 			if err := w.refs.Put(refKey(f.Vec, o.path), nil); err != nil {
 				return err
 			}
-			// A vector queued for GC is alive again.
-			if err := w.gc.Delete(u64(uint64(f.Vec))); err != nil {
-				return err
+			// A vector queued for GC is alive again: searchable once more.
+			if key := u64(uint64(f.Vec)); has(w.gc, key) {
+				if err := w.gc.Delete(key); err != nil {
+					return err
+				}
+				w.setLive(f.Vec, true)
 			}
 			w.images++
 		} else {
@@ -145,7 +148,28 @@ func (w *wtx) unref(path string, old File) error {
 	if k, _ := w.refs.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
 		return nil // still used by another file
 	}
+	// Queued for GC: the slot keeps its values (a file seen later in the
+	// build may reuse them) but leaves the live set, so that searches never
+	// rank a vector without a file.
+	w.setLive(old.Vec, false)
 	return w.gc.Put(prefix, nil)
+}
+
+// has reports whether key is in b. (Get cannot tell: a nil value put in
+// the same transaction reads back as nil.)
+func has(b *bolt.Bucket, key []byte) bool {
+	k, _ := b.Cursor().Seek(key)
+	return k != nil && bytes.Equal(k, key)
+}
+
+// setLive sets or clears id's live bit, keeping the slot's values.
+func (w *wtx) setLive(id VecID, live bool) {
+	buf, slot := w.chunkFor(id)
+	if bit := byte(1) << (slot % 8); live {
+		buf[slot/8] |= bit
+	} else {
+		buf[slot/8] &^= bit
+	}
 }
 
 // resolve returns the vector id for content h, storing vec when needed.

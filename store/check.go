@@ -91,8 +91,12 @@ func (s *Snapshot) Check(allowQueued bool) error {
 		if id == 0 || id >= next {
 			bad("vector %d: outside allocated range [1,%d)", id, next)
 		}
-		if refCount[id] == 0 && !(allowQueued && gc.Get(k) != nil) {
+		queued := has(gc, k)
+		if refCount[id] == 0 && !(allowQueued && queued) {
 			bad("vector %d: orphan (no file uses it)", id)
+		}
+		if queued && refCount[id] > 0 {
+			bad("vector %d: queued for GC but used by a file", id)
 		}
 		if hv := hashes.Get(h); hv == nil || VecID(getU64(hv)) != id {
 			bad("vector %d: hashes entry missing or points elsewhere", id)
@@ -100,9 +104,13 @@ func (s *Snapshot) Check(allowQueued bool) error {
 		if free.Get(k) != nil {
 			bad("vector %d: also in the free list", id)
 		}
-		v := s.Vector(id)
+		v := s.slot(id, queued)
 		if v == nil {
-			bad("vector %d: chunk slot not live", id)
+			if queued {
+				bad("vector %d: chunk slot live while queued for GC", id)
+			} else {
+				bad("vector %d: chunk slot not live", id)
+			}
 			return nil
 		}
 		var ss float64
@@ -131,7 +139,7 @@ func (s *Snapshot) Check(allowQueued bool) error {
 			if c.Live(i) && vecs.Get(key) == nil {
 				bad("chunk slot %d: live without a vector", id)
 			}
-			if !c.Live(i) && free.Get(key) == nil && id < next {
+			if !c.Live(i) && free.Get(key) == nil && !has(gc, key) && id < next {
 				bad("chunk slot %d: dead but not in the free list", id)
 			}
 		}

@@ -13,7 +13,8 @@
 //	vecs    vector id → SHA-256: the content a vector was computed from
 //	chunks  chunk number (u32 BE) → ChunkSlots vectors laid out contiguously
 //	free    vector id → nothing: slots freed by garbage collection, reused first
-//	gc      vector id → nothing: vectors that lost their last file; GC frees them
+//	gc      vector id → nothing: vectors that lost their last file (slot no
+//	        longer live, values kept for reuse); GC frees them
 //
 // A chunk value is [live bitmap ChunkSlots/8 bytes][hi: ChunkSlots·D u16]
 // [lo: ChunkSlots·D u16]. Each float32 component is split into its upper 16

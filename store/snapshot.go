@@ -101,14 +101,18 @@ func (s *Snapshot) Chunks() ([]Chunk, error) {
 	return out, nil
 }
 
-// Vector returns vector id exactly (float32), or nil if it is not stored.
-func (s *Snapshot) Vector(id VecID) []float32 {
+// Vector returns vector id exactly (float32), or nil if it is not stored
+// or no file uses it any more (queued for GC).
+func (s *Snapshot) Vector(id VecID) []float32 { return s.slot(id, false) }
+
+// slot returns the values in id's slot when its live bit equals !queued.
+func (s *Snapshot) slot(id VecID, queued bool) []float32 {
 	if id == 0 {
 		return nil
 	}
 	v := s.tx.Bucket(bChunks).Get(chunkKey(uint32((id - 1) / ChunkSlots)))
 	slot := int((id - 1) % ChunkSlots)
-	if len(v) != chunkSize(s.id.Dim) || v[slot/8]&(1<<(slot%8)) == 0 {
+	if len(v) != chunkSize(s.id.Dim) || (v[slot/8]&(1<<(slot%8)) != 0) == queued {
 		return nil
 	}
 	d := s.id.Dim

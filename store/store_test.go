@@ -303,3 +303,54 @@ func TestFilesUnder(t *testing.T) {
 		}
 	})
 }
+
+// TestQueuedVectorLeavesLiveSet: a vector that lost its last file is not
+// live (searches skip it) until a file reuses it, in a later commit or the
+// same one.
+func TestQueuedVectorLeavesLiveSet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
+	b.Put("/b", File{Hash: hashOf("2")}, vec(2, 8))
+	w.Commit(&b)
+	live := func() (n int) {
+		view(t, path, func(s *Snapshot) {
+			cs, _ := s.Chunks()
+			for _, c := range cs {
+				n += c.LiveCount()
+			}
+		})
+		return n
+	}
+	b.Reset()
+	b.Delete("/a")
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, path, true)
+	if n := live(); n != 1 {
+		t.Errorf("%d live vectors after deleting /a, want 1", n)
+	}
+	view(t, path, func(s *Snapshot) {
+		if id, v := s.VectorByHash(hashOf("1")); id == 0 || v != nil {
+			t.Errorf("queued vector: id %d, values %v; want its id and no values", id, v)
+		}
+	})
+	b.Reset()
+	b.Put("/c", File{Hash: hashOf("1")}, nil) // reuse the queued vector
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if n := live(); n != 2 {
+		t.Errorf("%d live vectors after reuse, want 2", n)
+	}
+	mustCheck(t, path, false)
+	view(t, path, func(s *Snapshot) {
+		f, _, _ := s.File("/c")
+		want, _ := normalized(vec(1, 8), 8)
+		if got := s.Vector(f.Vec); !slices.Equal(got, want) {
+			t.Errorf("revived vector %v, want %v", got, want)
+		}
+	})
+}
