@@ -354,3 +354,41 @@ func TestQueuedVectorLeavesLiveSet(t *testing.T) {
 		}
 	})
 }
+
+func TestForget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	if _, err := Forget(path, []string{"/x"}, WriterOptions{}); !errors.Is(err, ErrNoIndex) {
+		t.Errorf("forget without an index: %v, want ErrNoIndex", err)
+	}
+	w := openW(t, path)
+	var b Batch
+	b.Put("/old/a", File{Hash: hashOf("A")}, vec(1, 8))
+	b.Put("/old/sub/b", File{Hash: hashOf("B")}, vec(2, 8))
+	b.Put("/old/bad", File{Err: "corrupt"}, nil)
+	b.Put("/keep/a-copy", File{Hash: hashOf("A")}, nil)
+	b.Put("/old2/c", File{Hash: hashOf("C")}, vec(3, 8))
+	b.Put("/single", File{Hash: hashOf("D")}, vec(4, 8))
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Forget(path, []string{"/old"}, WriterOptions{}); !errors.Is(err, ErrBuildRunning) {
+		t.Errorf("forget during a build: %v, want ErrBuildRunning", err)
+	}
+	w.Close()
+	n, err := Forget(path, []string{"/old", "/old/sub", "/single", "/nothing/here"}, WriterOptions{})
+	if err != nil || n != 4 {
+		t.Fatalf("Forget = %d, %v; want 4 records", n, err)
+	}
+	mustCheck(t, path, false) // no vector left queued: freed at once
+	view(t, path, func(s *Snapshot) {
+		var left []string
+		s.Files("", func(p string, _ File) error { left = append(left, p); return nil })
+		if want := []string{"/keep/a-copy", "/old2/c"}; !slices.Equal(left, want) {
+			t.Errorf("left %v, want %v", left, want)
+		}
+		st, _ := s.Stats()
+		if st.Images != 2 || st.Failed != 0 || st.Vectors != 2 {
+			t.Errorf("stats %+v, want 2 images, 0 failed, 2 vectors", st)
+		}
+	})
+}

@@ -184,6 +184,30 @@ func TestBuildSearchStatusEndToEnd(t *testing.T) {
 		t.Errorf("index check: %v", err)
 	}
 
+	// A renamed folder: build names forget, which drops its entries.
+	moved := filepath.Join(root, "renamed")
+	if err := os.Rename(photos, moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run("build", photos); code == 0 || !strings.Contains(errs, "clipidx forget "+photos) {
+		t.Errorf("build of a vanished folder: exit %d, %q", code, errs)
+	}
+	if out, errs, code := run("forget", photos); code != 0 || out != fmt.Sprintf("forgot %d files\n", nImages+1) {
+		t.Errorf("forget: exit %d, %q %q", code, out, errs)
+	}
+	if out, _, _ := run("search", "--paths-only", "-k", "100", "cat"); out != "" {
+		t.Errorf("search after forget still returns %q", out)
+	}
+	if err := store.Check(db); err != nil {
+		t.Errorf("index check after forget: %v", err)
+	}
+	if err := os.Rename(moved, photos); err != nil {
+		t.Fatal(err)
+	}
+	if b := build(); b.Added != nImages-1 || b.Reused != 1 || b.Failed != 1 {
+		t.Errorf("build after forget: %+v", b)
+	}
+
 	// Another pipeline setting is refused with a way forward.
 	_, errs, code = run("build", "--exif=false", photos)
 	if code == 0 || !strings.Contains(errs, "--reindex") {

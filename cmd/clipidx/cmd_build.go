@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -50,7 +51,9 @@ status work while a build runs.`,
 				}
 			}
 			for _, a := range args {
-				if _, err := os.Stat(a); err != nil {
+				if _, err := os.Stat(a); errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("%s no longer exists: run `clipidx forget %s` to drop its entries", a, a)
+				} else if err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/clipidx/clipidx/store"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newForgetCmd) }
+
+func newForgetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget PATH...",
+		Short: "Drop the index entries of files or folders (e.g. a renamed or deleted folder)",
+		Long: `Remove from the index every file at or under each PATH, whether it still
+exists on disk or not, and free the vectors no other file uses. Use it for a
+folder that was renamed, moved or deleted: build only removes missing files
+under folders that still exist. The model is not needed.`,
+		Example: `  clipidx forget ~/Photos/old-camera
+  clipidx forget /media/usb-disk/photos`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			abs := make([]string, len(args))
+			for i, a := range args {
+				p, err := filepath.Abs(a)
+				if err != nil {
+					return err
+				}
+				abs[i] = p
+			}
+			n, err := store.Forget(g.db, abs, store.WriterOptions{})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "forgot %d files\n", n)
+			return nil
+		},
+	}
+}
