@@ -221,3 +221,36 @@ func TestBuildSearchStatusEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildReportsWalkProblems: a folder the walk cannot enter is reported
+// on stderr and listed in the --json failures, not skipped silently. (Too
+// deep a folder stands in for an unreadable one, which root can read.)
+func TestBuildReportsWalkProblems(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	bin := e2eBinary(t)
+	root := t.TempDir()
+	photos := filepath.Join(root, "photos")
+	deep := photos
+	for range 260 {
+		deep = filepath.Join(deep, "d")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	png, _ := os.ReadFile(filepath.Join(model, "images", "checker_320x240.png"))
+	os.WriteFile(filepath.Join(photos, "a.png"), png, 0o644)
+	os.WriteFile(filepath.Join(deep, "lost.png"), png, 0o644)
+	g := []string{"--db", filepath.Join(root, "i.db"), "--model", model, "--device", "reference"}
+	out, errs, code := e2eRun(t, bin, append(g, "build", "--json", photos)...)
+	var b buildJSON
+	if err := json.Unmarshal([]byte(out), &b); code != 0 || err != nil {
+		t.Fatalf("build: exit %d, %v, %q %q", code, err, out, errs)
+	}
+	if len(b.Failures) != 1 || !strings.Contains(b.Failures[0].Error, "deeper than") || b.Added != 1 {
+		t.Errorf("--json: %+v, want a.png added and the too-deep folder listed", b)
+	}
+	_, errs, code = e2eRun(t, bin, append(g, "build", photos)...)
+	if code != 0 || !strings.Contains(errs, "deeper than") {
+		t.Errorf("build: exit %d, stderr %q, want the too-deep folder reported", code, errs)
+	}
+}

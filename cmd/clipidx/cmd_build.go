@@ -89,7 +89,11 @@ status work while a build runs.`,
 			}()
 
 			bar := newProgress("scanning", "files", -1)
+			var problems []index.Failure // everything OnError heard of
 			opts := index.Options{
+				OnError: func(path string, err error) {
+					problems = append(problems, index.Failure{Path: path, Error: err.Error()})
+				},
 				Encoder:    b,
 				Preprocess: proc.Bytes,
 				Identity:   modelIdentity(info, proc, exif),
@@ -114,6 +118,17 @@ status work while a build runs.`,
 			if sum == nil {
 				return err
 			}
+			// Folders and files the walk could not read are not in the
+			// summary (which counts files handled): list them with it.
+			listed := map[string]bool{}
+			for _, f := range sum.Failures {
+				listed[f.Path] = true
+			}
+			for _, p := range problems {
+				if !listed[p.Path] {
+					sum.Failures = append(sum.Failures, p)
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				if e := json.NewEncoder(out).Encode(sum); e != nil {
@@ -129,7 +144,7 @@ status work while a build runs.`,
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error"}]}`)
+	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error"}]} (failures also lists folders that could not be read)`)
 	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings")
 	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
