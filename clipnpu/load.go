@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // ErrNoModel is returned when the model folder does not exist or is empty.
@@ -38,10 +39,12 @@ func (t Towers) text() bool  { return t == BothTowers || t == TextTower }
 // Options configures Load and NewRandom. The zero value picks the device
 // automatically, uses every core and loads both towers.
 type Options struct {
-	// Device is "" or "auto" (the NPU for a taconite bundle when it can be
-	// opened, else the CPU), "cpu" (the fast CPU path when compiled in, else
-	// the reference), "reference" (always the plain reference forward) or
-	// "npu" (the NPU or an error wrapping ErrNoDevice, never a fallback).
+	// Device is "" or "auto" (for a taconite bundle the NPU when it can be
+	// opened, else the bundle's kernels emulated on the CPU; for a Hugging
+	// Face folder the CPU), "cpu" (the fast CPU path when compiled in, else
+	// the reference; the emulated kernels for a bundle), "reference" (always
+	// the plain reference forward; not for bundles) or "npu" (the NPU or an
+	// error wrapping ErrNoDevice, never a fallback).
 	Device string
 	// Threads bounds the CPU goroutines; 0 means GOMAXPROCS.
 	Threads int
@@ -63,11 +66,18 @@ var (
 const (
 	DeviceReference = "cpu-reference"
 	DeviceCPU       = "cpu"
+	// DeviceEmulatedNPU is a taconite bundle replayed kernel for kernel on
+	// the CPU (npu_emu.go): the bundle's bf16 and bfp16ebs8 numerics, so
+	// its results are held to the NPU's bf16 bars, not float32 ones. Load
+	// uses it for a bundle on --device cpu, and on auto when no NPU is
+	// usable; Info.DeviceNote then says why.
+	DeviceEmulatedNPU = "cpu-emulated-npu"
 )
 
 // Load opens a model folder: a Hugging Face CLIP folder (config.json and
 // model.safetensors), or a taconite NPU bundle (manifest.txt, tensors.txt,
-// tensors.bin and no model.safetensors), which only the NPU path runs.
+// tensors.bin and no model.safetensors), which runs on the NPU or, slower,
+// with its kernels emulated on the CPU (see Options.Device).
 func Load(dir string, opts Options) (Backend, error) {
 	if err := checkFolder(dir); err != nil {
 		return nil, err
@@ -77,25 +87,77 @@ func Load(dir string, opts Options) (Backend, error) {
 	default:
 		return nil, fmt.Errorf("clipnpu: unknown device %q (want auto, cpu, reference or npu)", opts.Device)
 	}
-	bundle := IsBundle(dir)
-	if opts.Device == "npu" || bundle {
+	if IsBundle(dir) {
+		return loadBundle(dir, opts)
+	}
+	if opts.Device == "npu" {
 		if openNPU == nil {
-			if bundle {
-				return nil, fmt.Errorf("%s is a taconite NPU bundle; it runs only on the NPU, which this build does not support (use a Hugging Face model folder for the CPU): %w", dir, ErrNoDevice)
-			}
 			return nil, fmt.Errorf("this build has no NPU support: %w", ErrNoDevice)
 		}
-		b, err := openNPU(dir, opts)
-		if err != nil && bundle && opts.Device != "npu" {
-			return nil, fmt.Errorf("%s is a taconite NPU bundle, which runs only on the NPU: %w", dir, err)
-		}
-		return b, err
+		return openNPU(dir, opts)
 	}
 	m, err := loadModel(dir, opts.Towers)
 	if err != nil {
 		return nil, err
 	}
 	return cpuBackend(m, opts)
+}
+
+// loadBundle routes a taconite bundle: the NPU for "npu" (or an error), the
+// emulated kernels for "cpu", the NPU else the emulated kernels for auto.
+// Only an error wrapping ErrNoDevice falls back; a damaged bundle is
+// reported as it is.
+func loadBundle(dir string, opts Options) (Backend, error) {
+	switch opts.Device {
+	case "reference":
+		return nil, fmt.Errorf("%s is a taconite NPU bundle: the float32 reference forward reads only Hugging Face folders (config.json, model.safetensors); use device auto or cpu (kernels emulated on the CPU) or npu", dir)
+	case "npu":
+		if openNPU == nil {
+			return nil, fmt.Errorf("this build has no NPU support: %w", ErrNoDevice)
+		}
+		return openNPU(dir, opts)
+	case "cpu":
+		return openEmulated(dir, opts, "device cpu: bundle kernels emulated on the CPU")
+	}
+	why := "this build has no NPU support"
+	if openNPU != nil {
+		b, err := openNPU(dir, opts)
+		if err == nil || !errors.Is(err, ErrNoDevice) {
+			return b, err
+		}
+		why = shortReason(err)
+	}
+	return openEmulated(dir, opts, "no usable NPU ("+why+"); bundle kernels emulated on the CPU")
+}
+
+// openEmulated replays the bundle on the emulated device, note (plus the
+// numerics caveat) becoming Info.DeviceNote.
+func openEmulated(dir string, opts Options, note string) (Backend, error) {
+	dev := newEmuDevice(opts.Threads)
+	dev.note = note + ", with the bf16 numerics clipnpu/NPU.md assumes (not hardware; slow)"
+	return openBundle(dir, opts, dev)
+}
+
+// shortReason cuts an ErrNoDevice error down to its first one or two
+// clauses, for a one-line note: "no NPU device node: /dev/accel/accel0 does
+// not exist".
+func shortReason(err error) string {
+	s := err.Error()
+	for _, p := range []string{ErrNoDevice.Error() + ": ", "xdna: "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	if i := strings.IndexAny(s, ";\n"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i]
+	}
+	parts := strings.SplitN(s, ": ", 3)
+	s = parts[0]
+	if len(parts) > 1 && len(parts[1]) <= 80 {
+		s += ": " + parts[1]
+	}
+	return s
 }
 
 // cpuBackend wraps m in the fast CPU path when available, else the reference.

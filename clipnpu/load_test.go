@@ -365,7 +365,9 @@ func TestTowers(t *testing.T) {
 }
 
 // TestBundleAndDevices checks the routing of Load: bundles go to the NPU
-// hook, "npu" never falls back to the CPU.
+// hook, "npu" never falls back to the CPU; without a usable NPU a bundle
+// goes to the emulated replay (which refuses this placeholder bundle as a
+// bad model; npu_load_test.go runs a real one).
 func TestBundleAndDevices(t *testing.T) {
 	saved := openNPU
 	defer func() { openNPU = saved }()
@@ -382,14 +384,16 @@ func TestBundleAndDevices(t *testing.T) {
 	openNPU = nil
 	for _, c := range []struct {
 		dir, device, msg string
+		want             error
 	}{
-		{bundle, "cpu", "taconite NPU bundle"},
-		{bundle, "", "taconite NPU bundle"},
-		{hf, "npu", "no NPU support"},
+		{bundle, "cpu", "tensors.txt", ErrBadModel},
+		{bundle, "", "tensors.txt", ErrBadModel},
+		{bundle, "npu", "no NPU support", ErrNoDevice},
+		{hf, "npu", "no NPU support", ErrNoDevice},
 	} {
 		_, err := Load(c.dir, Options{Device: c.device})
-		if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), c.msg) {
-			t.Errorf("Load(%s, %q) with no NPU hook: %v; want ErrNoDevice mentioning %q", filepath.Base(c.dir), c.device, err, c.msg)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("Load(%s, %q) with no NPU hook: %v; want %v mentioning %q", filepath.Base(c.dir), c.device, err, c.want, c.msg)
 		}
 	}
 
@@ -398,8 +402,8 @@ func TestBundleAndDevices(t *testing.T) {
 		called = append(called, opts.Device)
 		return nil, fmt.Errorf("test device: %w", ErrNoDevice)
 	}
-	if _, err := Load(bundle, Options{}); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("bundle with a failing NPU: %v", err)
+	if _, err := Load(bundle, Options{}); !errors.Is(err, ErrBadModel) {
+		t.Errorf("bundle with a failing NPU: %v; want the emulated replay's ErrBadModel", err)
 	}
 	if _, err := Load(hf, Options{Device: "npu"}); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("--device npu with a failing NPU: %v", err)

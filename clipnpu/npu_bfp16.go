@@ -151,3 +151,58 @@ func decodeBFP(dst []float32, src []byte) {
 		dst[i] = float32(float64(int8(src[1+i])) * scale)
 	}
 }
+
+// bfpScale[e] is 2^(e − 133) as a float32, the weight of mantissa 1 under
+// shared exponent byte e (subnormal below e = 7, exact throughout).
+var bfpScale = func() (s [256]float32) {
+	for e := range s {
+		s[e] = float32(math.Ldexp(1, e-133))
+	}
+	return s
+}()
+
+// decodeBT decodes packed bfp16ebs8 B [K, N] into w [N, K] as bf16 bit
+// patterns: Bᵀ, the nn.Linear layout gemm.Matrix multiplies with. Every
+// bfp16ebs8 value is an int8 times 2^(e−133), which bf16 holds exactly (8
+// significant bits; its subnormals reach 2^−133), so nothing is rounded and
+// w carries exactly the values unpackB gives, in 2 bytes each instead of 4.
+// Each block (8 consecutive k of one column) lands contiguously in w.
+// Column tiles are decoded on up to threads goroutines.
+func decodeBT(w []uint16, p []byte, l packLayout, threads int) error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	if len(p) < l.bytes() {
+		return fmt.Errorf("packed B: %d bytes, [%d, %d] needs %d", len(p), l.K, l.N, l.bytes())
+	}
+	if len(w) != l.K*l.N {
+		return fmt.Errorf("packed B: %d outputs for [%d, %d]", len(w), l.K, l.N)
+	}
+	KB, KS, I := l.K/l.tileK, l.tileK/l.ctK, l.ctK/mmulS
+	CB, TB := l.N/l.tileN, l.tileN/mmulT
+	perCB := l.K * l.tileN / bfpBlock // blocks in one column tile
+	parallel(CB, threads, func(lo, hi int) {
+		for cb := lo; cb < hi; cb++ {
+			blk := p[cb*perCB*bfpBlockBytes:]
+			for kb := 0; kb < KB; kb++ {
+				for ks := 0; ks < KS; ks++ {
+					for tb := 0; tb < TB; tb++ {
+						for i := 0; i < I; i++ {
+							k0 := kb*l.tileK + ks*l.ctK + i*mmulS
+							for tIn := 0; tIn < mmulT; tIn++ {
+								n := cb*l.tileN + tb*mmulT + tIn
+								scale := bfpScale[blk[0]]
+								dst := w[n*l.K+k0 : n*l.K+k0+mmulS]
+								for s := range dst {
+									dst[s] = uint16(math.Float32bits(float32(int8(blk[1+s]))*scale) >> 16)
+								}
+								blk = blk[bfpBlockBytes:]
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+	return nil
+}

@@ -2,37 +2,67 @@ package clipnpu
 
 // The emulated NPU: every kernel of a CLIP bundle executed on the CPU with
 // the arithmetic the cores use as far as the public sources say (bf16
-// operands and results, float32 accumulation, B decoded from bfp16ebs8), so
-// the replay's schedule, buffer views and host math can be checked against
-// a float32 reference without hardware. What it cannot show is listed in
-// clipnpu/NPU.md.
+// operands and results, float32 accumulation, B decoded from bfp16ebs8).
+// It serves twice: the tests check the replay's schedule, buffer views and
+// host math through it against a float32 reference without hardware, and
+// Load runs a bundle on it when no NPU is usable (DeviceEmulatedNPU), the
+// CPU path for bundles. What it cannot show is listed in clipnpu/NPU.md.
+//
+// Speed: each packed weight matrix is decoded once, when the tower uploads
+// it, into bf16 Bᵀ [N, K] (exact, 2 bytes a weight; the packed copy is not
+// kept), and the GEMMs and the attention products run on internal/gemm's
+// Pool. Legend as in npu_tower.go; L rows of one MHA view, hd head width.
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/internal/gemm"
 )
 
-// emuDevice implements npuDevice on the CPU.
+// emuDevice implements npuDevice (and weightLoader) on the CPU.
 type emuDevice struct {
-	threads int
-	mu      sync.Mutex
-	unpack  map[*byte][]float32 // decoded B (and bias) per weight view
-	ctxs    map[string]bool     // distinct xclbins, as hardware contexts
-	runs    int                 // dispatches, for tests
+	threads      int
+	pool         *gemm.Pool
+	device, note string // what Describe reports
+
+	mu   sync.Mutex
+	ctxs map[string]bool // distinct xclbins, as hardware contexts
+	runs int             // dispatches, for tests
+	held int64           // bytes of decoded weights
 }
 
+// newEmuDevice starts an emulated device on threads workers (0 or less:
+// GOMAXPROCS), reporting itself as DeviceEmulatedNPU.
 func newEmuDevice(threads int) *emuDevice {
-	return &emuDevice{threads: max(threads, 1), unpack: map[*byte][]float32{}, ctxs: map[string]bool{}}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &emuDevice{threads: threads, pool: gemm.NewPool(threads), ctxs: map[string]bool{},
+		device: DeviceEmulatedNPU, note: "bundle kernels emulated on the CPU (bf16 numerics as clipnpu/NPU.md assumes them; not hardware)"}
 }
 
 type emuBuffer struct{ b []byte }
 
 func (e *emuBuffer) Bytes() []byte                           { return e.b }
 func (e *emuBuffer) Sync(off, size int, toDevice bool) error { return nil }
+
+// emuWeights is one packed weight matrix on the emulated device: a view of
+// the packed bytes (read-only, for the argument size checks; usually the
+// bundle's mapping, so it costs no memory of its own), B decoded to bf16 Bᵀ
+// [N, K] and the float32 bias [N] (nil without one).
+type emuWeights struct {
+	packed []byte
+	w      gemm.Matrix
+	bias   []float32
+}
+
+func (e *emuWeights) Bytes() []byte                           { return e.packed }
+func (e *emuWeights) Sync(off, size int, toDevice bool) error { return nil }
 
 func (d *emuDevice) Alloc(size int) (npuBuffer, error) {
 	if size <= 0 {
@@ -41,13 +71,44 @@ func (d *emuDevice) Alloc(size int) (npuBuffer, error) {
 	return &emuBuffer{b: make([]byte, size)}, nil
 }
 
-func (d *emuDevice) Describe() (string, string) {
-	return "npu-emulated", "NPU kernels emulated on the CPU (test device; not hardware)"
+// LoadWeights decodes gemm s's packed weights (B, then the float32 bias
+// when s.Bias) once. data must stay valid and unchanged while the device
+// lives (it is the bundle's mapping).
+func (d *emuDevice) LoadWeights(s kernelSpec, data []byte) (bufView, error) {
+	if err := s.Layout.check(); err != nil {
+		return bufView{}, fmt.Errorf("emulated %s: %w", s.Key, err)
+	}
+	if len(data) != s.BBytes {
+		return bufView{}, fmt.Errorf("emulated %s: %d weight bytes, b_bytes=%d", s.Key, len(data), s.BBytes)
+	}
+	ew := &emuWeights{packed: data, w: gemm.Matrix{Rows: s.N, Cols: s.K, Dtype: gemm.BF16, U16: make([]uint16, s.K*s.N)}}
+	if err := decodeBT(ew.w.U16, data, s.Layout, d.threads); err != nil {
+		return bufView{}, fmt.Errorf("emulated %s: %w", s.Key, err)
+	}
+	if s.Bias {
+		p := data[s.Layout.bytes():]
+		ew.bias = make([]float32, s.N)
+		for n := range ew.bias {
+			ew.bias[n] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*n:]))
+		}
+	}
+	d.mu.Lock()
+	d.held += int64(2*len(ew.w.U16) + 4*len(ew.bias))
+	d.mu.Unlock()
+	return wholeBuffer(ew), nil
 }
+
+func (d *emuDevice) Describe() (string, string) { return d.device, d.note }
 
 func (d *emuDevice) Contexts() int { return len(d.ctxs) }
 
-func (d *emuDevice) Close() error { return nil }
+func (d *emuDevice) Close() error {
+	if d.pool != nil {
+		d.pool.Close()
+		d.pool = nil
+	}
+	return nil
+}
 
 func (d *emuDevice) LoadKernel(b *bundle.Bundle, s kernelSpec) (npuKernel, error) {
 	switch s.Kind {
@@ -103,35 +164,14 @@ func (k *emuKernel) Run(args []bufView) error {
 	}
 }
 
-// weights decodes a packed weight view once: B [K, N] then the bias [N].
-func (k *emuKernel) weights(w bufView) ([]float32, []float32, error) {
-	key := &w.bytes()[0]
-	k.d.mu.Lock()
-	dec, ok := k.d.unpack[key]
-	k.d.mu.Unlock()
-	s := k.s
-	if !ok {
-		var err error
-		dec, err = unpackB(w.bytes(), s.Layout)
-		if err != nil {
-			return nil, nil, err
-		}
-		if s.Bias {
-			p := w.bytes()[s.Layout.bytes():]
-			for n := 0; n < s.N; n++ {
-				dec = append(dec, math.Float32frombits(binary.LittleEndian.Uint32(p[4*n:])))
-			}
-		}
-		k.d.mu.Lock()
-		k.d.unpack[key] = dec
-		k.d.mu.Unlock()
-	}
-	B := dec[:s.K*s.N]
-	var bias []float32
-	if s.Bias {
-		bias = dec[s.K*s.N:]
-	}
-	return B, bias, nil
+// getBF16Par and putBF16Par are getBF16 and putBF16 over the device's
+// threads, a row of width values at a time.
+func (d *emuDevice) getBF16Par(dst []float32, src []byte, width int) {
+	parallel(len(dst)/width, d.threads, func(lo, hi int) { getBF16(dst[lo*width:hi*width], src[2*lo*width:]) })
+}
+
+func (d *emuDevice) putBF16Par(dst []byte, src []float32, width int) {
+	parallel(len(src)/width, d.threads, func(lo, hi int) { putBF16(dst[2*lo*width:], src[lo*width:hi*width]) })
 }
 
 // gemm: C [M, N] = act(A [M, K] · B + bias), float32 accumulation, the
@@ -145,40 +185,25 @@ func (k *emuKernel) gemm(args []bufView) error {
 	if a.size != s.M*s.K*bf16Bytes || w.size != s.BBytes || c.size != s.M*s.N*bf16Bytes {
 		return fmt.Errorf("emulated %s: argument sizes %d, %d, %d; want %d, %d, %d", s.Key, a.size, w.size, c.size, s.M*s.K*bf16Bytes, s.BBytes, s.M*s.N*bf16Bytes)
 	}
-	B, bias, err := k.weights(w)
-	if err != nil {
-		return fmt.Errorf("emulated %s: %w", s.Key, err)
+	ew, ok := w.buf.(*emuWeights)
+	if !ok || w.off != 0 || ew.w.Rows != s.N || ew.w.Cols != s.K || (ew.bias != nil) != s.Bias {
+		return fmt.Errorf("emulated %s: the B argument is not weights loaded for this kernel (%d x %d)", s.Key, s.K, s.N)
 	}
 	A := make([]float32, s.M*s.K)
-	getBF16(A, a.bytes())
+	k.d.getBF16Par(A, a.bytes(), s.K)
 	C := make([]float32, s.M*s.N)
-	parallel(s.M, k.d.threads, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			acc := C[i*s.N : (i+1)*s.N]
-			if bias != nil {
-				copy(acc, bias)
-			}
-			for kk, av := range A[i*s.K : (i+1)*s.K] {
-				if av == 0 {
-					continue
-				}
-				brow := B[kk*s.N : (kk+1)*s.N]
-				for n, bv := range brow {
-					acc[n] += av * bv
-				}
-			}
-			if s.Act != "" {
-				refActivate(acc, s.Act)
-			}
-		}
-	})
-	putBF16(c.bytes(), C)
+	k.d.pool.Linear(C, A, s.M, &ew.w, ew.bias)
+	if s.Act != "" {
+		parallel(s.M, k.d.threads, func(lo, hi int) { refActivate(C[lo*s.N:hi*s.N], s.Act) })
+	}
+	k.d.putBF16Par(c.bytes(), C, s.N)
 	return nil
 }
 
 // mha: per head, softmax(q·kᵀ/√hd)·v over bf16 q, k, v (column thirds of
 // the [L, 3·H] view), o [L, H] in bf16. Vision masks keys past ValidKeys;
-// text runs causal attention inside each Seq-row sequence.
+// text runs causal attention inside each Seq-row sequence. The products
+// accumulate in float32 (gemm), the softmax in float64.
 func (k *emuKernel) mha(args []bufView) error {
 	s := k.s
 	if len(args) != 4 {
@@ -203,40 +228,60 @@ func (k *emuKernel) mha(args []bufView) error {
 		return fmt.Errorf("emulated %s: %d valid keys in a view of %d rows", s.Key, s.ValidKeys, L)
 	}
 	X := make([]float32, L*3*H)
-	getBF16(X, q.bytes())
+	k.d.getBF16Par(X, q.bytes(), 3*H)
 	O := make([]float32, L*H)
 	hd := H / s.Heads
-	scale := 1 / math.Sqrt(float64(hd))
-	parallel(s.Heads*L, k.d.threads, func(lo, hi int) {
-		p := make([]float64, L)
-		for r := lo; r < hi; r++ {
-			head, t := r/L, r%L
-			k0, k1 := 0, s.ValidKeys // keys this query sees
-			if s.Causal {
-				k0, k1 = t/s.Seq*s.Seq, t+1
-			}
-			qt := X[t*3*H+head*hd : t*3*H+head*hd+hd]
-			maxS := math.Inf(-1)
-			for j := k0; j < k1; j++ {
-				p[j] = dot64(qt, X[j*3*H+H+head*hd:j*3*H+H+head*hd+hd]) * scale
-				maxS = math.Max(maxS, p[j])
-			}
-			var sum float64
-			for j := k0; j < k1; j++ {
-				p[j] = math.Exp(p[j] - maxS)
-				sum += p[j]
-			}
-			for e := 0; e < hd; e++ {
-				var acc float64
-				for j := k0; j < k1; j++ {
-					acc += p[j] * float64(X[j*3*H+2*H+head*hd+e])
+	alpha := float32(1 / math.Sqrt(float64(hd)))
+	// One work item per (head, block of rows with the same keys): the whole
+	// view for vision, one sequence for text.
+	rows, keys := L, s.ValidKeys
+	if s.Causal {
+		rows, keys = s.Seq, s.Seq
+	}
+	blocks := L / rows
+	k.d.pool.ParallelWorkers(s.Heads*blocks, func(wk *gemm.Worker, lo, hi int) {
+		p := make([]float32, rows*keys)
+		for item := lo; item < hi; item++ {
+			head, r0 := item/blocks, item%blocks*rows
+			qh := X[r0*3*H+head*hd:]
+			kh := X[r0*3*H+H+head*hd:]
+			vh := X[r0*3*H+2*H+head*hd:]
+			// p [rows, keys] = q·kᵀ/√hd, then row-wise softmax over the keys
+			// each query sees.
+			wk.MatMul(p, keys, qh, 3*H, kh, 3*H, rows, keys, hd, true, alpha)
+			for t := 0; t < rows; t++ {
+				row := p[t*keys : (t+1)*keys]
+				seen := keys
+				if s.Causal {
+					seen = t + 1
 				}
-				O[t*H+head*hd+e] = float32(acc / sum)
+				softmaxPrefix(row, seen)
 			}
+			wk.MatMul(O[r0*H+head*hd:], H, p, keys, vh, 3*H, rows, hd, keys, false, 1)
 		}
 	})
-	putBF16(o.bytes(), O)
+	k.d.putBF16Par(o.bytes(), O, H)
 	return nil
+}
+
+// softmaxPrefix replaces row[:n] with its softmax (float64 sums) and zeroes
+// row[n:], the masked keys.
+func softmaxPrefix(row []float32, n int) {
+	m := math.Inf(-1)
+	for _, v := range row[:n] {
+		m = math.Max(m, float64(v))
+	}
+	var sum float64
+	for j, v := range row[:n] {
+		e := math.Exp(float64(v) - m)
+		row[j] = float32(e)
+		sum += e
+	}
+	inv := 1 / sum
+	for j := range row[:n] {
+		row[j] = float32(float64(row[j]) * inv)
+	}
+	clear(row[n:])
 }
 
 // addLN: y = x + d (bf16), h = LayerNorm(y) without affine (bf16), over
@@ -258,15 +303,15 @@ func (k *emuKernel) addLN(args []bufView) error {
 	rows := n / (s.Dim * bf16Bytes)
 	x := make([]float32, rows*s.Dim)
 	dd := make([]float32, rows*s.Dim)
-	getBF16(x, args[0].bytes())
-	getBF16(dd, args[1].bytes()[:n])
+	k.d.getBF16Par(x, args[0].bytes(), s.Dim)
+	k.d.getBF16Par(dd, args[1].bytes()[:n], s.Dim)
 	for i := range x {
 		x[i] += dd[i]
 	}
 	roundBF16(x)
 	h := make([]float32, len(x))
 	lnNoAffine(h, x, rows, s.Dim, s.Eps, k.d.threads)
-	putBF16(args[2].bytes()[:n], x)
-	putBF16(args[3].bytes()[:n], h)
+	k.d.putBF16Par(args[2].bytes()[:n], x, s.Dim)
+	k.d.putBF16Par(args[3].bytes()[:n], h, s.Dim)
 	return nil
 }

@@ -94,6 +94,13 @@ type npuTower struct {
 	trace            func(op string) // test hook: called before each dispatch
 }
 
+// weightLoader is implemented by a device that takes a GEMM's packed
+// weights (a read-only view of the bundle, valid while the device lives)
+// in its own form instead of a buffer copy: the emulator decodes them once.
+type weightLoader interface {
+	LoadWeights(spec kernelSpec, data []byte) (bufView, error)
+}
+
 // towerSpecs are the kernels a tower needs, loaded by the caller.
 type towerSpecs struct {
 	qkv, o, fc1, fc2, mha, addln kernelSpec
@@ -145,6 +152,12 @@ func newTower(dev npuDevice, ts towerSpecs, prefix string, layers, dim, rows int
 			}
 			if len(data) != specs[j].BBytes {
 				return nil, fmt.Errorf("%w: tensor %s.%d.%s has %d bytes, gemm %s says b_bytes=%d", ErrBadModel, prefix, l, name, len(data), specs[j].Key, specs[j].BBytes)
+			}
+			if wl, ok := dev.(weightLoader); ok {
+				if lw[j], err = wl.LoadWeights(specs[j], data); err != nil {
+					return nil, fmt.Errorf("%s.%d.%s: %w", prefix, l, name, err)
+				}
+				continue
 			}
 			b, err := dev.Alloc(len(data))
 			if err != nil {

@@ -1,17 +1,23 @@
 package clipnpu
 
-// A small exporter, the test-side counterpart of IRON's export_clip.py as
-// far as taconite-clip's reader shows it: host tensors in float32, every
-// layer's four GEMMs packed (LayerNorm affines folded into qkv and fc1, fc2's
-// bias riding an extra fc1 column), the params and kernel records. The
-// packed-B bias (float32 after the matrix) and the tiling fields are this
-// project's assumptions (NPU.md).
+// A small exporter, the counterpart of IRON's export_clip.py as far as
+// taconite-clip's reader shows it: host tensors in float32, every layer's
+// four GEMMs packed (LayerNorm affines folded into qkv and fc1, fc2's bias
+// riding an extra fc1 column), the params and kernel records. The packed-B
+// bias (float32 after the matrix) and the tiling fields are this project's
+// assumptions (NPU.md); the xclbins it writes are placeholders, so its
+// bundles run only on the emulated device. It exists for tests, the CLI's
+// tests and benchmarks; no user-facing command calls it.
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/clipidx/clipidx/clipnpu/bundle"
 	"github.com/clipidx/clipidx/clipnpu/xdna"
@@ -131,8 +137,21 @@ func exportLayer(lw *layerWeights, H, M, N1 int, act string) (qkv, o, fc1, fc2 [
 	return
 }
 
-// exportBundle writes m (both towers) as a CLIP bundle into dir.
-func exportBundle(m *model, dir string, sh exportShape) error {
+// bundleExtra is what an export carries over besides the model: params
+// that replace the exporter's own of the same name, manifest records as
+// written, and tensors copied as they are.
+type bundleExtra struct {
+	params  map[string]string
+	lines   []string
+	tensors []bundle.Tensor
+}
+
+// exportBundle writes m (both towers) as a CLIP bundle into dir, with
+// extra's records and tensors (extra may be nil).
+func exportBundle(m *model, dir string, sh exportShape, extra *bundleExtra) error {
+	if extra == nil {
+		extra = &bundleExtra{}
+	}
 	cfg := m.cfg
 	v, tc := cfg.Vision, cfg.Text
 	w := bundle.NewWriter()
@@ -158,7 +177,15 @@ func exportBundle(m *model, dir string, sh exportShape) error {
 		{"embed_dim", cfg.ProjectionDim}, {"logit_scale", m.logitScale}, {"eos_argmax", eosArgmax},
 		{"bos", 49406}, {"eos", tc.EOS}, {"pad", tc.EOS}, {"prompt_template", "a photo of a {}"},
 	} {
-		w.Param(p.k, p.v)
+		if _, ok := extra.params[p.k]; !ok {
+			w.Param(p.k, p.v)
+		}
+	}
+	for _, k := range sortedKeys(extra.params) {
+		w.Param(k, extra.params[k])
+	}
+	for _, l := range extra.lines {
+		w.Line(l)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {
 		return err
@@ -240,22 +267,109 @@ func exportBundle(m *model, dir string, sh exportShape) error {
 	w.F32("t.ln_final.w", []int{tc.Hidden}, tw.finalW)
 	w.F32("t.ln_final.b", []int{tc.Hidden}, tw.finalB)
 	w.F32("t.proj", []int{cfg.ProjectionDim, tc.Hidden}, matF32(&tw.proj))
+	for _, t := range extra.tensors {
+		w.Raw(t.Name, t.Dtype, t.Shape, t.Bytes())
+	}
 	return w.Write(dir)
 }
 
-// OpenEmulatedBundle opens a bundle on the emulated NPU (for the external
-// conformance test).
-func OpenEmulatedBundle(dir string, opts Options) (Backend, error) {
-	return openBundle(dir, opts, newEmuDevice(opts.Threads))
-}
+// carriedFiles are the files beside a model that a bundle keeps when
+// present: the tokenizer's and the image preprocessing's.
+var carriedFiles = []string{"vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json", "preprocessor_config.json"}
+
+// carriedTags are the manifest records of the reference sets.
+var carriedTags = map[string]bool{"tok_test": true, "refset": true, "ref_image": true, "ref_label": true}
 
 // ExportTinyBundle exports the Hugging Face model in src as a bundle in dst
-// with 4 images and 8 prompts a pass.
+// (an existing folder) with 4 images and 8 prompts a pass, for tests and
+// experiments: its format follows this project's unconfirmed assumptions
+// (NPU.md) and its xclbins are placeholders, so only the emulated device
+// runs it (DeviceEmulatedNPU). When src also carries bundle-form reference
+// records, as the test fixtures do (a manifest.txt with tok_test, refset,
+// ref_image and ref_label records, their tensors in tensors.bin), those
+// records, tensors, params and reference images are carried over, with the
+// tokenizer and preprocessing files, so `clipidx check dst` runs end to end.
 func ExportTinyBundle(src, dst string) error {
 	m, err := loadModel(src, BothTowers)
 	if err != nil {
 		return err
 	}
 	defer m.close()
-	return exportBundle(m, dst, exportShape{vBatch: 4, vM: 64, vMHAExtra: 8, tBatch: 8, tM: 64})
+	var extra *bundleExtra
+	var files []string
+	if bundle.IsBundle(src) {
+		rb, err := bundle.Open(src)
+		if err != nil {
+			return fmt.Errorf("reference records of %s: %w", src, err)
+		}
+		defer rb.Close()
+		if extra, files, err = referenceRecords(rb); err != nil {
+			return fmt.Errorf("reference records of %s: %w", src, err)
+		}
+	}
+	files = append(files, carriedFiles...)
+	if err := exportBundle(m, dst, exportShape{vBatch: 4, vM: 64, vMHAExtra: 8, tBatch: 8, tM: 64}, extra); err != nil {
+		return err
+	}
+	for _, rel := range files {
+		if err := copyInto(src, dst, rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// referenceRecords collects rb's params, reference-set records and their
+// tensors, and the bundle-relative files the records name.
+func referenceRecords(rb *bundle.Bundle) (*bundleExtra, []string, error) {
+	ex := &bundleExtra{params: map[string]string{}}
+	for _, name := range rb.ParamNames() {
+		v, _ := rb.Param(name)
+		ex.params[name] = v
+	}
+	for _, r := range rb.Records() {
+		if carriedTags[r.Tag] {
+			ex.lines = append(ex.lines, r.Text)
+		}
+	}
+	for _, name := range rb.TensorNames() {
+		if strings.HasPrefix(name, "tok.") || strings.HasPrefix(name, "ref.") {
+			t, err := rb.Tensor(name)
+			if err != nil {
+				return nil, nil, err
+			}
+			ex.tensors = append(ex.tensors, t)
+		}
+	}
+	sets, err := rb.RefSets()
+	if err != nil {
+		return nil, nil, err
+	}
+	var files []string
+	for _, rs := range sets {
+		files = append(files, rs.ImageFiles...)
+	}
+	return ex, files, nil
+}
+
+// copyInto copies src/rel to dst/rel, making folders as needed.
+func copyInto(src, dst, rel string) error {
+	data, err := os.ReadFile(filepath.Join(src, rel))
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dst, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, data, 0o644)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
