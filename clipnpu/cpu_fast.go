@@ -14,7 +14,14 @@ package clipnpu
 //
 // Legend (per tower): n sequences in a chunk, T tokens per sequence (257
 // for ViT-H/14 images, 77 for text), H width, M MLP width, A heads,
-// d = H/A head width, D projection dim, R = n·T rows of the residual stream.
+// d = H/A head width, D projection dim, R rows of the residual stream.
+//
+// Sequences are packed: sequence b occupies rows [off[b], off[b]+len[b]).
+// Images keep all T tokens. A prompt keeps only the tokens up to the one it
+// pools (its EOS): under the causal mask the later tokens (padding) cannot
+// change that row, so they are never computed and R = Σ len[b] ≤ n·T. The
+// result is the same as HF's full-context forward, at a fraction of the
+// cost for short prompts.
 
 import (
 	"fmt"
@@ -69,7 +76,9 @@ type fastTower struct {
 	mlp              []float32 // MLP hidden [R, M]; also im2col and patch scratch
 	scores           []float32 // per worker [T, T]
 	pooled, pooledLN []float32 // [n, H]
-	at               []int     // [n] pooled token of each sequence
+	at               []int     // [n] pooled token of each sequence (within it)
+	off, lens        []int     // [n] first row and row count of each sequence
+	rows             int       // R of the current chunk
 	aux              []float32 // per worker [M] scratch for quick_gelu
 }
 
@@ -200,6 +209,8 @@ func (t *fastTower) reserve(n, workers int) {
 	t.pooledLN = make([]float32, n*t.H)
 	t.aux = make([]float32, workers*t.M)
 	t.at = make([]int, n)
+	t.off = make([]int, n)
+	t.lens = make([]int, n)
 }
 
 // images runs the vision tower on n ≤ fastImageChunk images into out [n, D].
@@ -240,9 +251,11 @@ func (f *fastCPU) images(out, pixels []float32, n int) {
 			fastLayerNorm(row, row, vw.preW, vw.preB, t.eps)
 		}
 	})
-	at := t.at[:n]
-	clear(at) // the class token
-	f.encode(t, n, at)
+	for b := 0; b < n; b++ { // every token; pool the class token
+		t.off[b], t.lens[b], t.at[b] = b*T, T, 0
+	}
+	t.rows = n * T
+	f.encode(t, n)
 	f.finish(t, out, n)
 }
 
@@ -252,18 +265,23 @@ func (f *fastCPU) texts(out []float32, ids []int32, n int) {
 	t.reserve(n, f.pool.Threads())
 	T, H := t.T, t.H
 	tw := f.m.text
-	f.pool.Parallel(n*T, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := t.x[r*H : (r+1)*H]
-			emb := tw.tok.rowInto(int(ids[r]), row)
-			fastAdd(row, emb, tw.pos[(r%T)*H:(r%T+1)*H])
+	R := 0
+	for b := 0; b < n; b++ { // tokens up to the pooled one
+		t.at[b] = fastPoolIndex(ids[b*T:(b+1)*T], f.m.cfg.Text.EOS)
+		t.off[b], t.lens[b] = R, t.at[b]+1
+		R += t.lens[b]
+	}
+	t.rows = R
+	f.pool.Parallel(n, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			for j := 0; j < t.lens[b]; j++ {
+				row := t.x[(t.off[b]+j)*H : (t.off[b]+j+1)*H]
+				emb := tw.tok.rowInto(int(ids[b*T+j]), row)
+				fastAdd(row, emb, tw.pos[j*H:(j+1)*H])
+			}
 		}
 	})
-	at := t.at[:n]
-	for b := range at {
-		at[b] = fastPoolIndex(ids[b*T:(b+1)*T], f.m.cfg.Text.EOS)
-	}
-	f.encode(t, n, at)
+	f.encode(t, n)
 	f.finish(t, out, n)
 }
 
@@ -293,26 +311,26 @@ func (f *fastCPU) finish(t *fastTower, out []float32, n int) {
 	f.pool.Linear(out, t.pooledLN[:n*H], n, &t.proj, nil)
 }
 
-// encode runs the encoder layers on the residual stream t.x [n·T, H] and
+// encode runs the encoder layers on the residual stream t.x [R, H] and
 // leaves in t.pooled [n, H] the output rows the tower pools (token at[b] of
 // sequence b). The last layer computes only what those rows need: keys and
 // values of every token, the rest for the pooled rows alone.
-func (f *fastCPU) encode(t *fastTower, n int, at []int) {
+func (f *fastCPU) encode(t *fastTower, n int) {
 	L := len(t.layers)
 	for i := 0; i < L-1; i++ {
 		f.layer(t, &t.layers[i], n)
 	}
-	f.lastLayer(t, &t.layers[L-1], n, at)
+	f.lastLayer(t, &t.layers[L-1], n)
 }
 
 // lastLayer is layer restricted to the pooled rows: with xp = x[at] [n, H],
 //
 //	h = LN1(x); k, v = h·Wkᵀ+bk, h·Wvᵀ+bv (all rows); qp = h[at]·Wqᵀ + bq
 //	xp += attention(qp, k, v)·Woᵀ + bo; xp += act(LN2(xp)·W1ᵀ + b1)·W2ᵀ + b2
-func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int, at []int) {
+func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
 	p := f.pool
 	T, H, M, A := t.T, t.H, t.M, t.A
-	R, d := n*T, H/A
+	R, d := t.rows, H/A
 	x, h, k, v := t.x[:R*H], t.h[:R*H], t.k[:R*H], t.v[:R*H]
 	xp, hp := t.pooled[:n*H], t.pooledLN[:n*H]
 	qp, mlp := t.q[:n*H], t.mlp[:n*M]
@@ -326,7 +344,7 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int, at []int) {
 	p.Linear(k, h, R, &l.k, l.kB)
 	p.Linear(v, h, R, &l.v, l.vB)
 	for b := 0; b < n; b++ {
-		r := b*T + at[b]
+		r := t.off[b] + t.at[b]
 		copy(xp[b*H:(b+1)*H], x[r*H:(r+1)*H])
 		copy(hp[b*H:(b+1)*H], h[r*H:(r+1)*H])
 	}
@@ -336,11 +354,10 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int, at []int) {
 		s := t.scores[w.ID()*T*T : w.ID()*T*T+T]
 		for i := lo; i < hi; i++ {
 			b, a := i/A, i%A
-			keys := T // tokens the pooled row attends to
-			if t.causal {
-				keys = at[b] + 1
-			}
-			kv := b*T*H + a*d
+			// The pooled row attends to the whole kept sequence: all tokens
+			// for an image, those up to and including itself for a prompt.
+			keys := t.lens[b]
+			kv := t.off[b]*H + a*d
 			w.MatMul(s, T, qp[b*H+a*d:], H, k[kv:], H, 1, keys, d, true, scale)
 			fastSoftmax(s[:keys])
 			w.MatMul(ctx[b*H+a*d:], H, s, T, v[kv:], H, 1, d, keys, false, 1)
@@ -378,7 +395,7 @@ func (f *fastCPU) activate(t *fastTower, mlp []float32, R int) {
 //	h = LN2(x); x += act(h·W1ᵀ + b1)·W2ᵀ + b2
 func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 	p := f.pool
-	R, H, M := n*t.T, t.H, t.M
+	R, H, M := t.rows, t.H, t.M
 	x, h, q, k, v := t.x[:R*H], t.h[:R*H], t.q[:R*H], t.k[:R*H], t.v[:R*H]
 	mlp := t.mlp[:R*M]
 
@@ -414,18 +431,18 @@ func fastAddRows(p *gemm.Pool, x, y []float32, R, H int) {
 // (sequence, head) pair per task; q, k, v are [R, H] with head a in columns
 // [a·d, (a+1)·d).
 func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
-	T, H, A := t.T, t.H, t.A
+	T, H, A := t.T, t.H, t.A // T bounds every sequence's length L
 	d := H / A
 	scale := float32(1 / math.Sqrt(float64(d)))
 	f.pool.ParallelWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
 		s := t.scores[w.ID()*T*T : (w.ID()+1)*T*T]
 		for i := lo; i < hi; i++ {
 			b, a := i/A, i%A
-			off := b*T*H + a*d
-			// s [T, T] = scale · q_a · k_aᵀ
-			w.MatMul(s, T, q[off:], H, k[off:], H, T, T, d, true, scale)
-			for r := 0; r < T; r++ {
-				row := s[r*T : (r+1)*T]
+			L, off := t.lens[b], t.off[b]*H+a*d
+			// s [L, L] = scale · q_a · k_aᵀ
+			w.MatMul(s, L, q[off:], H, k[off:], H, L, L, d, true, scale)
+			for r := 0; r < L; r++ {
+				row := s[r*L : (r+1)*L]
 				if t.causal {
 					fastSoftmax(row[:r+1])
 					clear(row[r+1:])
@@ -433,8 +450,8 @@ func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
 					fastSoftmax(row)
 				}
 			}
-			// ctx_a [T, d] = s · v_a
-			w.MatMul(ctx[off:], H, s, T, v[off:], H, T, d, T, false, 1)
+			// ctx_a [L, d] = s · v_a
+			w.MatMul(ctx[off:], H, s, L, v[off:], H, L, d, L, false, 1)
 		}
 	})
 }

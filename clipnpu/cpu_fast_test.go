@@ -37,6 +37,13 @@ func smallConfig(vh, vheads, vlayers, patch, size, th, theads, tlayers, ctx, pro
 	}
 }
 
+// legacyEOS sets the old eos_token_id 2: HF then pools at the largest id
+// (999 in these tests, the real EOS id).
+func legacyEOS(c clipnpu.Config) clipnpu.Config {
+	c.Text.EOS = 2
+	return c
+}
+
 // TestFastMatchesReference runs the fast and the reference forward on the
 // same random weights of several shapes and dtypes, each item alone and in a
 // batch (batch sizes that cross the fast path's chunking).
@@ -53,6 +60,7 @@ func TestFastMatchesReference(t *testing.T) {
 		{"short context f16", smallConfig(48, 2, 1, 8, 40, 56, 7, 2, 19, 16, "gelu"), "f16", 2},
 		{"text chunking", smallConfig(32, 2, 1, 16, 32, 32, 2, 1, 9, 8, "gelu"), "f32", 35},
 		{"image chunking", smallConfig(32, 2, 1, 16, 32, 32, 2, 1, 9, 8, "quick_gelu"), "bf16", 10},
+		{"legacy eos 2", legacyEOS(smallConfig(40, 4, 2, 16, 48, 40, 4, 2, 30, 16, "gelu")), "f32", 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,10 +83,19 @@ func TestFastMatchesReference(t *testing.T) {
 			for i := range px {
 				px[i] = float32(rng.NormFloat64())
 			}
+			// Prompts of random length (the fast path drops the tokens after
+			// the pooled one), one of full length and, from 3 prompts on,
+			// one without EOS (HF pools its first token).
 			ids := make([]int32, tc.n*T)
 			for b := 0; b < tc.n; b++ {
 				seq := ids[b*T : (b+1)*T]
 				L := 2 + rng.IntN(T-1) // EOS position + 1
+				switch {
+				case b == tc.n-1:
+					L = T
+				case b == 1 && tc.n > 2:
+					L = T + 1 // no EOS
+				}
 				seq[0] = 998
 				for j := 1; j < T; j++ {
 					seq[j] = int32(rng.IntN(990))

@@ -24,24 +24,26 @@ type benchModelOptions struct {
 	seed   uint64
 	images int // images per pass
 	texts  int // prompts per pass
+	tokens int // tokens per prompt incl. BOS and EOS; 0 = the full context
 	runs   int // timed passes after the warm-up
 	json   bool
 }
 
 // benchModelResult is what `bench model --json` prints.
 type benchModelResult struct {
-	Model      string    `json:"model"`
-	Dtype      string    `json:"dtype,omitempty"`
-	Device     string    `json:"device"`
-	Threads    int       `json:"threads"`
-	Images     int       `json:"images"`
-	Texts      int       `json:"texts"`
-	Runs       int       `json:"runs"`
-	LoadS      float64   `json:"load_s"`
-	ImagePassS float64   `json:"image_pass_s"`
-	TextPassS  float64   `json:"text_pass_s"`
-	ImageRunsS []float64 `json:"image_runs_s"`
-	TextRunsS  []float64 `json:"text_runs_s"`
+	Model        string    `json:"model"`
+	Dtype        string    `json:"dtype,omitempty"`
+	Device       string    `json:"device"`
+	Threads      int       `json:"threads"`
+	Images       int       `json:"images"`
+	Texts        int       `json:"texts"`
+	PromptTokens int       `json:"prompt_tokens"`
+	Runs         int       `json:"runs"`
+	LoadS        float64   `json:"load_s"`
+	ImagePassS   float64   `json:"image_pass_s"`
+	TextPassS    float64   `json:"text_pass_s"`
+	ImageRunsS   []float64 `json:"image_runs_s"`
+	TextRunsS    []float64 `json:"text_runs_s"`
 	// Median process CPU seconds (all threads, user+system) of the timed
 	// passes: on a shared machine their ratio to another runtime's is
 	// steadier than the wall times'. 0 where the system cannot tell.
@@ -83,6 +85,7 @@ shape. Without --random the model folder (--model) is loaded.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the --random weights")
 	f.IntVar(&o.images, "images", 4, "images per pass (0 skips the image pass)")
 	f.IntVar(&o.texts, "texts", 8, "prompts per pass (0 skips the text pass)")
+	f.IntVar(&o.tokens, "prompt-tokens", 0, "tokens per prompt with BOS and EOS (0 = the full context, 77); the CPU path skips the padding after EOS")
 	f.IntVar(&o.runs, "runs", 3, "timed passes after the warm-up (the median is reported)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return c
@@ -104,6 +107,9 @@ func (o *benchModelOptions) validate(dtypeSet bool) error {
 	}
 	if o.images < 0 || o.texts < 0 || o.images+o.texts == 0 {
 		return fmt.Errorf("--images %d --texts %d: want non-negative counts, not both 0", o.images, o.texts)
+	}
+	if o.tokens != 0 && o.tokens < 2 {
+		return fmt.Errorf("--prompt-tokens %d: want 0 (the full context) or at least 2 (BOS and EOS)", o.tokens)
 	}
 	if o.runs < 1 {
 		return fmt.Errorf("--runs %d: want at least 1", o.runs)
@@ -181,8 +187,15 @@ func benchBackend(b clipnpu.Backend, cfg clipnpu.Config, o benchModelOptions) (*
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	res := &benchModelResult{Device: info.Device, Threads: threads, Images: o.images, Texts: o.texts, Runs: o.runs,
-		ImageGFLOP: imageFLOPs(cfg) / 1e9, TextGFLOP: textFLOPs(cfg) / 1e9}
+	tokens := o.tokens
+	if tokens == 0 {
+		tokens = cfg.Text.Context
+	}
+	if tokens > cfg.Text.Context {
+		return nil, fmt.Errorf("--prompt-tokens %d: the model's context is %d tokens", tokens, cfg.Text.Context)
+	}
+	res := &benchModelResult{Device: info.Device, Threads: threads, Images: o.images, Texts: o.texts, PromptTokens: tokens, Runs: o.runs,
+		ImageGFLOP: imageFLOPs(cfg) / 1e9, TextGFLOP: textFLOPs(cfg, tokens) / 1e9}
 	rng := rand.New(rand.NewPCG(o.seed, 5))
 	if o.images > 0 {
 		S := cfg.Vision.ImageSize
@@ -199,7 +212,7 @@ func benchBackend(b clipnpu.Backend, cfg clipnpu.Config, o benchModelOptions) (*
 		res.ImageGFLOPS = res.ImageGFLOP * float64(o.images) / res.ImagePassS
 	}
 	if o.texts > 0 {
-		ids := benchPrompts(rng, o.texts, cfg.Text)
+		ids := benchPrompts(rng, o.texts, tokens, cfg.Text)
 		runs, cpu, err := timePasses(o.runs, func() error { _, err := b.EncodeTexts(ids, o.texts); return err })
 		if err != nil {
 			return nil, fmt.Errorf("text pass: %w", err)
@@ -213,15 +226,15 @@ func benchBackend(b clipnpu.Backend, cfg clipnpu.Config, o benchModelOptions) (*
 	return res, nil
 }
 
-// benchPrompts makes n token sequences [n, T]: BOS, random word ids, EOS,
-// then EOS padding, with lengths spread over the context.
-func benchPrompts(rng *rand.Rand, n int, c clipnpu.TextConfig) []int32 {
+// benchPrompts makes n token sequences [n, T] of tokens ≤ T tokens each:
+// BOS, random word ids, EOS at position tokens-1, then EOS padding.
+func benchPrompts(rng *rand.Rand, n, tokens int, c clipnpu.TextConfig) []int32 {
 	T := c.Context
 	ids := make([]int32, n*T)
 	words := max(c.Vocab-2, 1)
+	end := min(tokens, T) - 1 // EOS position
 	for b := 0; b < n; b++ {
 		seq := ids[b*T : (b+1)*T]
-		end := min(T-1, 4+rng.IntN(max(T-4, 1))) // EOS position
 		for j := range seq {
 			switch {
 			case j == 0:
@@ -296,11 +309,12 @@ func imageFLOPs(c clipnpu.Config) float64 {
 		linearFLOPs(1, v.Hidden, c.ProjectionDim)
 }
 
-// textFLOPs is one prompt (a full context of T tokens) through the text
-// tower and its projection.
-func textFLOPs(c clipnpu.Config) float64 {
+// textFLOPs is one prompt of tokens tokens through the text tower and its
+// projection. HF (and PyTorch) always run the full context; the fast CPU
+// path runs the tokens up to EOS only, which this count assumes.
+func textFLOPs(c clipnpu.Config, tokens int) float64 {
 	t := c.Text
-	return encoderFLOPs(t.Layers, t.Context, t.Hidden, t.MLP) + linearFLOPs(1, t.Hidden, c.ProjectionDim)
+	return encoderFLOPs(t.Layers, tokens, t.Hidden, t.MLP) + linearFLOPs(1, t.Hidden, c.ProjectionDim)
 }
 
 func printBenchModel(w io.Writer, r *benchModelResult) {
@@ -317,7 +331,7 @@ func printBenchModel(w io.Writer, r *benchModelResult) {
 		fmt.Fprintln(w)
 	}
 	if r.Texts > 0 {
-		fmt.Fprintf(w, "texts    pass of %d: %.3f s  %.2f prompts/s", r.Texts, r.TextPassS, r.PromptsPerS)
+		fmt.Fprintf(w, "texts    pass of %d (%d tokens): %.3f s  %.2f prompts/s", r.Texts, r.PromptTokens, r.TextPassS, r.PromptsPerS)
 		if r.TextGFLOP > 0 {
 			fmt.Fprintf(w, "  %.1f GFLOP/s (%.1f GFLOP a prompt)", r.TextGFLOPS, r.TextGFLOP)
 		}

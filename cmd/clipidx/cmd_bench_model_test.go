@@ -24,7 +24,7 @@ func TestBenchFLOPs(t *testing.T) {
 		tol       float64
 	}{
 		{"h14 image", imageFLOPs(clipnpu.ViTH14Config()) / 1e9, 334.6, 0.05},
-		{"h14 text", textFLOPs(clipnpu.ViTH14Config()) / 1e9, 47.1, 0.05},
+		{"h14 text", textFLOPs(clipnpu.ViTH14Config(), 77) / 1e9, 47.1, 0.05},
 		{"b32 image", imageFLOPs(clipnpu.ViTB32Config()) / 1e9, 8.8, 0.05},
 	}
 	for _, tc := range tests {
@@ -52,6 +52,8 @@ func TestBenchModelValidate(t *testing.T) {
 		{"negative images", func(o *benchModelOptions) { o.images = -1 }, false, "--images"},
 		{"nothing to do", func(o *benchModelOptions) { o.images, o.texts = 0, 0 }, false, "not both 0"},
 		{"no runs", func(o *benchModelOptions) { o.runs = 0 }, false, "--runs"},
+		{"short prompts", func(o *benchModelOptions) { o.tokens = 7 }, false, ""},
+		{"one-token prompts", func(o *benchModelOptions) { o.tokens = 1 }, false, "--prompt-tokens"},
 	}
 	for _, tc := range tests {
 		o := ok
@@ -88,21 +90,25 @@ func TestMedian(t *testing.T) {
 
 func TestBenchPrompts(t *testing.T) {
 	c := clipnpu.ViTH14Config().Text
-	ids := benchPrompts(rand.New(rand.NewPCG(1, 2)), 20, c)
-	if len(ids) != 20*c.Context {
-		t.Fatalf("%d ids, want %d", len(ids), 20*c.Context)
-	}
-	for b := 0; b < 20; b++ {
-		seq := ids[b*c.Context : (b+1)*c.Context]
-		if seq[0] != 49406 {
-			t.Errorf("prompt %d starts with %d, want BOS", b, seq[0])
+	for _, tokens := range []int{2, 9, 77, 100} {
+		ids := benchPrompts(rand.New(rand.NewPCG(1, 2)), 5, tokens, c)
+		if len(ids) != 5*c.Context {
+			t.Fatalf("%d ids, want %d", len(ids), 5*c.Context)
 		}
-		if seq[c.Context-1] != c.EOS {
-			t.Errorf("prompt %d: last id %d, want EOS padding", b, seq[c.Context-1])
-		}
-		for j, id := range seq[1:] {
-			if id < 0 || int(id) >= c.Vocab || (id == 49406) {
-				t.Errorf("prompt %d position %d: id %d", b, j+1, id)
+		eos := min(tokens, c.Context) - 1
+		for b := 0; b < 5; b++ {
+			seq := ids[b*c.Context : (b+1)*c.Context]
+			if seq[0] != 49406 {
+				t.Errorf("tokens %d prompt %d starts with %d, want BOS", tokens, b, seq[0])
+			}
+			for j := 1; j < c.Context; j++ {
+				id := seq[j]
+				switch {
+				case j >= eos && id != c.EOS:
+					t.Errorf("tokens %d prompt %d position %d: id %d, want EOS", tokens, b, j, id)
+				case j < eos && (id < 0 || id >= 49406):
+					t.Errorf("tokens %d prompt %d position %d: id %d, want a word", tokens, b, j, id)
+				}
 			}
 		}
 	}
@@ -169,7 +175,8 @@ func TestBenchModelFolder(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{[]string{"--images", "2", "--texts", "3"}, []string{"images   pass of 2", "texts    pass of 3", "GFLOP/s", "peak RSS"}, nil},
+		{[]string{"--images", "2", "--texts", "3"}, []string{"images   pass of 2", "texts    pass of 3 (77 tokens)", "GFLOP/s", "peak RSS"}, nil},
+		{[]string{"--images", "0", "--texts", "2", "--prompt-tokens", "9"}, []string{"texts    pass of 2 (9 tokens)"}, nil},
 		{[]string{"--images", "1", "--texts", "0"}, []string{"images   pass of 1"}, []string{"texts"}},
 		{[]string{"--images", "0", "--texts", "1", "--device", "reference"}, []string{"on cpu-reference", "texts    pass of 1"}, []string{"images   pass"}},
 	} {
