@@ -41,6 +41,9 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w (waited %v)", path, ErrBusy, timeout)
 	}
+	if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
+		return nil, fmt.Errorf("open %s: %w (%v)", path, ErrCorrupt, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -115,7 +118,7 @@ func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
 		return nil, err
 	}
 	r := &Reader{db: db, path: path}
-	if err := db.View(func(tx *bolt.Tx) error { _, err := readMeta(tx); return err }); err != nil {
+	if err := guard(func() error { return db.View(func(tx *bolt.Tx) error { _, err := readMeta(tx); return err }) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -125,12 +128,14 @@ func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
 // View runs fn on a consistent snapshot. Slices handed out by the snapshot
 // are valid only until fn returns.
 func (r *Reader) View(fn func(s *Snapshot) error) error {
-	return r.db.View(func(tx *bolt.Tx) error {
-		id, err := readMeta(tx)
-		if err != nil {
-			return err
-		}
-		return fn(&Snapshot{tx: tx, id: id})
+	return guard(func() error {
+		return r.db.View(func(tx *bolt.Tx) error {
+			id, err := readMeta(tx)
+			if err != nil {
+				return err
+			}
+			return fn(&Snapshot{tx: tx, id: id})
+		})
 	})
 }
 
@@ -153,15 +158,18 @@ type WriterOptions struct {
 // Writer adds and removes files. It holds the build lock from OpenWriter to
 // Close, but the database itself only during each call.
 type Writer struct {
-	path string
-	id   Identity
-	opts WriterOptions
-	lock *os.File
+	path   string
+	id     Identity
+	opts   WriterOptions
+	lock   *os.File
+	backup string // where a damaged index was moved (see Backup)
 }
 
 // OpenWriter takes the build lock for path, creates the index if needed and
 // checks that it was built with identity id. It returns ErrBuildRunning when
-// another build runs, ErrModelMismatch or ErrSchema (unless opts.Reindex).
+// another build runs, ErrModelMismatch, ErrSchema or ErrCorrupt (unless
+// opts.Reindex: then an index of another model is wiped, and a damaged one,
+// found by Check, is moved aside to Backup() and replaced by an empty one).
 func OpenWriter(path string, id Identity, opts WriterOptions) (*Writer, error) {
 	if id.Dim <= 0 {
 		return nil, fmt.Errorf("%w: dimension %d", ErrBadVector, id.Dim)
@@ -182,17 +190,40 @@ func OpenWriter(path string, id Identity, opts WriterOptions) (*Writer, error) {
 		if err == nil {
 			err = have.Compatible(id, false)
 		}
-		if err != nil && opts.Reindex {
+		if err == nil && opts.Reindex {
+			// Starting over is the way out of a damaged index: look.
+			if cerr := (&Snapshot{tx: tx, id: have}).Check(true); cerr != nil {
+				err = fmt.Errorf("%w: %v", ErrCorrupt, cerr)
+			}
+		}
+		if err != nil && opts.Reindex && !errors.Is(err, ErrCorrupt) {
 			return initialize(tx, id, true)
 		}
 		return err
 	})
+	if errors.Is(err, ErrCorrupt) && opts.Reindex {
+		err = w.startOver()
+	}
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
 	return w, nil
 }
+
+// startOver moves a damaged index aside (path.corrupt-TIME, never deleted)
+// and creates an empty one in its place.
+func (w *Writer) startOver() error {
+	backup := w.path + ".corrupt-" + time.Now().UTC().Format("20060102T150405.000Z")
+	if err := os.Rename(w.path, backup); err != nil {
+		return fmt.Errorf("move the damaged index aside: %w", err)
+	}
+	w.backup = backup
+	return w.update(func(tx *bolt.Tx) error { return initialize(tx, w.id, false) })
+}
+
+// Backup is where OpenWriter with Reindex moved a damaged index, or "".
+func (w *Writer) Backup() string { return w.backup }
 
 func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
 	timeout := w.opts.Timeout
@@ -204,11 +235,21 @@ func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
 		return err
 	}
 	db.NoSync = w.opts.NoSync
-	err = db.Update(fn)
+	err = guard(func() error { return db.Update(fn) })
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// guard turns a panic of bbolt on a damaged page into ErrCorrupt.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
+		}
+	}()
+	return fn()
 }
 
 // Identity is the identity the index was opened with.

@@ -53,8 +53,9 @@ var (
 	// ErrBadVector is returned when a vector has the wrong length, is not
 	// finite or has zero norm.
 	ErrBadVector = errors.New("invalid vector")
-	// ErrCorrupt is returned when a record cannot be decoded.
-	ErrCorrupt = errors.New("index record corrupt")
+	// ErrCorrupt is returned when the index file or a record in it is
+	// damaged.
+	ErrCorrupt = errors.New("index damaged: run `clipidx build --reindex DIR...` to start over (the damaged file is kept beside it as .corrupt-TIME)")
 )
 
 // Identity names the model and pipeline the vectors come from. Two indexes

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestReindexRecoversDamagedIndex: a file bbolt cannot open, or one with a
+// corrupt record, is refused with a way forward (--reindex); a Reindex
+// writer moves it aside as <db>.corrupt-<time> and starts a fresh index.
+func TestReindexRecoversDamagedIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"not a database", func(t *testing.T, path string) {
+			os.WriteFile(path, []byte(strings.Repeat("garbage!", 2048)), 0o644)
+		}},
+		{"corrupt record", func(t *testing.T, path string) {
+			w := openW(t, path)
+			var b Batch
+			b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+			if err := w.Commit(&b); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.update(func(tx *bolt.Tx) error { return tx.Bucket(bFiles).Put([]byte("/p/a"), []byte{9, 9}) }); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "x.db")
+			tc.damage(t, path)
+			damaged, _ := os.ReadFile(path)
+			check := func() error {
+				r, err := OpenReader(path, ReaderOptions{})
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				return r.View(func(s *Snapshot) error {
+					if err := s.Files("", func(string, File) error { return nil }); err != nil {
+						return err
+					}
+					return s.Check(true)
+				})
+			}
+			err := check()
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "--reindex") {
+				t.Errorf("reading the damaged index: %v, want ErrCorrupt naming --reindex", err)
+			}
+			w, err := OpenWriter(path, testID, WriterOptions{Reindex: true})
+			if err != nil {
+				t.Fatalf("reindex: %v", err)
+			}
+			var b Batch
+			b.Put("/p/new", File{Hash: hashOf("N")}, vec(3, 8))
+			if err := w.Commit(&b); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			mustCheck(t, path, false)
+			backups, _ := filepath.Glob(path + ".corrupt-*")
+			if len(backups) != 1 {
+				t.Fatalf("backups %v, want one", backups)
+			}
+			if kept, _ := os.ReadFile(backups[0]); string(kept) != string(damaged) {
+				t.Errorf("backup differs from the damaged file")
+			}
+			if w.Backup() != backups[0] {
+				t.Errorf("Writer.Backup() = %q, want %q", w.Backup(), backups[0])
+			}
+		})
+	}
+}
