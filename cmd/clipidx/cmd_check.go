@@ -183,7 +183,7 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 	S, D, T := info.ImageSize, info.Dim, info.Context
 	nImg, nTxt := len(rs.Images), len(rs.Labels)
 	minImg, minTxt := cpuMinCosine, cpuMinCosine
-	npu := strings.HasPrefix(info.Device, "npu") // "npu", or "npu-emulated" in tests
+	npu := strings.HasPrefix(info.Device, "npu") || info.Device == clipnpu.DeviceEmulatedNPU // bf16 bundle numerics
 	if npu {
 		minImg, minTxt = npuMinCosineImage, npuMinCosineText
 	}

@@ -20,7 +20,12 @@ func init() { subcommands = append(subcommands, newInfoCmd) }
 // hardwareNote says plainly what has and has not run on an NPU.
 const hardwareNote = "The NPU path (clipnpu/xdna ioctls and the bundle replay) has never run on NPU hardware: " +
 	"it is built from the amdxdna uAPI header, XRT and taconite's public sources, and tested here only " +
-	"against an emulated device (kernel semantics on the CPU), the struct layouts and the request numbers."
+	"against an emulated device (kernel semantics on the CPU), the struct layouts and the request numbers. " +
+	"Without a usable NPU a bundle runs on that emulated device, on the CPU."
+
+// autoEmulated is what --device auto uses for a bundle without a usable
+// NPU: the replay on clipnpu's CPU-emulated device.
+const autoEmulated = "cpu (bundle kernels emulated)"
 
 // infoJSON is `clipidx info --json`.
 type infoJSON struct {
@@ -154,10 +159,15 @@ func gatherInfo(node, model string) infoJSON {
 
 	r.AutoDevice = "cpu"
 	if m.Kind == "bundle" {
-		// A bundle runs only on the NPU.
-		r.AutoDevice = "none (a bundle needs a usable NPU)"
-		if r.NPU.Usable && m.Error == "" {
+		// A bundle runs on the NPU, else with its kernels emulated on the
+		// CPU (clipnpu.DeviceEmulatedNPU).
+		switch {
+		case m.Error != "":
+			r.AutoDevice = "none (the bundle cannot be read)"
+		case r.NPU.Usable:
 			r.AutoDevice = "npu"
+		default:
+			r.AutoDevice = autoEmulated
 		}
 	}
 	return r

@@ -67,7 +67,7 @@ func TestInfoJSONBundle(t *testing.T) {
 		t.Errorf("hardware status = %v, %q", r.HardwareValidated, r.Note)
 	}
 	if noNPU() {
-		if r.NPU.Usable || !strings.Contains(r.NPU.Reason, "/dev/accel") || !strings.HasPrefix(r.AutoDevice, "none") {
+		if r.NPU.Usable || !strings.Contains(r.NPU.Reason, "/dev/accel") || r.AutoDevice != autoEmulated {
 			t.Errorf("npu = %+v, auto = %q", r.NPU, r.AutoDevice)
 		}
 	}
