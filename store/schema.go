@@ -44,7 +44,7 @@ var (
 	ErrSchema = errors.New("index schema version mismatch")
 	// ErrModelMismatch is returned when the index was built with another model,
 	// dimension, preprocessing version or EXIF setting than the one in use.
-	ErrModelMismatch = errors.New("index was built with a different model")
+	ErrModelMismatch = errors.New("index was built with a different model or settings")
 	// ErrBuildRunning is returned when another build holds the build lock.
 	ErrBuildRunning = errors.New("another build is running on this index")
 	// ErrNoVector is returned by Commit when a Put without a vector names a
@@ -58,8 +58,8 @@ var (
 	ErrCorrupt = errors.New("index damaged: run `clipidx build --reindex DIR...` to start over (the damaged file is kept beside it as .corrupt-TIME)")
 )
 
-// Identity names the model and pipeline the vectors come from. Two indexes
-// may be mixed only when every field matches.
+// Identity names the model and pipeline the vectors come from. Vectors of
+// two identities are mixed only when Compatible says so.
 type Identity struct {
 	Model       string `json:"model"`
 	WeightsHash string `json:"weights_hash,omitempty"`
@@ -70,30 +70,48 @@ type Identity struct {
 
 // Compatible returns nil when vectors computed under want may be stored in
 // (or searched against) an index built under have. Text queries pass
-// textOnly, which ignores the image preprocessing fields.
+// textOnly, which ignores the image preprocessing fields. The model is the
+// same when both weights hashes are known and equal, whatever the folder
+// names (the same checkpoint as an HF folder and as a bundle); when either
+// hash is unknown, the names must match.
 func (have Identity) Compatible(want Identity, textOnly bool) error {
 	var diff []string
-	if have.Model != want.Model {
+	model := false // the model itself differs (not only a setting)
+	switch {
+	case have.WeightsHash != "" && want.WeightsHash != "":
+		if have.WeightsHash != want.WeightsHash {
+			diff = append(diff, fmt.Sprintf("model %q with weights %.12s, not %q with %.12s", have.Model, have.WeightsHash, want.Model, want.WeightsHash))
+			model = true
+		}
+	case have.Model != want.Model:
 		diff = append(diff, fmt.Sprintf("model %q, not %q", have.Model, want.Model))
-	}
-	if have.WeightsHash != want.WeightsHash && have.WeightsHash != "" && want.WeightsHash != "" {
-		diff = append(diff, fmt.Sprintf("weights %.12s, not %.12s", have.WeightsHash, want.WeightsHash))
+		model = true
 	}
 	if have.Dim != want.Dim {
 		diff = append(diff, fmt.Sprintf("dimension %d, not %d", have.Dim, want.Dim))
+		model = true
 	}
+	exif := false
 	if !textOnly {
 		if have.Preprocess != want.Preprocess {
 			diff = append(diff, fmt.Sprintf("preprocessing %q, not %q", have.Preprocess, want.Preprocess))
 		}
 		if have.EXIF != want.EXIF {
 			diff = append(diff, fmt.Sprintf("EXIF orientation %v, not %v", have.EXIF, want.EXIF))
+			exif = true
 		}
 	}
 	if len(diff) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: the index has %s; rebuild it with `clipidx build --reindex DIR...` or pass the matching --model", ErrModelMismatch, joinComma(diff))
+	hint := "rebuild it with `clipidx build --reindex DIR...`"
+	switch {
+	case model:
+		hint += " or pass the matching --model"
+	case exif && len(diff) == 1:
+		hint = fmt.Sprintf("pass --exif=%v to match it, or rebuild it with `clipidx build --reindex --exif=%v DIR...`", have.EXIF, want.EXIF)
+	}
+	return fmt.Errorf("%w: the index has %s; %s", ErrModelMismatch, joinComma(diff), hint)
 }
 
 func joinComma(s []string) string {

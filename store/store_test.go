@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -226,7 +227,7 @@ func TestIdentityMismatch(t *testing.T) {
 		name string
 		mod  func(*Identity)
 	}{
-		{"model", func(i *Identity) { i.Model = "other" }},
+		{"model", func(i *Identity) { i.Model, i.WeightsHash = "other", "" }},
 		{"dim", func(i *Identity) { i.Dim = 16 }},
 		{"preprocess", func(i *Identity) { i.Preprocess = "p2" }},
 		{"exif", func(i *Identity) { i.EXIF = false }},
@@ -391,4 +392,41 @@ func TestForget(t *testing.T) {
 			t.Errorf("stats %+v, want 2 images, 0 failed, 2 vectors", st)
 		}
 	})
+}
+
+func TestCompatible(t *testing.T) {
+	base := Identity{Model: "/models/hf-clip", WeightsHash: "abc", Dim: 8, Preprocess: "p1", EXIF: true}
+	for _, tc := range []struct {
+		name     string
+		mod      func(*Identity)
+		textOnly bool
+		want     string // "" = compatible; else a part of the error
+	}{
+		{"same", func(*Identity) {}, false, ""},
+		{"same weights in another folder", func(i *Identity) { i.Model = "/bundles/clip.taconite" }, false, ""},
+		{"other weights, same name", func(i *Identity) { i.WeightsHash = "def" }, false, "weights"},
+		{"other weights and name", func(i *Identity) { i.WeightsHash, i.Model = "def", "x" }, false, "weights"},
+		{"no hash, other name", func(i *Identity) { i.WeightsHash, i.Model = "", "x" }, false, "model"},
+		{"no hash, same name", func(i *Identity) { i.WeightsHash = "" }, false, ""},
+		{"dim", func(i *Identity) { i.Dim = 16 }, false, "dimension"},
+		{"exif", func(i *Identity) { i.EXIF = false }, false, "--exif=true"},
+		{"exif ignored for text", func(i *Identity) { i.EXIF = false }, true, ""},
+		{"preprocess", func(i *Identity) { i.Preprocess = "p2" }, false, "preprocessing"},
+	} {
+		want := base
+		tc.mod(&want)
+		err := base.Compatible(want, tc.textOnly)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want compatible", tc.name, err)
+		case tc.want != "" && (!errors.Is(err, ErrModelMismatch) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want ErrModelMismatch mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	// An EXIF-only difference points at --exif and --reindex, not --model.
+	other := base
+	other.EXIF = false
+	if err := base.Compatible(other, false); err == nil || strings.Contains(err.Error(), "--model") || !strings.Contains(err.Error(), "--reindex") {
+		t.Errorf("EXIF mismatch message: %v", err)
+	}
 }
