@@ -59,6 +59,9 @@ type Options struct {
 	CommitInterval time.Duration // longest time between commits; 0 = 2 s
 	MaxFileBytes   int64         // larger files fail with ErrTooLarge; 0 = 512 MiB
 	LockTimeout    time.Duration // wait for readers at each commit; 0 = store.DefaultTimeout
+	// Device and DeviceNote name where the Encoder runs, for the record of
+	// the build (see store.LastBuild).
+	Device, DeviceNote string
 
 	// Progress, when set, is called from the goroutine that called Build.
 	Progress func(Event)
@@ -643,7 +646,8 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 	// The index records the failures themselves; keep only the counts.
 	js, _ := json.Marshal(map[string]int{"added": b.sum.Added, "updated": b.sum.Updated, "unchanged": b.sum.Unchanged,
 		"reused": b.sum.Reused, "removed": b.sum.Removed, "failed": b.sum.Failed})
-	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js})
+	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js,
+		Device: b.opts.Device, DeviceNote: b.opts.DeviceNote})
 	b.sum.Complete = complete
 	b.event(Event{Phase: "done", Done: b.done, Total: b.total})
 	if err != nil {

@@ -217,4 +217,8 @@ type LastBuild struct {
 	Roots    []string        `json:"roots,omitempty"`
 	Complete bool            `json:"complete"`
 	Summary  json.RawMessage `json:"summary,omitempty"`
+	// Device ran the model ("cpu", "npu", ...; "" when no build recorded
+	// it), DeviceNote says more (e.g. firmware).
+	Device     string `json:"device,omitempty"`
+	DeviceNote string `json:"device_note,omitempty"`
 }

@@ -160,6 +160,12 @@ func TestBuildSearchStatusEndToEnd(t *testing.T) {
 	if st.Images != nImages+1 || st.Failed != 2 || st.Dim != 32 || st.DBBytes <= 0 || st.LastBuild == nil || !st.LastBuild.Complete {
 		t.Errorf("status %+v", st)
 	}
+	if st.Device != "cpu-reference" {
+		t.Errorf("status --json device %q, want cpu-reference (--device reference)", st.Device)
+	}
+	if out, _, _ := run("status"); !strings.Contains(out, "device:      cpu-reference") {
+		t.Errorf("status does not name the device:\n%s", out)
+	}
 
 	out, _, code = run("status", "--failed")
 	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "zero.jpg\tempty file") {

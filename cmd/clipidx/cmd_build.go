@@ -100,6 +100,8 @@ status work while a build runs.`,
 				Reindex:    reindex,
 				BatchSize:  batch,
 				Workers:    workers,
+				Device:     info.Device,
+				DeviceNote: info.DeviceNote,
 				Progress: func(e index.Event) {
 					switch e.Phase {
 					case "scan":

@@ -18,6 +18,7 @@ type statusJSON struct {
 	Model     string           `json:"model"`
 	Dim       int              `json:"dim"`
 	DBBytes   int64            `json:"db_bytes"`
+	Device    string           `json:"device"` // where the last build ran the model ("" = unknown)
 	LastBuild *store.LastBuild `json:"last_build"`
 }
 
@@ -52,9 +53,13 @@ with and when the last build ran. It works while a build is running.`,
 			if failed {
 				return listFailures(r, cmd, asJSON)
 			}
+			device := ""
+			if st.LastBuild != nil {
+				device = st.LastBuild.Device
+			}
 			if asJSON {
 				e := json.NewEncoder(out)
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, DBBytes: st.Bytes, LastBuild: st.LastBuild})
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors)
@@ -72,6 +77,12 @@ with and when the last build ran. It works while a build is running.`,
 					state = ", interrupted"
 				}
 				fmt.Fprintf(out, "last build:  %s%s\n", when, state)
+				if device != "" {
+					if n := st.LastBuild.DeviceNote; n != "" {
+						device += " (" + n + ")"
+					}
+					fmt.Fprintf(out, "device:      %s\n", device)
+				}
 			}
 			if check {
 				fmt.Fprintln(out, "check:       ok")
