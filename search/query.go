@@ -3,6 +3,7 @@ package search
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -21,6 +22,10 @@ type ImageEncoder interface {
 // ErrEmptyQuery is returned when a query has no terms, or its terms cancel
 // out (e.g. "cat" and "-cat").
 var ErrEmptyQuery = errors.New("empty query")
+
+// ErrBadWeight is returned when a term's weight is a number but not a
+// usable one (NaN, infinite, or beyond float32).
+var ErrBadWeight = errors.New("invalid query weight")
 
 // Term is one part of a query. The query vector is the L2-normalised
 // weighted sum of the terms' L2-normalised embeddings.
@@ -55,7 +60,11 @@ func ParseTerm(arg string) (Term, error) {
 		s = s[1:]
 		t.Weight = sign
 		if i := strings.IndexByte(s, ':'); i > 0 {
-			if w, err := strconv.ParseFloat(s[:i], 32); err == nil {
+			w, err := strconv.ParseFloat(s[:i], 32)
+			if errors.Is(err, strconv.ErrRange) || err == nil && (math.IsNaN(w) || math.IsInf(w, 0)) {
+				return Term{}, fmt.Errorf("%w: %q in term %q (use a finite number such as +2:dog, or \\%s for a text)", ErrBadWeight, s[:i], arg, arg)
+			}
+			if err == nil {
 				t.Weight = sign * float32(w)
 				s = s[i+1:]
 			}

@@ -25,6 +25,13 @@ func TestParseTerm(t *testing.T) {
 		{"", Term{}, true},
 		{"-", Term{}, true},
 		{"+2:", Term{}, true},
+		{"+nan:dog", Term{}, true},
+		{"+NaN:dog", Term{}, true},
+		{"+inf:dog", Term{}, true},
+		{"-Infinity:dog", Term{}, true},
+		{"+1e40:dog", Term{}, true},
+		{"+inf", Term{Weight: 1, Text: "inf"}, false},
+		{"+1e3:dog", Term{Weight: 1000, Text: "dog"}, false},
 	} {
 		got, err := ParseTerm(tc.in)
 		if (err != nil) != tc.err || (!tc.err && got != tc.want) {

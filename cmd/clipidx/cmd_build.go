@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -44,6 +45,9 @@ with the reason and retried when they change.
 Without DIR, the folders of the last build are indexed again. search and
 status work while a build runs.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if batch < 0 || workers < 0 || g.threads < 0 {
+				return usageError("--batch, --workers and --threads take a count ≥ 0 (0 = automatic)")
+			}
 			if len(args) == 0 {
 				var err error
 				if args, err = lastRoots(); err != nil {
@@ -76,17 +80,8 @@ status work while a build runs.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			finished := make(chan struct{})
-			defer close(finished)
-			go func() {
-				select {
-				case <-ctx.Done():
-					// A second Ctrl-C kills the process at once (the index
-					// stays consistent either way).
-					stop()
-					fmt.Fprintln(cmd.ErrOrStderr(), "\nstopping: saving finished work (Ctrl-C again to quit at once)")
-				case <-finished:
-				}
-			}()
+			defer close(finished) // runs before stop: see announceStop
+			go announceStop(ctx, stop, finished, cmd.ErrOrStderr())
 
 			bar := newProgress("scanning", "files", -1)
 			var problems []index.Failure // everything OnError heard of
@@ -152,6 +147,31 @@ status work while a build runs.`,
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
 	f.IntVar(&workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")
 	return c
+}
+
+// announceStop waits for the first Ctrl-C (ctx done) and says that the
+// build is saving its work, then restores the default handling so that a
+// second Ctrl-C kills the process at once (the index stays consistent
+// either way). It says nothing when the build finished first: finished is
+// closed before the deferred stop cancels ctx, so a ctx done with finished
+// closed is the end of the command, not a signal.
+func announceStop(ctx context.Context, stop func(), finished <-chan struct{}, w io.Writer) {
+	select {
+	case <-ctx.Done():
+		select {
+		case <-finished:
+			return
+		default:
+		}
+		stop()
+		fmt.Fprintln(w, "\nstopping: saving finished work (Ctrl-C again to quit at once)")
+	case <-finished:
+	}
+}
+
+// usageError is a bad flag value: exit status 2, like cobra's own.
+func usageError(format string, a ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
 }
 
 // modelIdentity is what the index records about the model and pipeline:

@@ -48,12 +48,18 @@ looked up by its content and needs no model at all.`,
   clipidx search -0 -k 50 "receipts" | xargs -0 cp -t ~/receipts
   clipidx search --under ~/Photos/2023 --json "birthday cake"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if k <= 0 {
+				return usageError("-k takes a number of results ≥ 1, not %d", k)
+			}
+			if g.threads < 0 {
+				return usageError("--threads takes a count ≥ 0 (0 = all cores), not %d", g.threads)
+			}
 			terms, err := search.ParseQuery(args)
 			if len(args) == 0 {
 				terms, err = nil, nil
 			}
 			if err != nil {
-				return err
+				return &exitError{code: 2, err: err}
 			}
 			for _, im := range images {
 				terms = append(terms, search.Term{Weight: 1, Image: im})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -8,12 +9,22 @@ import (
 	"golang.org/x/term"
 )
 
+// minRateInterval is how long a phase runs before its rate and ETA are
+// shown: over a shorter interval the rate is noise (the first frame after
+// a phase starts would divide by microseconds).
+const minRateInterval = time.Second
+
 // progress is a bar with rate and ETA on stderr, drawn only when stderr is
 // a terminal; otherwise (and for a nil *progress) every method does nothing,
 // so callers need no checks.
 type progress struct {
 	bar   *progressbar.ProgressBar
 	total int64
+	unit  string
+	desc  string    // the current phase
+	since time.Time // start of the phase
+	from  int       // count at since
+	drawn time.Time // last time the description was redrawn
 }
 
 // stderrIsTerminal reports whether a progress bar may be drawn.
@@ -25,13 +36,11 @@ func newProgress(desc, unit string, total int64) *progress {
 	if !stderrIsTerminal() {
 		return nil
 	}
-	return &progress{total: total, bar: progressbar.NewOptions64(total,
+	return &progress{total: total, unit: unit, desc: desc, since: time.Now(), bar: progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(os.Stderr),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString(unit),
-		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetPredictTime(false), // rateText does it, once meaningful
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSpinnerType(14),
 		progressbar.OptionSetWidth(28),
@@ -40,16 +49,44 @@ func newProgress(desc, unit string, total int64) *progress {
 	)}
 }
 
+// rateText is "12.5 files/s, ETA 3m20s" for done items of total (total ≤ 0:
+// unknown, no ETA) after elapsed, or "" before minRateInterval.
+func rateText(done int, total int64, elapsed time.Duration, unit string) string {
+	if elapsed < minRateInterval || done <= 0 {
+		return ""
+	}
+	r := float64(done) / elapsed.Seconds()
+	s := fmt.Sprintf("%.1f %s/s", r, unit)
+	if total > 0 && int64(done) <= total {
+		eta := time.Duration(float64(total-int64(done)) / r * float64(time.Second))
+		s += ", ETA " + eta.Round(time.Second).String()
+	}
+	return s
+}
+
 // set moves the bar to n.
 func (p *progress) set(n int) {
-	if p != nil {
-		p.bar.Set64(int64(n))
+	if p == nil {
+		return
+	}
+	p.bar.Set64(int64(n))
+	if now := time.Now(); now.Sub(p.drawn) >= 500*time.Millisecond {
+		p.drawn = now
+		total := p.total
+		if total > 0 {
+			total -= int64(p.from)
+		}
+		if r := rateText(n-p.from, total, now.Sub(p.since), p.unit); r != "" {
+			p.bar.Describe(p.desc + " (" + r + ")")
+		}
 	}
 }
 
-// describe changes the text before the bar (the current phase).
+// describe changes the text before the bar (the current phase); a new
+// phase starts its rate afresh.
 func (p *progress) describe(s string) {
-	if p != nil {
+	if p != nil && s != p.desc {
+		p.desc, p.since, p.drawn = s, time.Now(), time.Time{}
 		p.bar.Describe(s)
 	}
 }
@@ -60,6 +97,7 @@ func (p *progress) setTotal(n int) {
 		p.total = int64(n)
 		p.bar.ChangeMax64(int64(n))
 		p.bar.Reset()
+		p.since, p.from, p.drawn = time.Now(), 0, time.Time{}
 	}
 }
 

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRateText(t *testing.T) {
+	for _, tc := range []struct {
+		done    int
+		total   int64
+		elapsed time.Duration
+		want    string
+	}{
+		{30, 100, 1 * time.Microsecond, ""}, // first frame: no absurd rate
+		{30, 100, 999 * time.Millisecond, ""},
+		{0, 100, 5 * time.Second, ""},
+		{30, 100, 2 * time.Second, "15.0 files/s, ETA 5s"},
+		{30, -1, 2 * time.Second, "15.0 files/s"},
+		{100, 100, 4 * time.Second, "25.0 files/s, ETA 0s"},
+	} {
+		if got := rateText(tc.done, tc.total, tc.elapsed, "files"); got != tc.want {
+			t.Errorf("rateText(%d, %d, %v) = %q, want %q", tc.done, tc.total, tc.elapsed, got, tc.want)
+		}
+	}
+}
+
+// TestAnnounceStop: a build that ends (finished closed, then the deferred
+// stop cancels ctx) must not claim it is stopping; a real signal must.
+func TestAnnounceStop(t *testing.T) {
+	for range 200 { // the old select chose at random between the two
+		ctx, cancel := context.WithCancel(context.Background())
+		finished := make(chan struct{})
+		close(finished)
+		cancel()
+		var buf bytes.Buffer
+		announceStop(ctx, cancel, finished, &buf)
+		if buf.Len() != 0 {
+			t.Fatalf("a finished build announced %q", buf.String())
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var buf bytes.Buffer
+	stopped := false
+	announceStop(ctx, func() { stopped = true }, make(chan struct{}), &buf)
+	if !stopped || !strings.Contains(buf.String(), "stopping") {
+		t.Errorf("a signal: stop called %v, said %q", stopped, buf.String())
+	}
+}
+
+// TestBadFlagValues: out-of-range counts and weights are usage errors
+// (exit 2) with a message naming the problem, before anything is opened.
+func TestBadFlagValues(t *testing.T) {
+	bin := e2eBinary(t)
+	db := filepath.Join(t.TempDir(), "i.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"search", "-k", "0", "cat"}, "-k"},
+		{[]string{"search", "-k", "-3", "cat"}, "-k"},
+		{[]string{"--threads", "-1", "search", "cat"}, "--threads"},
+		{[]string{"build", "--workers", "-1", "."}, "--workers"},
+		{[]string{"build", "--batch", "-2", "."}, "--batch"},
+		{[]string{"--threads", "-2", "build", "."}, "--threads"},
+		{[]string{"search", "+nan:dog"}, "invalid query weight"},
+		{[]string{"search", "cat", "+inf:dog"}, "invalid query weight"},
+		{[]string{"search", "+1e40:dog"}, "invalid query weight"},
+	} {
+		_, errs, code := e2eRun(t, bin, append([]string{"--db", db}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming %s", tc.args, code, errs, tc.want)
+		}
+	}
+}
