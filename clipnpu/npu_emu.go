@@ -9,8 +9,9 @@ package clipnpu
 // CPU path for bundles. What it cannot show is listed in clipnpu/NPU.md.
 //
 // Speed: each packed weight matrix is decoded once, when the tower uploads
-// it, into bf16 Bᵀ [N, K] (exact, 2 bytes a weight; the packed copy is not
-// kept), and the GEMMs and the attention products run on internal/gemm's
+// it, into bf16 Bᵀ [N, K] (exact, 2 bytes a weight; no packed copy is
+// kept and the bundle pages it came from leave the resident set), and the
+// GEMMs and the attention products run on internal/gemm's
 // Pool. Legend as in npu_tower.go; L rows of one MHA view, hd head width.
 
 import (
@@ -52,9 +53,9 @@ func (e *emuBuffer) Bytes() []byte                           { return e.b }
 func (e *emuBuffer) Sync(off, size int, toDevice bool) error { return nil }
 
 // emuWeights is one packed weight matrix on the emulated device: a view of
-// the packed bytes (read-only, for the argument size checks; usually the
-// bundle's mapping, so it costs no memory of its own), B decoded to bf16 Bᵀ
-// [N, K] and the float32 bias [N] (nil without one).
+// the packed bytes (read-only, for the argument size checks only: a view of
+// the bundle's mapping whose pages are released once decoded), B decoded to
+// bf16 Bᵀ [N, K] and the float32 bias [N] (nil without one).
 type emuWeights struct {
 	packed []byte
 	w      gemm.Matrix
@@ -92,6 +93,7 @@ func (d *emuDevice) LoadWeights(s kernelSpec, data []byte) (bufView, error) {
 			ew.bias[n] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*n:]))
 		}
 	}
+	releasePages(data[:s.Layout.bytes()]) // decoded: only the size checks look at it again
 	d.mu.Lock()
 	d.held += int64(2*len(ew.w.U16) + 4*len(ew.bias))
 	d.mu.Unlock()
