@@ -49,18 +49,19 @@ func legacyEOS(c clipnpu.Config) clipnpu.Config {
 // batch (batch sizes that cross the fast path's chunking).
 func TestFastMatchesReference(t *testing.T) {
 	tests := []struct {
-		name  string
-		cfg   clipnpu.Config
-		dtype string
-		n     int
+		name    string
+		cfg     clipnpu.Config
+		dtype   string
+		n       int
+		threads int
 	}{
-		{"gelu f32", smallConfig(64, 4, 2, 14, 56, 48, 4, 2, 77, 32, "gelu"), "f32", 3},
-		{"quick_gelu f16 odd", smallConfig(72, 3, 2, 16, 80, 40, 5, 2, 77, 24, "quick_gelu"), "f16", 2},
-		{"gelu bf16", smallConfig(96, 6, 1, 32, 96, 64, 8, 3, 77, 40, "gelu"), "bf16", 3},
-		{"short context f16", smallConfig(48, 2, 1, 8, 40, 56, 7, 2, 19, 16, "gelu"), "f16", 2},
-		{"text chunking", smallConfig(32, 2, 1, 16, 32, 32, 2, 1, 9, 8, "gelu"), "f32", 35},
-		{"image chunking", smallConfig(32, 2, 1, 16, 32, 32, 2, 1, 9, 8, "quick_gelu"), "bf16", 10},
-		{"legacy eos 2", legacyEOS(smallConfig(40, 4, 2, 16, 48, 40, 4, 2, 30, 16, "gelu")), "f32", 5},
+		{"gelu f32", smallConfig(64, 4, 2, 14, 56, 48, 4, 2, 77, 32, "gelu"), "f32", 3, 2},
+		{"quick_gelu f16 odd", smallConfig(72, 3, 2, 16, 80, 40, 5, 2, 77, 24, "quick_gelu"), "f16", 2, 2},
+		{"gelu bf16 one thread", smallConfig(96, 6, 1, 32, 96, 64, 8, 3, 77, 40, "gelu"), "bf16", 3, 1},
+		{"short context f16 three threads", smallConfig(48, 2, 1, 8, 40, 56, 7, 2, 19, 16, "gelu"), "f16", 2, 3},
+		{"text chunking", smallConfig(32, 2, 1, 16, 32, 32, 2, 1, 9, 8, "gelu"), "f32", 35, 2},
+		{"image chunking", smallConfig(32, 2, 1, 16, 32, 32, 2, 1, 9, 8, "quick_gelu"), "bf16", 10, 2},
+		{"legacy eos 2", legacyEOS(smallConfig(40, 4, 2, 16, 48, 40, 4, 2, 30, 16, "gelu")), "f32", 5, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +70,7 @@ func TestFastMatchesReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ref.Close()
-			fast, err := clipnpu.NewRandom(tc.cfg, 7, tc.dtype, clipnpu.Options{Device: "cpu", Threads: 2})
+			fast, err := clipnpu.NewRandom(tc.cfg, 7, tc.dtype, clipnpu.Options{Device: "cpu", Threads: tc.threads})
 			if err != nil {
 				t.Fatal(err)
 			}
