@@ -51,7 +51,7 @@ type Options struct {
 	Encoder    Encoder
 	Preprocess PreprocessFunc
 	Identity   store.Identity // model identity recorded in and checked against the index
-	Reindex    bool           // wipe an index built with another model
+	Reindex    bool           // wipe an index built with another model; replace a damaged one
 
 	BatchSize      int           // images per encoder pass; 0 = 8
 	Workers        int           // read/hash/decode goroutines; 0 = runtime.NumCPU()
@@ -93,6 +93,9 @@ type Summary struct {
 	Failures  []Failure `json:"failures"`
 	// Complete is false when the build was cancelled: nothing was removed.
 	Complete bool `json:"-"`
+	// Backup is where a damaged index was moved when Options.Reindex
+	// started over ("" otherwise).
+	Backup string `json:"-"`
 }
 
 // Failure names a file that could not be indexed and why.
@@ -183,7 +186,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 
-	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, sum: &Summary{Failures: []Failure{}}}
+	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, sum: &Summary{Failures: []Failure{}, Backup: w.Backup()}}
 	wk := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}, onError: opts.OnError,
 		progress: func(n int) { b.event(Event{Phase: "scan", Done: n}) }}
 	for _, r := range abs {

@@ -173,3 +173,24 @@ func TestBuildDecodesDuplicateContentOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildReindexDamagedIndex: Reindex starts over from a file that is no
+// index at all and says where the damaged file went.
+func TestBuildReindexDamagedIndex(t *testing.T) {
+	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "i.db")
+	write(t, filepath.Join(dir, "a.png"), png+"a")
+	write(t, db, strings.Repeat("not bbolt", 1000))
+	if _, err := Build(context.Background(), db, []string{dir}, opts(&fakeEnc{})); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("build on a damaged index: %v, want ErrCorrupt", err)
+	}
+	o := opts(&fakeEnc{})
+	o.Reindex = true
+	sum, err := Build(context.Background(), db, []string{dir}, o)
+	if err != nil || sum.Added != 1 {
+		t.Fatalf("reindex: %v, %v", sum, err)
+	}
+	if !strings.HasPrefix(sum.Backup, db+".corrupt-") {
+		t.Errorf("Summary.Backup = %q, want %s.corrupt-TIME", sum.Backup, db)
+	}
+	verify(t, db)
+}

@@ -115,6 +115,9 @@ status work while a build runs.`,
 			if sum == nil {
 				return err
 			}
+			if sum.Backup != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "the damaged index was moved to %s; a new one was built\n", sum.Backup)
+			}
 			// Folders and files the walk could not read are not in the
 			// summary (which counts files handled): list them with it.
 			listed := map[string]bool{}
