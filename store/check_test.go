@@ -48,6 +48,9 @@ func TestCheckFindsCorruption(t *testing.T) {
 			}
 			return tx.Bucket(bFiles).Delete([]byte("/p/b"))
 		}, "orphan"},
+		{"queued while used", func(tx *bolt.Tx) error {
+			return tx.Bucket(bGC).Put(u64(1), nil)
+		}, "queued for GC but used"},
 		{"failed file without reason", func(tx *bolt.Tx) error {
 			return tx.Bucket(bFiles).Put([]byte("/p/f"), encodeFile(File{}))
 		}, "no failure reason"},
