@@ -13,44 +13,45 @@ import (
 )
 
 var emuViTHLayers = flag.Int("emu-vith-layers", 2,
-	"vision layers of the ViT-H/14-shaped bundle BenchmarkEmulatedViTH exports (32 is the real model: about 6 GB and minutes)")
+	"vision layers of the ViT-H/14-shaped bundle BenchmarkEmulatedViTH exports, text layers min(this, 24) (32 is the real model: about 6 GB and minutes)")
 
-// vitHConfig is CLIP ViT-H/14's vision tower with layers layers and a tiny
-// text tower (the exporter needs one; the benchmark loads vision only).
+// vitHConfig is CLIP ViT-H/14 with layers vision layers and min(layers,
+// 24) text layers.
 func vitHConfig(layers int) Config {
 	return Config{
 		Name: "vit-h14-shaped",
 		Vision: VisionConfig{Hidden: 1280, Heads: 16, Layers: layers, MLP: 5120, Patch: 14, ImageSize: 224,
 			Act: "gelu", LayerNormEps: 1e-5},
-		Text: TextConfig{Hidden: 64, Heads: 4, Layers: 1, MLP: 128, Vocab: 1000, Context: 77,
-			Act: "gelu", LayerNormEps: 1e-5, EOS: 999},
+		Text: TextConfig{Hidden: 1024, Heads: 16, Layers: min(layers, 24), MLP: 4096, Vocab: 49408, Context: 77,
+			Act: "gelu", LayerNormEps: 1e-5, EOS: 49407},
 		ProjectionDim: 1024,
 	}
 }
 
-// BenchmarkEmulatedViTH exports a random ViT-H/14-shaped vision tower
-// (-emu-vith-layers layers, bf16 weights packed to bfp16ebs8, v_stride 264,
-// GEMM M 256, so v_rows 1280) and times one 4-image pass on the
-// CPU-emulated NPU: s/pass is wall time, cpu-s/pass the process's CPU time
-// (robust to other load on the machine), s/layer the pass over the layer
-// count (the host side is a small part; see BenchmarkNPUHostImage).
+// BenchmarkEmulatedViTH exports a random ViT-H/14-shaped model
+// (-emu-vith-layers layers, bf16 weights packed to bfp16ebs8; vision
+// v_stride 264 and GEMM M 256, so v_rows 1280; text 8 prompts in 80-row
+// slots, M 64) and times one pass on the CPU-emulated NPU: "image" 4
+// images, "text" 8 prompts. s/pass is wall time, cpu-s/pass the process's
+// CPU time (robust to other load on the machine), s/layer the pass over the
+// tower's layer count (the host side is a small part; see
+// BenchmarkNPUHostImage). "image" also reports the load of both towers:
 // load-s (opening and decoding), load-rss-MB (resident growth across the
-// load) and weights-MB (decoded weights held) describe the load.
+// load) and weights-MB (decoded weights held).
 func BenchmarkEmulatedViTH(b *testing.B) {
-	layers := *emuViTHLayers
-	cfg := vitHConfig(layers)
+	cfg := vitHConfig(*emuViTHLayers)
 	dir := b.TempDir()
 	m := randomModel(cfg, 1, dtBF16, BothTowers, runtime.GOMAXPROCS(0))
 	if err := exportBundle(m, dir, exportShape{vBatch: 4, vM: 256, vMHAExtra: 8, tBatch: 8, tM: 64}, nil); err != nil {
 		b.Fatal(err)
 	}
 	m = nil
-	debug.FreeOSMemory() // so rss-MB below is the loaded backend, not the export
+	debug.FreeOSMemory() // so load-rss-MB is the loaded backend, not the export
 	rss0, _ := rss.Current()
 
 	t0 := time.Now()
 	dev := newEmuDevice(0)
-	nb, err := openBundle(dir, Options{Towers: ImageTower}, dev)
+	nb, err := openBundle(dir, Options{}, dev)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,22 +64,38 @@ func BenchmarkEmulatedViTH(b *testing.B) {
 	for i := range px {
 		px[i] = float32(math.Sin(float64(i) * 0.001))
 	}
-	cpu0, _ := rss.CPUTime()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := nb.EncodeImages(px, 4); err != nil {
-			b.Fatal(err)
+	ids := make([]int32, 8*77)
+	for p := 0; p < 8; p++ {
+		ids[p*77] = 49406
+		for s := 1; s < 10+p; s++ {
+			ids[p*77+s] = int32(300 + 37*p + s)
 		}
+		ids[p*77+10+p] = 49407
 	}
-	b.StopTimer()
-	cpu1, _ := rss.CPUTime()
-	per := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(per, "s/pass")
-	b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-s/pass")
-	b.ReportMetric(per/float64(layers), "s/layer")
-	b.ReportMetric(load.Seconds(), "load-s")
-	b.ReportMetric(float64(rss1-rss0)/(1<<20), "load-rss-MB")
-	b.ReportMetric(float64(dev.held)/(1<<20), "weights-MB")
+	timePass := func(b *testing.B, layers int, pass func() error) {
+		cpu0, _ := rss.CPUTime()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := pass(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		cpu1, _ := rss.CPUTime()
+		per := b.Elapsed().Seconds() / float64(b.N)
+		b.ReportMetric(per, "s/pass")
+		b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-s/pass")
+		b.ReportMetric(per/float64(layers), "s/layer")
+	}
+	b.Run("image", func(b *testing.B) {
+		timePass(b, cfg.Vision.Layers, func() error { _, err := nb.EncodeImages(px, 4); return err })
+		b.ReportMetric(load.Seconds(), "load-s")
+		b.ReportMetric(float64(rss1-rss0)/(1<<20), "load-rss-MB")
+		b.ReportMetric(float64(dev.held)/(1<<20), "weights-MB")
+	})
+	b.Run("text", func(b *testing.B) {
+		timePass(b, cfg.Text.Layers, func() error { _, err := nb.EncodeTexts(ids, 8); return err })
+	})
 }
 
 // naiveGEMM is the emulator's GEMM before it used gemm.Pool (kept here as
