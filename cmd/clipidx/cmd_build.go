@@ -43,7 +43,8 @@ run the same command again to continue. Files that cannot be indexed are listed
 with the reason and retried when they change.
 
 Without DIR, the folders of the last build are indexed again. search and
-status work while a build runs.`,
+status work while a build runs. The entries of a folder that was renamed or
+deleted are dropped with clipidx forget DIR.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if batch < 0 || workers < 0 || g.threads < 0 {
 				return usageError("--batch, --workers and --threads take a count ≥ 0 (0 = automatic)")

@@ -28,7 +28,8 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show what the index holds",
 		Long: `Show the number of indexed and failed images, the model the index was built
-with and when the last build ran. It works while a build is running.`,
+with, when the last build ran and on which device. It works while a build is
+running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := store.OpenReader(g.db, store.ReaderOptions{})
