@@ -51,9 +51,6 @@ looked up by its content and needs no model at all.`,
 			if k <= 0 {
 				return usageError("-k takes a number of results ≥ 1, not %d", k)
 			}
-			if g.threads < 0 {
-				return usageError("--threads takes a count ≥ 0 (0 = all cores), not %d", g.threads)
-			}
 			terms, err := search.ParseQuery(args)
 			if len(args) == 0 {
 				terms, err = nil, nil

@@ -34,11 +34,22 @@ func (e *exitError) Unwrap() error { return e.err }
 var subcommands []func() *cobra.Command
 
 func newRoot() *cobra.Command {
+	envErr = nil
 	root := &cobra.Command{
 		Use:           "clipidx",
 		Short:         "Search a photo collection by meaning with CLIP ViT-H/14",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	// Checks of the global flags, before any subcommand opens anything.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if envErr != nil {
+			return usageError("%v", envErr)
+		}
+		if g.threads < 0 {
+			return usageError("--threads takes a count ≥ 0 (0 = all cores), not %d", g.threads)
+		}
+		return nil
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.model, "model", envOr("CLIPIDX_MODEL", defaultModelDir()), "model folder (HF CLIP layout or taconite bundle) [env CLIPIDX_MODEL]")
@@ -73,11 +84,18 @@ func envOr(key, def string) string {
 	return def
 }
 
+// envErr records an environment variable that could not be parsed; the
+// root command reports it before running anything.
+var envErr error
+
 func envInt(key string, def int) int {
 	if v := os.Getenv(key); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			envErr = fmt.Errorf("%s=%q is not a whole number", key, v)
+			return def
 		}
+		return n
 	}
 	return def
 }
