@@ -69,7 +69,7 @@ const (
 	// DeviceEmulatedNPU is a taconite bundle replayed kernel for kernel on
 	// the CPU (npu_emu.go): the bundle's bf16 and bfp16ebs8 numerics, so
 	// its results are held to the NPU's bf16 bars, not float32 ones. Load
-	// uses it for a bundle on --device cpu, and on auto when no NPU is
+	// uses it for a bundle on Device "cpu", and on "auto" when no NPU is
 	// usable; Info.DeviceNote then says why.
 	DeviceEmulatedNPU = "cpu-emulated-npu"
 )
