@@ -3,6 +3,7 @@ package gemm
 import (
 	"flag"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -127,7 +128,17 @@ func interleave(b *testing.B, clock func() time.Duration, sides ...func()) []tim
 // refers to). With -gemm.threads=1 both sides run on the benchmark's own OS
 // thread, timed by that thread's CPU time (Linux), so that time slices lost
 // to other processes on a shared machine count against neither side.
+//
+// OpenBLAS's worker threads busy-wait after each call (for 2^28 cycles by
+// default), which in an interleaved benchmark steals a core from our next
+// call and halved a random shape's ratio now and then. The benchmark caps
+// that spin with OPENBLAS_THREAD_TIMEOUT=4 (2^4 cycles, the library's
+// minimum) unless the variable is already set; OpenBLAS's own throughput is
+// unchanged by it (~200 GFLOP/s either way on 2 threads here).
 func BenchmarkRatio(b *testing.B) {
+	if os.Getenv("OPENBLAS_THREAD_TIMEOUT") == "" {
+		os.Setenv("OPENBLAS_THREAD_TIMEOUT", "4") // read when the library starts its threads
+	}
 	lib, err := LoadBLAS()
 	if err != nil {
 		b.Skip(err)
