@@ -140,7 +140,7 @@ func (c *checker) run(dir string) error {
 	g.model = dir // the towers come from the checked folder, on --device
 	model, err := openModel(clipnpu.BothTowers)
 	if err != nil {
-		c.fail("load model: %v", err)
+		c.fail("%v", err) // openModel says "load model: ..."
 		return nil
 	}
 	defer model.Close()
