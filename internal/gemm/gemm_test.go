@@ -1,10 +1,10 @@
 package gemm
 
 import (
-	"os"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 )
