@@ -189,6 +189,19 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 	}
 	tag := fmt.Sprintf("refset %d", rs.Index)
 
+	// A reference set without one of its tensors leaves stages unchecked:
+	// that is a failure, never a silent pass.
+	for _, m := range []struct{ tensor, stages string }{
+		{rs.PixelValues, "pixel_values: preprocessing and the image tower"},
+		{rs.InputIDs, "input_ids: the text tower"},
+		{rs.Logits, "logits: zero-shot and end to end"},
+	} {
+		if m.tensor == "" {
+			name, stages, _ := strings.Cut(m.stages, ": ")
+			c.fail("%s: the bundle has no ref.%d.%s tensor, so %s cannot be checked", tag, rs.Index, name, stages)
+		}
+	}
+
 	// Preprocessing of each image file against the reference pixels.
 	var refPixels []float32
 	if rs.PixelValues != "" {
@@ -323,7 +336,7 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 // compareEmbeds gates the cosine of each row against the reference tensor.
 func (c *checker) compareEmbeds(b *bundle.Bundle, what, name string, got []float32, n, dim int, minCos float64) {
 	if name == "" {
-		c.info("%s: no reference embeddings in the bundle", what)
+		c.fail("%s: the bundle has no reference embeddings, so it cannot be checked", what)
 		return
 	}
 	ref, err := tensorF32(b, name, n*dim)

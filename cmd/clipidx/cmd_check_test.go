@@ -136,6 +136,8 @@ func TestCheckFailsOnWrongReference(t *testing.T) {
 		{"image embedding", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.image_embeds", 32*2+3, 9) }, "[FAIL] refset 0 image tower"},
 		{"text embedding", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.text_embeds", 32*4, -7) }, "[FAIL] refset 0 text tower"},
 		{"logit", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.logits", 7*3+1, 50) }, "[FAIL] refset 0 zero-shot"},
+		{"missing logits", func(t *testing.T, dir string) { dropTensor(t, dir, "ref.0.logits") }, "[FAIL] refset 0: the bundle has no ref.0.logits tensor"},
+		{"missing embeddings", func(t *testing.T, dir string) { dropTensor(t, dir, "ref.0.text_embeds") }, "[FAIL] refset 0 text tower: the bundle has no reference embeddings"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,5 +158,25 @@ func TestCheckNotABundle(t *testing.T) {
 	_, errOut, code := runCLI(t, "check", t.TempDir())
 	if code == 0 || !strings.Contains(errOut, "manifest.txt") {
 		t.Fatalf("exit %d, stderr %q: want an error naming manifest.txt", code, errOut)
+	}
+}
+
+// dropTensor removes a tensor's line from tensors.txt.
+func dropTensor(t *testing.T, dir, name string) {
+	t.Helper()
+	p := filepath.Join(dir, "tensors.txt")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(keep, "\n")), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
