@@ -158,7 +158,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 	for _, r := range abs {
-		if _, err := os.Stat(r); err != nil {
+		if _, err := os.Lstat(r); err != nil {
 			return nil, err
 		}
 	}
@@ -198,6 +198,16 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		}
 	}
 	b.event(Event{Phase: "scan", Done: len(wk.files)})
+	// A dangling link that carried indexed files may be a disk that is not
+	// mounted: say why its entries stay (a never-indexed one stays quiet).
+	for _, l := range wk.dangling {
+		for p := range old {
+			if store.Under(p, l.path) {
+				wk.fail(l.path, fmt.Errorf("%w (%v)", ErrUnreachable, l.err))
+				break
+			}
+		}
+	}
 
 	var jobs []job
 	for _, f := range wk.files {

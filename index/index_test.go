@@ -515,3 +515,52 @@ func BenchmarkBuild1000(b *testing.B) {
 		}
 	}
 }
+
+// TestBuildKeepsEntriesBehindUnreachableLinks unmounts (renames away) the
+// target of a linked folder and of a linked root: their entries must stay,
+// reported as unreachable, not be removed and re-embedded later.
+func TestBuildKeepsEntriesBehindUnreachableLinks(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	nas, usb := filepath.Join(d, "nas"), filepath.Join(d, "usb")
+	for i := range 3 {
+		write(t, filepath.Join(nas, fmt.Sprintf("n%d.png", i)), fmt.Sprintf("%snas %d", png, i))
+		write(t, filepath.Join(usb, fmt.Sprintf("u%d.png", i)), fmt.Sprintf("%susb %d", png, i))
+	}
+	photos := filepath.Join(d, "photos")
+	write(t, filepath.Join(photos, "local.png"), png+"local")
+	if err := os.Symlink(nas, filepath.Join(photos, "nas")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Join(d, "never"), filepath.Join(photos, "dangling.png")) // never indexed: quiet
+	usbRoot := filepath.Join(d, "usbroot")
+	os.Symlink(usb, usbRoot)
+	roots := []string{photos, usbRoot}
+	sum, err := Build(context.Background(), db, roots, opts(&fakeEnc{}))
+	if err != nil || sum.Added != 7 {
+		t.Fatalf("first build: %v %v", sum, err)
+	}
+	os.Rename(nas, nas+".unmounted")
+	os.Rename(usb, usb+".unmounted")
+	var reported []string
+	o := opts(&fakeEnc{})
+	o.OnError = func(p string, err error) {
+		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "clipidx forget") {
+			t.Errorf("%s: %v", p, err)
+		}
+		reported = append(reported, filepath.Base(p))
+	}
+	sum, err = Build(context.Background(), db, roots, o)
+	if err != nil || sum.Removed != 0 || sum.Unchanged != 1 {
+		t.Fatalf("build with the disks gone: %s, %v", sumOf(sum), err)
+	}
+	slices.Sort(reported)
+	if !slices.Equal(reported, []string{"nas", "usbroot"}) {
+		t.Errorf("reported %q, want the two links", reported)
+	}
+	os.Rename(nas+".unmounted", nas) // remounted: every kept vector is its file's
+	os.Rename(usb+".unmounted", usb)
+	if img, _ := verify(t, db); img != 7 {
+		t.Errorf("index holds %d images, want all 7 kept", img)
+	}
+}

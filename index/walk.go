@@ -28,7 +28,8 @@ type walker struct {
 	visited    map[fileID]bool
 	files      []found
 	seen       map[string]bool
-	unreadable []string // directories that could not be listed
+	dangling   []linkErr // links whose target is missing (reported by Build if they hold records)
+	unreadable []string  // paths that could not be listed or followed: their records are kept
 	onError    func(path string, err error)
 	progress   func(n int)
 }
@@ -36,7 +37,13 @@ type walker struct {
 func (w *walker) walkRoot(root string) error {
 	fi, err := os.Stat(root)
 	if err != nil {
-		return err
+		if _, lerr := os.Lstat(root); lerr != nil && errors.Is(err, fs.ErrNotExist) {
+			return err // no such root at all
+		}
+		// The root exists (a link to an unmounted disk, a folder behind
+		// one we may not enter): keep what the index knows about it.
+		w.unreachable(root, err)
+		return nil
 	}
 	if !fi.IsDir() {
 		if IsImageName(root) {
@@ -74,8 +81,7 @@ func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
 	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
-		w.unreadable = append(w.unreadable, path)
-		w.fail(path, err)
+		w.unreachable(path, err)
 		if len(entries) == 0 {
 			return nil
 		}
@@ -90,8 +96,7 @@ func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
 		case e.IsDir():
 			info, err := e.Info()
 			if err != nil {
-				w.unreadable = append(w.unreadable, p)
-				w.fail(p, err)
+				w.unreachable(p, err)
 				continue
 			}
 			if err := w.dir(p, info, depth+1); err != nil {
@@ -100,7 +105,11 @@ func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
 		case e.Type()&fs.ModeSymlink != 0:
 			info, err := os.Stat(p) // follow
 			if err != nil {
-				continue // dangling link: nothing to index
+				// A dangling link looks the same as a link to an unmounted
+				// disk: never forget what was indexed through it.
+				w.dangling = append(w.dangling, linkErr{p, err})
+				w.unreadable = append(w.unreadable, p)
+				continue
 			}
 			if info.IsDir() {
 				if err := w.dir(p, info, depth+1); err != nil {
@@ -122,6 +131,23 @@ func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
 		}
 	}
 	return nil
+}
+
+// linkErr is a symbolic link whose target could not be reached.
+type linkErr struct {
+	path string
+	err  error
+}
+
+// ErrUnreachable is reported (through Options.OnError) for a folder or
+// link that could not be read: the index keeps its entries, since a
+// missing disk is not a deletion.
+var ErrUnreachable = errors.New("unreachable; its entries are kept: `clipidx forget` drops them")
+
+// unreachable marks path as not readable: its records are kept.
+func (w *walker) unreachable(path string, err error) {
+	w.unreadable = append(w.unreadable, path)
+	w.fail(path, fmt.Errorf("%w (%v)", ErrUnreachable, err))
 }
 
 func (w *walker) fail(path string, err error) {

@@ -56,7 +56,9 @@ deleted are dropped with clipidx forget DIR.`,
 				}
 			}
 			for _, a := range args {
-				if _, err := os.Stat(a); errors.Is(err, fs.ErrNotExist) {
+				// Lstat: a link to an unmounted disk is reported by the
+				// build, which keeps its entries.
+				if _, err := os.Lstat(a); errors.Is(err, fs.ErrNotExist) {
 					return fmt.Errorf("%s no longer exists: run `clipidx forget %s` to drop its entries", a, a)
 				} else if err != nil {
 					return err
