@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -204,22 +203,11 @@ func (r *embedResult) writeJSON(w io.Writer) error {
 	return enc.Encode(doc)
 }
 
-// writeOutput runs write on standard output (path "" or "-") or on a new
-// file at path, reporting a failed close.
+// writeOutput runs write on standard output (path "" or "-") or on the file
+// at path (see writeFile: never a truncated file on failure).
 func writeOutput(stdout io.Writer, path string, write func(io.Writer) error) error {
 	if path == "" || path == "-" {
 		return write(stdout)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeFile(path, write)
 }

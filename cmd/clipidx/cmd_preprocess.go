@@ -8,11 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -125,36 +123,7 @@ func writeF32(w io.Writer, tensors [][]float32) error {
 	return bw.Flush()
 }
 
-// writeF32File writes through a temporary file and a rename, so a failed
-// run never leaves a truncated tensor behind.
+// writeF32File writes the tensors to path (see writeFile).
 func writeF32File(path string, tensors [][]float32) error {
-	// Only a regular file (or a new path) is replaced atomically; a device,
-	// FIFO or symbolic link is written through, never replaced.
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
-		if err != nil {
-			return err
-		}
-		if err := writeF32(f, tensors); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		return f.Close()
-	}
-	// A temporary name beside the output, created with mode 0666 so the
-	// umask applies as it does to os.Create.
-	tmp := fmt.Sprintf("%s.tmp%d-%d", path, os.Getpid(), time.Now().UnixNano())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	if err := writeF32(f, tensors); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return writeFile(path, func(w io.Writer) error { return writeF32(w, tensors) })
 }
