@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -150,8 +151,20 @@ func gatherInfo(node, model string) infoJSON {
 		}
 		sort.Strings(m.Xclbins)
 		m.Contexts = len(m.Xclbins)
-		m.ImageBatch, _ = b.ParamInt("v_batch")
-		m.TextBatch, _ = b.ParamInt("t_batch")
+		var errs []string
+		for _, p := range []struct {
+			name string
+			dst  *int
+		}{{"v_batch", &m.ImageBatch}, {"t_batch", &m.TextBatch}} {
+			v, err := b.ParamInt(p.name)
+			if err != nil {
+				errs = append(errs, err.Error())
+			}
+			*p.dst = v
+		}
+		if len(errs) > 0 {
+			m.Error = strings.Join(errs, "; ")
+		}
 		b.Close()
 	default:
 		m.Kind = "huggingface"
