@@ -39,7 +39,7 @@ type Backend interface {
 type Info struct {
 	Name        string // model identity, e.g. "laion/CLIP-ViT-H-14-laion2B-s32B-b79K" or the folder name
 	WeightsHash string // hex digest identifying the weights (cheap: header + size based), "" if unknown
-	Device      string // "cpu-reference", "cpu", "npu"
+	Device      string // "cpu-reference", "cpu", "npu", "cpu-emulated-npu" (a bundle on the CPU)
 	DeviceNote  string // free text, e.g. firmware version or "not run on hardware"
 	Dim         int    // projection dim D
 	ImageSize   int    // S
