@@ -179,7 +179,10 @@ func TestReplayMatchesReference(t *testing.T) {
 	// Padding never leaks between items: image 5 alone (a pass padded with
 	// three empty images) is bit-identical to image 5 in the second pass of
 	// six, and prompt 9 alone to prompt 9 of eleven.
-	all, _ := nb.EncodeImages(px, nImg)
+	all, err := nb.EncodeImages(px, nImg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	one, err := nb.EncodeImages(px[5*3*32*32:], 1)
 	if err != nil {
 		t.Fatal(err)
