@@ -251,6 +251,7 @@ type builder struct {
 	claimed map[store.Hash]bool // contents being embedded in this run (see claim)
 	sum     *Summary
 
+	canary     []float32 // pixels of an image the encoder embedded (see canaryFails)
 	batch      store.Batch
 	pending    int // files in batch
 	lastCommit time.Time
@@ -509,8 +510,9 @@ func (b *builder) prepare(j job) result {
 
 // encode fills vec (or err) of every embedding result in q, in passes of
 // up to BatchSize. A failed pass is retried image by image so that one bad
-// input fails only its own file; if every image fails alone too, the
-// encoder itself is broken and the build stops.
+// input fails only its own file; if every image of a pass of two or more
+// fails alone too, or a lone failure comes with a failure of an input that
+// worked before, the encoder itself is broken and the build stops.
 func (b *builder) encode(q []result) error {
 	var idx []int
 	for i := range q {
@@ -555,17 +557,33 @@ func (b *builder) encode(q []result) error {
 			}
 			q[i].vec = v
 		}
-		if failed == len(use) {
+		// One image failing alone proves nothing about the device: a pass
+		// of one (--batch 1, a partial pass, the last image) fails only its
+		// file unless an input that worked before fails now too.
+		if failed == len(use) && (len(use) >= 2 || b.canaryFails()) {
 			return fmt.Errorf("%w: %v", ErrEncoder, err)
 		}
 	}
 	for _, i := range use {
+		if q[i].err == nil {
+			b.canary = q[i].pixels
+		}
 		q[i].pixels = nil
 		if q[i].err == nil && !finite(q[i].vec, dim) {
 			q[i].err, q[i].vec = ErrBadEmbedding, nil
 		}
 	}
 	return nil
+}
+
+// canaryFails re-runs the encoder on the last input it embedded; false
+// when there is none yet.
+func (b *builder) canaryFails() bool {
+	if b.canary == nil {
+		return false
+	}
+	v, err := b.opts.Encoder.EncodeImages(b.canary, 1)
+	return err != nil || len(v) != b.opts.Identity.Dim
 }
 
 func finite(v []float32, dim int) bool {

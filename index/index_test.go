@@ -564,3 +564,38 @@ func TestBuildKeepsEntriesBehindUnreachableLinks(t *testing.T) {
 		t.Errorf("index holds %d images, want all 7 kept", img)
 	}
 }
+
+// TestBuildSingleImagePassFailure: with passes of one image, a file the
+// encoder rejects fails alone, while a device that dies still stops the
+// build (an input that worked before fails too).
+func TestBuildSingleImagePassFailure(t *testing.T) {
+	d := t.TempDir()
+	var victim string
+	for i := range 9 {
+		c := fmt.Sprintf("%simage %d", png, i)
+		write(t, filepath.Join(d, fmt.Sprintf("p%d.png", i)), c)
+		if i == 0 { // the first: no earlier input to compare with
+			victim = c
+		}
+	}
+	for _, first := range []bool{true, false} {
+		if !first {
+			victim = png + "image 4"
+		}
+		o := opts(&fakeEnc{failOn: fakePixels([]byte(victim))[0]})
+		o.BatchSize = 1
+		db := filepath.Join(t.TempDir(), "i.db")
+		sum, err := Build(context.Background(), db, []string{d}, o)
+		if err != nil || sum.Failed != 1 || sum.Added != 8 {
+			t.Errorf("victim %q: %v, %v", victim, sum, err)
+		}
+		verify(t, db)
+	}
+	o := opts(nil)
+	o.Encoder, o.BatchSize, o.Workers = &brokenEnc{left: 6}, 1, 1
+	db := filepath.Join(t.TempDir(), "i.db")
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if !errors.Is(err, ErrEncoder) || sum == nil || sum.Added != 6 || sum.Failed != 0 {
+		t.Errorf("dead device, batch 1: %v, %v", sum, err)
+	}
+}
