@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -242,14 +244,43 @@ func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
 	return err
 }
 
-// guard turns a panic of bbolt on a damaged page into ErrCorrupt.
+// guard turns a panic of bbolt (or of this package's reading code) on a
+// damaged page into ErrCorrupt. A panic raised by a caller's code, such as
+// a View callback or a Files visitor, is no sign of a damaged index: it
+// propagates unchanged.
 func guard(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if !panickedInStore() {
+				panic(r)
+			}
 			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
 		}
 	}()
 	return fn()
+}
+
+// panickedInStore reports whether the panic being recovered was raised in
+// bbolt or in this package's non-test code. Called from guard's deferred
+// function: the stack still holds the frames down to the panic.
+func panickedInStore() bool {
+	pc := make([]uintptr, 128)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(1, pc)])
+	inPanic := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			inPanic = true
+		case inPanic && !strings.HasPrefix(f.Function, "runtime."):
+			// The first frame below the runtime raised the panic.
+			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt") ||
+				strings.HasPrefix(f.Function, "github.com/clipidx/clipidx/store.") && !strings.HasSuffix(f.File, "_test.go")
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // Identity is the identity the index was opened with.

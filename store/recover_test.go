@@ -80,3 +80,47 @@ func TestReindexRecoversDamagedIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardLetsCallerPanicsThrough: a panic in bbolt's or store's reading
+// code means a damaged index (ErrCorrupt); a panic in the caller's View
+// callback or Files visitor is a bug elsewhere and must propagate, not be
+// reported as damage that --reindex would fix.
+func TestGuardLetsCallerPanicsThrough(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, tc := range []struct {
+		name string
+		fn   func(s *Snapshot) error
+	}{
+		{"View callback", func(s *Snapshot) error { panic("caller bug") }},
+		{"Files visitor", func(s *Snapshot) error {
+			return s.Files("", func(string, File) error { panic("caller bug") })
+		}},
+	} {
+		got := func() (p any) {
+			defer func() { p = recover() }()
+			err := r.View(tc.fn)
+			t.Errorf("%s: View returned %v instead of panicking", tc.name, err)
+			return nil
+		}()
+		if got != "caller bug" {
+			t.Errorf("%s: recovered %v, want the caller's panic", tc.name, got)
+		}
+	}
+	// A panic raised inside store's own code reading a malformed value.
+	err = r.View(func(s *Snapshot) error { Chunk{}.Live(0); return nil })
+	if !errors.Is(err, ErrCorrupt) {
+		t.Errorf("panic in store code: %v, want ErrCorrupt", err)
+	}
+}
