@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -25,14 +26,19 @@ type Encoder interface {
 
 // PreprocessFunc decodes an image file's bytes into the pixel tensor the
 // Encoder takes. It receives the bytes that were hashed, so a vector always
-// matches the content hash stored beside it. Errors are per-file failures.
+// matches the content hash stored beside it. Errors are per-file failures;
+// content that is no image, or an unsupported format, should wrap
+// ErrNotImage or ErrUnsupported, as preprocess.Processor.Bytes does.
 type PreprocessFunc func(data []byte, path string) ([]float32, error)
 
 var (
 	// ErrNotImage is recorded for a file whose content is no image format.
-	ErrNotImage = errors.New("not an image")
-	// ErrUnsupported is recorded for a recognised but unsupported format.
-	ErrUnsupported = errors.New("unsupported image format")
+	// It is preprocess.ErrUnknownFormat: the PreprocessFunc tells.
+	ErrNotImage = preprocess.ErrUnknownFormat
+	// ErrUnsupported is recorded for a recognised but unsupported format
+	// (HEIC, AVIF, JPEG XL, camera RAW; the message names it). It is
+	// preprocess.ErrUnsupported: the PreprocessFunc tells.
+	ErrUnsupported = preprocess.ErrUnsupported
 	// ErrTooLarge is recorded for a file over Options.MaxFileBytes.
 	ErrTooLarge = errors.New("file too large")
 	// ErrEmpty is recorded for a zero-byte file.
@@ -494,16 +500,11 @@ func (b *builder) prepare(j job) result {
 		r.dup = true
 		return r
 	}
-	switch f := Sniff(data); {
-	case f == FormatUnknown:
-		r.err = fmt.Errorf("%w: content is not JPEG, PNG, GIF, WebP, BMP or TIFF", ErrNotImage)
-	case !f.Supported():
-		r.err = fmt.Errorf("%w: %s", ErrUnsupported, f)
-	default:
-		r.pixels, r.err = b.opts.Preprocess(data, j.path)
-		if r.err == nil && len(r.pixels) == 0 {
-			r.err = errors.New("decoder returned no pixels")
-		}
+	// The decoder recognises the format from the content, and fails the
+	// file with ErrNotImage or ErrUnsupported (naming the format).
+	r.pixels, r.err = b.opts.Preprocess(data, j.path)
+	if r.err == nil && len(r.pixels) == 0 {
+		r.err = errors.New("decoder returned no pixels")
 	}
 	return r
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -47,30 +48,6 @@ func TestClassify(t *testing.T) {
 	} {
 		if got := classify(tc.old, tc.size, tc.mtime, tc.hash, tc.known); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestSniff(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want Format
-	}{
-		{"\xff\xd8\xff\xe0rest", FormatJPEG},
-		{"\x89PNG\r\n\x1a\nxxxx", FormatPNG},
-		{"GIF89a...", FormatGIF},
-		{"RIFF\x00\x00\x00\x00WEBPVP8 ", FormatWebP},
-		{"BM\x00\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00", FormatBMP},
-		{"II*\x00\x08\x00", FormatTIFF},
-		{"\x00\x00\x00\x18ftypheic\x00\x00", FormatHEIC},
-		{"\x00\x00\x00\x1cftypavif\x00\x00", FormatAVIF},
-		{"\x00\x00\x00\x1cftypisom\x00\x00", FormatUnknown}, // an MP4
-		{"hello world", FormatUnknown},
-		{"", FormatUnknown},
-		{"\xff\xd8", FormatUnknown},
-	} {
-		if got := Sniff([]byte(tc.in)); got != tc.want {
-			t.Errorf("Sniff(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -130,7 +107,15 @@ func fakePixels(data []byte) []float32 {
 	return p
 }
 
+// fakePre fails like preprocess.Processor.Bytes: only "PNG" content (the
+// png signature) decodes; a HEIF header is unsupported.
 func fakePre(data []byte, path string) ([]float32, error) {
+	switch {
+	case strings.HasPrefix(string(data), "\x00\x00\x00\x18ftypheic"):
+		return nil, fmt.Errorf("decode %s: %w: HEIC/HEIF", path, ErrUnsupported)
+	case !strings.HasPrefix(string(data), png):
+		return nil, fmt.Errorf("decode %s: %w", path, ErrNotImage)
+	}
 	if strings.Contains(string(data), "CORRUPT") {
 		return nil, errors.New("corrupt image data")
 	}
@@ -597,5 +582,43 @@ func TestBuildSingleImagePassFailure(t *testing.T) {
 	sum, err := Build(context.Background(), db, []string{d}, o)
 	if !errors.Is(err, ErrEncoder) || sum == nil || sum.Added != 6 || sum.Failed != 0 {
 		t.Errorf("dead device, batch 1: %v, %v", sum, err)
+	}
+}
+
+// TestBuildReportsUnsupportedFormats: camera RAW and JPEG XL files are
+// walked and failed as unsupported, naming the format, by the real
+// decoder's classification (the index keeps no sniffer of its own).
+func TestBuildReportsUnsupportedFormats(t *testing.T) {
+	d := t.TempDir()
+	files := map[string]struct{ content, kind string }{
+		"a.CR2":  {"II*\x00\x10\x00\x00\x00CR\x02\x00", "Canon CR2"},
+		"b.cr3":  {"\x00\x00\x00\x18ftypcrx \x00\x00\x00\x01crx isom", "Canon CR3"},
+		"c.jxl":  {"\xff\x0a\xfa\x7f", "JPEG XL"},
+		"d.RAF":  {"FUJIFILMCCD-RAW 0201", "Fujifilm RAF"},
+		"e.nef":  {"MM\x00*\x00\x00\x00\x08\x00\x00", "Nikon NEF"},
+		"f.arw":  {"II*\x00\x08\x00\x00\x00\x00\x00", "Sony ARW"},
+		"g.heic": {"\x00\x00\x00\x18ftypmif1\x00\x00\x00\x00heic", "HEIC"},
+		"h.jpg":  {"just text", "not a recognised image format"},
+	}
+	for name, f := range files {
+		write(t, filepath.Join(d, name), f.content)
+	}
+	o := opts(&fakeEnc{})
+	o.Preprocess = preprocess.New(preprocess.DefaultConfig(), preprocess.Options{}).Bytes
+	sum, err := Build(context.Background(), filepath.Join(t.TempDir(), "i.db"), []string{d}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Failed != len(files) {
+		t.Errorf("%d failures, want %d: %v", sum.Failed, len(files), sum.Failures)
+	}
+	for _, f := range sum.Failures {
+		want := files[filepath.Base(f.Path)]
+		if !strings.Contains(f.Error, want.kind) {
+			t.Errorf("%s: %q, want it to name %q", filepath.Base(f.Path), f.Error, want.kind)
+		}
+		if want.kind != "not a recognised image format" && !strings.Contains(f.Error, ErrUnsupported.Error()) {
+			t.Errorf("%s: %q is not reported as unsupported", filepath.Base(f.Path), f.Error)
+		}
 	}
 }
