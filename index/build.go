@@ -64,6 +64,10 @@ type Options struct {
 	CommitEvery    int           // files per commit; 0 = 64
 	CommitInterval time.Duration // longest time between commits; 0 = 2 s
 	MaxFileBytes   int64         // larger files fail with ErrTooLarge; 0 = 512 MiB
+	// PixelsPerImage is the length of one preprocessed image the Encoder
+	// takes (3·S·S); a decode of another length fails its file alone.
+	// 0 = the most common length of each pass.
+	PixelsPerImage int
 	LockTimeout    time.Duration // wait for readers at each commit; 0 = store.DefaultTimeout
 	// Device and DeviceNote name where the Encoder runs, for the record of
 	// the build (see store.LastBuild).
@@ -503,8 +507,9 @@ func (b *builder) prepare(j job) result {
 	// The decoder recognises the format from the content, and fails the
 	// file with ErrNotImage or ErrUnsupported (naming the format).
 	r.pixels, r.err = b.opts.Preprocess(data, j.path)
-	if r.err == nil && len(r.pixels) == 0 {
-		r.err = errors.New("decoder returned no pixels")
+	if want := b.opts.PixelsPerImage; r.err == nil && (len(r.pixels) == 0 || want > 0 && len(r.pixels) != want) {
+		r.err = fmt.Errorf("decoder returned %d values, want %d", len(r.pixels), want)
+		r.pixels = nil
 	}
 	return r
 }
@@ -524,7 +529,10 @@ func (b *builder) encode(q []result) error {
 	if len(idx) == 0 {
 		return nil
 	}
-	size := len(q[idx[0]].pixels)
+	size := b.opts.PixelsPerImage
+	if size <= 0 {
+		size = commonLen(q, idx)
+	}
 	var pix []float32
 	var use []int
 	for _, i := range idx {
@@ -575,6 +583,21 @@ func (b *builder) encode(q []result) error {
 		}
 	}
 	return nil
+}
+
+// commonLen is the most common pixel count among q[idx] (the first of
+// equals), so that one odd decode fails alone, not the rest of its pass.
+func commonLen(q []result, idx []int) int {
+	count := map[int]int{}
+	best := len(q[idx[0]].pixels)
+	for _, i := range idx {
+		n := len(q[i].pixels)
+		count[n]++
+		if count[n] > count[best] {
+			best = n
+		}
+	}
+	return best
 }
 
 // canaryFails re-runs the encoder on the last input it embedded; false

@@ -116,6 +116,9 @@ func fakePre(data []byte, path string) ([]float32, error) {
 	case !strings.HasPrefix(string(data), png):
 		return nil, fmt.Errorf("decode %s: %w", path, ErrNotImage)
 	}
+	if strings.Contains(string(data), "SHORT") { // a decoder bug
+		return fakePixels(data)[:dim/2], nil
+	}
 	if strings.Contains(string(data), "CORRUPT") {
 		return nil, errors.New("corrupt image data")
 	}
@@ -620,5 +623,28 @@ func TestBuildReportsUnsupportedFormats(t *testing.T) {
 		if want.kind != "not a recognised image format" && !strings.Contains(f.Error, ErrUnsupported.Error()) {
 			t.Errorf("%s: %q is not reported as unsupported", filepath.Base(f.Path), f.Error)
 		}
+	}
+}
+
+// TestBuildOddPixelCountFailsAlone: a decode of the wrong length fails its
+// own file, not the other images of its pass, wherever it comes in the pass.
+func TestBuildOddPixelCountFailsAlone(t *testing.T) {
+	d := t.TempDir()
+	write(t, filepath.Join(d, "a.png"), png+"SHORT") // first of the first pass
+	for i := range 5 {
+		write(t, filepath.Join(d, fmt.Sprintf("p%d.png", i)), fmt.Sprintf("%simage %d", png, i))
+	}
+	for _, ppi := range []int{dim, 0} {
+		o := opts(&fakeEnc{})
+		o.Workers, o.PixelsPerImage = 1, ppi // one worker: results arrive in walk order
+		db := filepath.Join(t.TempDir(), "i.db")
+		sum, err := Build(context.Background(), db, []string{d}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Failed != 1 || sum.Added != 5 || filepath.Base(sum.Failures[0].Path) != "a.png" {
+			t.Errorf("PixelsPerImage %d: %s %v", ppi, sumOf(sum), sum.Failures)
+		}
+		verify(t, db)
 	}
 }

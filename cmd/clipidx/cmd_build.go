@@ -98,8 +98,10 @@ deleted are dropped with clipidx forget DIR.`,
 				Reindex:    reindex,
 				BatchSize:  batch,
 				Workers:    workers,
-				Device:     info.Device,
-				DeviceNote: info.DeviceNote,
+				// [3, S, S] per image (checkImageSize matched the crop to S)
+				PixelsPerImage: 3 * info.ImageSize * info.ImageSize,
+				Device:         info.Device,
+				DeviceNote:     info.DeviceNote,
 				Progress: func(e index.Event) {
 					switch e.Phase {
 					case "scan":
