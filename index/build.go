@@ -241,6 +241,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		if ctx.Err() != nil {
 			return b.finish(ctx, abs, nil, nil)
 		}
+		b.sortFailures()
 		if errors.Is(err, ErrEncoder) {
 			// The files recorded before the device failed are good: keep them.
 			if cerr := b.maybeCommit(true); cerr != nil {
@@ -653,6 +654,12 @@ func (b *builder) record(r result) {
 	b.event(Event{Phase: "index", Done: b.done, Total: b.total, Path: r.path})
 }
 
+// sortFailures orders Summary.Failures by path: workers finish in any
+// order, and the --json summary must not depend on it.
+func (b *builder) sortFailures() {
+	sort.Slice(b.sum.Failures, func(i, j int) bool { return b.sum.Failures[i].Path < b.sum.Failures[j].Path })
+}
+
 func (b *builder) maybeCommit(force bool) error {
 	if b.pending == 0 || (!force && b.pending < b.opts.CommitEvery && time.Since(b.lastCommit) < b.opts.CommitInterval) {
 		return nil
@@ -670,6 +677,7 @@ func (b *builder) maybeCommit(force bool) error {
 // frees unused vectors and records the build.
 func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old map[string]*store.File) (*Summary, error) {
 	complete := wk != nil && ctx.Err() == nil
+	b.sortFailures()
 	if complete {
 		b.event(Event{Phase: "remove"})
 		paths := make([]string, 0, len(old))

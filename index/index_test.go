@@ -648,3 +648,25 @@ func TestBuildOddPixelCountFailsAlone(t *testing.T) {
 		verify(t, db)
 	}
 }
+
+// TestBuildFailuresSortedByPath: failures are listed by path, not in the
+// order they were found (a decode failure is known before an encoder one).
+func TestBuildFailuresSortedByPath(t *testing.T) {
+	d := t.TempDir()
+	write(t, filepath.Join(d, "a.png"), png+"model rejects this")
+	write(t, filepath.Join(d, "b.png"), png+"CORRUPT")
+	write(t, filepath.Join(d, "c.png"), png+"fine")
+	o := opts(&fakeEnc{failOn: fakePixels([]byte(png + "model rejects this"))[0]})
+	o.Workers = 1 // a is queued for the encoder, b fails at once, then a
+	sum, err := Build(context.Background(), filepath.Join(t.TempDir(), "i.db"), []string{d}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range sum.Failures {
+		got = append(got, filepath.Base(f.Path))
+	}
+	if !slices.Equal(got, []string{"a.png", "b.png"}) {
+		t.Errorf("failures in order %q, want sorted by path", got)
+	}
+}

@@ -246,14 +246,17 @@ func TestBuildReportsWalkProblems(t *testing.T) {
 	png, _ := os.ReadFile(filepath.Join(model, "images", "checker_320x240.png"))
 	os.WriteFile(filepath.Join(photos, "a.png"), png, 0o644)
 	os.WriteFile(filepath.Join(deep, "lost.png"), png, 0o644)
+	os.WriteFile(filepath.Join(photos, "e.png"), png[:40], 0o644) // truncated: a file failure
 	g := []string{"--db", filepath.Join(root, "i.db"), "--model", model, "--device", "reference"}
 	out, errs, code := e2eRun(t, bin, append(g, "build", "--json", photos)...)
 	var b buildJSON
 	if err := json.Unmarshal([]byte(out), &b); code != 0 || err != nil {
 		t.Fatalf("build: exit %d, %v, %q %q", code, err, out, errs)
 	}
-	if len(b.Failures) != 1 || !strings.Contains(b.Failures[0].Error, "deeper than") || b.Added != 1 {
-		t.Errorf("--json: %+v, want a.png added and the too-deep folder listed", b)
+	// Sorted by path: the folder photos/d/... before the file photos/e.png.
+	if len(b.Failures) != 2 || !strings.Contains(b.Failures[0].Error, "deeper than") ||
+		filepath.Base(b.Failures[1].Path) != "e.png" || b.Added != 1 {
+		t.Errorf("--json: %+v, want a.png added, then the too-deep folder and e.png listed by path", b)
 	}
 	_, errs, code = e2eRun(t, bin, append(g, "build", photos)...)
 	if code != 0 || !strings.Contains(errs, "deeper than") {

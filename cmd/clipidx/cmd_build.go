@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/clipidx/clipidx/clipnpu"
@@ -134,6 +136,7 @@ deleted are dropped with clipidx forget DIR.`,
 					sum.Failures = append(sum.Failures, p)
 				}
 			}
+			slices.SortStableFunc(sum.Failures, func(a, b index.Failure) int { return strings.Compare(a.Path, b.Path) })
 			out := cmd.OutOrStdout()
 			if asJSON {
 				if e := json.NewEncoder(out).Encode(sum); e != nil {
