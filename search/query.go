@@ -174,14 +174,22 @@ func Embed(terms []Term, dim int, te TextEncoder, ie ImageEncoder) ([]float32, e
 			sum[i] += float64(t.Weight) * float64(x)
 		}
 	}
-	out := make([]float32, dim)
+	// Normalise in float64: with large (finite) weights the sum itself may
+	// not fit in a float32, its direction always does.
 	var n float64
-	for i, x := range sum {
-		out[i] = float32(x)
+	for _, x := range sum {
 		n += x * x
 	}
 	if n < 1e-12 {
 		return nil, fmt.Errorf("%w: the terms cancel out", ErrEmptyQuery)
 	}
-	return Normalize(out)
+	if math.IsInf(n, 0) || math.IsNaN(n) {
+		return nil, fmt.Errorf("%w: the weighted sum overflows", ErrBadWeight)
+	}
+	inv := 1 / math.Sqrt(n)
+	out := make([]float32, dim)
+	for i, x := range sum {
+		out[i] = float32(x * inv)
+	}
+	return out, nil
 }

@@ -92,3 +92,29 @@ func TestEmbedCombines(t *testing.T) {
 		t.Error("HasImage/HasText wrong")
 	}
 }
+
+// TestEmbedLargeWeights: weights that are finite float32s but whose
+// weighted sum is not (3e38 + 3e38) still give the unit direction.
+func TestEmbedLargeWeights(t *testing.T) {
+	te := fakeText{"x": {2, 0, 0}, "y": {0, 1, 0}}
+	for _, tc := range []struct {
+		terms []Term
+		want  []float32
+	}{
+		{[]Term{{Weight: 3e38, Text: "x"}, {Weight: 3e38, Text: "x"}}, []float32{1, 0, 0}},
+		{[]Term{{Weight: 3e38, Text: "x"}, {Weight: -3e38, Text: "y"}, {Weight: 3e38, Text: "x"}},
+			[]float32{2 / float32(math.Sqrt(5)), -1 / float32(math.Sqrt(5)), 0}},
+	} {
+		got, err := Embed(tc.terms, 3, te, nil)
+		if err != nil {
+			t.Errorf("%v: %v", tc.terms, err)
+			continue
+		}
+		for i := range got {
+			if math.Abs(float64(got[i]-tc.want[i])) > 1e-6 {
+				t.Errorf("%v: got %v want %v", tc.terms, got, tc.want)
+				break
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -50,6 +51,9 @@ looked up by its content and needs no model at all.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if k <= 0 {
 				return usageError("-k takes a number of results ≥ 1, not %d", k)
+			}
+			if t := float64(threshold); math.IsNaN(t) || math.IsInf(t, 0) {
+				return usageError("--threshold takes a finite cosine such as 0.25, not %v", threshold)
 			}
 			terms, err := search.ParseQuery(args)
 			if len(args) == 0 {
