@@ -54,7 +54,7 @@ func (s *Snapshot) Check(allowQueued bool) error {
 		} else if !bytes.Equal(h, f.Hash[:]) {
 			bad("file %s: content hash differs from vector %d's", k, f.Vec)
 		}
-		if refs.Get(refKey(f.Vec, string(k))) == nil {
+		if !has(refs, refKey(f.Vec, string(k))) {
 			bad("file %s: ref to vector %d missing", k, f.Vec)
 		}
 		return nil
@@ -102,7 +102,7 @@ func (s *Snapshot) Check(allowQueued bool) error {
 		if hv := hashes.Get(h); hv == nil || VecID(getU64(hv)) != id {
 			bad("vector %d: hashes entry missing or points elsewhere", id)
 		}
-		if free.Get(k) != nil {
+		if has(free, k) {
 			bad("vector %d: also in the free list", id)
 		}
 		v := s.slot(id, false)
@@ -141,7 +141,7 @@ func (s *Snapshot) Check(allowQueued bool) error {
 			if c.Live(i) && vecs.Get(key) == nil {
 				bad("chunk slot %d: live without a vector", id)
 			}
-			if !c.Live(i) && free.Get(key) == nil && !has(gc, key) && id < next {
+			if !c.Live(i) && !has(free, key) && !has(gc, key) && id < next {
 				bad("chunk slot %d: dead but not in the free list", id)
 			}
 		}

@@ -77,3 +77,32 @@ func TestCheckFindsCorruption(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckInsideTheWritingTransaction: refs hold nil values, which Get
+// cannot tell from a missing key before the transaction commits; Check run
+// in the transaction that wrote them must still find them.
+func TestCheckInsideTheWritingTransaction(t *testing.T) {
+	w := openW(t, filepath.Join(t.TempDir(), "x.db"))
+	err := w.update(func(tx *bolt.Tx) error {
+		t := newWtx(tx, testID.Dim)
+		var b Batch
+		b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+		b.Put("/p/b", File{Hash: hashOf("B")}, vec(2, 8))
+		b.Delete("/p/b") // its vector is freed by collect: a free entry
+		for _, o := range b.ops {
+			if err := t.apply(o); err != nil {
+				return err
+			}
+		}
+		if _, err := t.collect(); err != nil {
+			return err
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		return (&Snapshot{tx: tx, id: testID}).Check(false)
+	})
+	if err != nil {
+		t.Errorf("Check in the writing transaction: %v", err)
+	}
+}
