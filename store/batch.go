@@ -56,7 +56,7 @@ type wtx struct {
 	meta, files, refs, hashes, vecs, chunks, free, gc *bolt.Bucket
 	dim                                               int
 	chunk                                             map[uint32][]byte // modified chunk copies, written at flush
-	images, failed                                    int64             // counter deltas
+	images, failed, vectors                           int64             // counter deltas
 }
 
 func newWtx(tx *bolt.Tx, dim int) *wtx {
@@ -194,6 +194,7 @@ func (w *wtx) resolve(h Hash, vec []float32) (VecID, error) {
 	if err := w.hashes.Put(h[:], u64(uint64(id))); err != nil {
 		return 0, err
 	}
+	w.vectors++
 	return id, w.vecs.Put(u64(uint64(id)), h[:])
 }
 
@@ -274,10 +275,24 @@ func (w *wtx) flush() error {
 			return err
 		}
 	}
+	if w.meta.Get(kVectors) == nil {
+		// An index from before the counter: count once with a cursor,
+		// which sees this transaction's changes (the deltas are already
+		// in the bucket), then keep it up to date.
+		n := 0
+		c := w.vecs.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			n++
+		}
+		if err := w.meta.Put(kVectors, u64(uint64(n))); err != nil {
+			return err
+		}
+		w.vectors = 0
+	}
 	for _, kv := range []struct {
 		k []byte
 		d int64
-	}{{kImages, w.images}, {kFailed, w.failed}} {
+	}{{kImages, w.images}, {kFailed, w.failed}, {kVectors, w.vectors}} {
 		if kv.d == 0 {
 			continue
 		}
@@ -318,6 +333,7 @@ func (w *wtx) collect() (int, error) {
 		if err := w.vecs.Delete(key); err != nil {
 			return n, err
 		}
+		w.vectors--
 		if err := w.writeSlot(id, nil, false); err != nil {
 			return n, err
 		}

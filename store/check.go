@@ -87,7 +87,9 @@ func (s *Snapshot) Check(allowQueued bool) error {
 	})
 
 	next := VecID(getU64(m.Get(kNext)))
+	nVecs := 0
 	vecs.ForEach(func(k, h []byte) error {
+		nVecs++
 		id := VecID(getU64(k))
 		if id == 0 || id >= next {
 			bad("vector %d: outside allocated range [1,%d)", id, next)
@@ -124,6 +126,9 @@ func (s *Snapshot) Check(allowQueued bool) error {
 		}
 		return nil
 	})
+	if v := m.Get(kVectors); v != nil && int(getU64(v)) != nVecs {
+		bad("meta: vectors counter %d, records say %d", getU64(v), nVecs)
+	}
 	hashes.ForEach(func(h, v []byte) error {
 		if hv := vecs.Get(v); hv == nil || !bytes.Equal(hv, h) {
 			bad("hash %x: vector %d missing or computed from other content", h[:6], getU64(v))

@@ -51,6 +51,9 @@ func TestCheckFindsCorruption(t *testing.T) {
 		{"queued while used", func(tx *bolt.Tx) error {
 			return tx.Bucket(bGC).Put(u64(1), nil)
 		}, "queued for GC but used"},
+		{"vectors counter off", func(tx *bolt.Tx) error {
+			return tx.Bucket(bMeta).Put(kVectors, u64(7))
+		}, "vectors counter 7"},
 		{"failed file without reason", func(tx *bolt.Tx) error {
 			return tx.Bucket(bFiles).Put([]byte("/p/f"), encodeFile(File{}))
 		}, "no failure reason"},

@@ -5,7 +5,7 @@
 // # Layout (schema version 1)
 //
 //	meta    "schema" u32, "identity" JSON, "next" u64 (next fresh vector id),
-//	        "images"/"failed" u64 counters, "last_build" JSON
+//	        "images"/"failed"/"vectors" u64 counters, "last_build" JSON
 //	files   absolute path → record: size, mtime (ns), SHA-256 of the bytes,
 //	        vector id (0 = none) and the failure reason of a failed file
 //	refs    vector id (u64 BE) ‖ path → nothing: which files use a vector

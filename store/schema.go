@@ -33,6 +33,7 @@ var (
 	kNext      = []byte("next")
 	kImages    = []byte("images")
 	kFailed    = []byte("failed")
+	kVectors   = []byte("vectors") // absent in indexes written before it: see flush
 	kLastBuild = []byte("last_build")
 )
 

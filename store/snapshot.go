@@ -34,14 +34,19 @@ type Stats struct {
 	LastBuild *LastBuild // nil before the first finished build
 }
 
-// Stats reads the counters kept in the meta bucket (no scan).
+// Stats reads the counters kept in the meta bucket (no scan, except for
+// Vectors in an index no build has written to since the counter was added).
 func (s *Snapshot) Stats() (Stats, error) {
 	m := s.tx.Bucket(bMeta)
 	st := Stats{
-		Images:  int(getU64(m.Get(kImages))),
-		Failed:  int(getU64(m.Get(kFailed))),
-		Vectors: s.tx.Bucket(bVecs).Stats().KeyN,
-		Bytes:   s.tx.Size(),
+		Images: int(getU64(m.Get(kImages))),
+		Failed: int(getU64(m.Get(kFailed))),
+		Bytes:  s.tx.Size(),
+	}
+	if v := m.Get(kVectors); v != nil {
+		st.Vectors = int(getU64(v))
+	} else {
+		st.Vectors = s.tx.Bucket(bVecs).Stats().KeyN
 	}
 	if fi, err := os.Stat(s.tx.DB().Path()); err == nil {
 		st.Bytes = fi.Size()

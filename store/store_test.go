@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestSplitJoinExact(t *testing.T) {
@@ -429,4 +431,60 @@ func TestCompatible(t *testing.T) {
 	if err := base.Compatible(other, false); err == nil || strings.Contains(err.Error(), "--model") || !strings.Contains(err.Error(), "--reindex") {
 		t.Errorf("EXIF mismatch message: %v", err)
 	}
+}
+
+// TestVectorsCounter: Stats.Vectors comes from a meta counter kept by
+// commits and GC (no scan of the vecs bucket), and an index written before
+// the counter existed gets it counted at its next commit.
+func TestVectorsCounter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	counter := func() (meta uint64, present bool, stats int) {
+		view(t, path, func(s *Snapshot) {
+			v := s.tx.Bucket(bMeta).Get(kVectors)
+			meta, present = getU64(v), v != nil
+			st, _ := s.Stats()
+			stats = st.Vectors
+		})
+		return
+	}
+	commit := func(b *Batch) {
+		t.Helper()
+		if err := w.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b Batch
+	b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+	b.Put("/p/b", File{Hash: hashOf("B")}, vec(2, 8))
+	b.Put("/p/a2", File{Hash: hashOf("A")}, nil) // same content: no new vector
+	commit(&b)
+	if m, ok, st := counter(); !ok || m != 2 || st != 2 {
+		t.Errorf("after 2 vectors: counter %d (present %v), Stats %d", m, ok, st)
+	}
+	b.Reset()
+	b.Delete("/p/b")
+	commit(&b)
+	if _, err := w.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok, st := counter(); !ok || m != 1 || st != 1 {
+		t.Errorf("after GC: counter %d (present %v), Stats %d", m, ok, st)
+	}
+	mustCheck(t, path, false)
+
+	// An index from before the counter.
+	if err := w.update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(kVectors) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, st := counter(); ok || st != 1 {
+		t.Errorf("without the counter: present %v, Stats %d (want 1 by counting)", ok, st)
+	}
+	b.Reset()
+	b.Put("/p/c", File{Hash: hashOf("C")}, vec(3, 8))
+	commit(&b)
+	if m, ok, st := counter(); !ok || m != 2 || st != 2 {
+		t.Errorf("legacy index after a commit: counter %d (present %v), Stats %d", m, ok, st)
+	}
+	mustCheck(t, path, false)
 }
