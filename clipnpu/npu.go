@@ -352,7 +352,7 @@ func openBundle(dir string, opts Options, dev npuDevice) (_ Backend, err error) 
 	}
 	device, note := dev.Describe()
 	nb.info = Info{
-		Name: bundleName(b), WeightsHash: bundleHash(dir), Device: device, DeviceNote: note,
+		Name: bundleName(b), WeightsHash: bundleHash(b), Device: device, DeviceNote: note,
 		Dim: c.embedDim, ImageSize: c.imageSize, Context: c.context, LogitScale: c.logitScale,
 		PromptTemplate: c.promptTemplate, ImageBatch: c.vBatch, TextBatch: c.tBatch,
 	}
@@ -373,22 +373,31 @@ func bundleName(b *bundle.Bundle) string {
 	return filepath.Base(abs)
 }
 
-// bundleHash digests manifest.txt, tensors.txt and the blob's size: cheap
-// and changed by any re-export.
-func bundleHash(dir string) string {
+// bundleHash digests manifest.txt, tensors.txt, the blob's size and the
+// same samples of every tensor's data as weightsHash takes of a safetensors
+// file: cheap, changed by any re-export, and by other weights of the same
+// shapes.
+func bundleHash(b *bundle.Bundle) string {
 	h := sha256.New()
 	for _, f := range []string{bundle.ManifestFile, bundle.IndexFile} {
-		data, err := os.ReadFile(filepath.Join(dir, f))
+		data, err := os.ReadFile(filepath.Join(b.Dir, f))
 		if err != nil {
 			return ""
 		}
 		h.Write(data)
 	}
-	st, err := os.Stat(filepath.Join(dir, bundle.BlobFile))
+	st, err := os.Stat(filepath.Join(b.Dir, bundle.BlobFile))
 	if err != nil {
 		return ""
 	}
 	fmt.Fprintf(h, "blob %d", st.Size())
+	for _, name := range b.TensorNames() {
+		t, err := b.Tensor(name)
+		if err != nil {
+			return ""
+		}
+		hashTensor(h, t.Bytes())
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
