@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -579,7 +578,7 @@ func (b *builder) encode(q []result) error {
 			b.canary = q[i].pixels
 		}
 		q[i].pixels = nil
-		if q[i].err == nil && !finite(q[i].vec, dim) {
+		if q[i].err == nil && !usable(q[i].vec, dim) {
 			q[i].err, q[i].vec = ErrBadEmbedding, nil
 		}
 	}
@@ -611,18 +610,14 @@ func (b *builder) canaryFails() bool {
 	return err != nil || len(v) != b.opts.Identity.Dim
 }
 
-func finite(v []float32, dim int) bool {
+// usable reports whether v is a vector the index can store: dim finite
+// values, not all zero (store.Normalize is the one check).
+func usable(v []float32, dim int) bool {
 	if len(v) != dim {
 		return false
 	}
-	var s float64
-	for _, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return false
-		}
-		s += float64(x) * float64(x)
-	}
-	return s > 0
+	_, err := store.Normalize(v)
+	return err == nil
 }
 
 // record adds one finished result to the pending batch and the summary.

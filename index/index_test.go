@@ -670,3 +670,40 @@ func TestBuildFailuresSortedByPath(t *testing.T) {
 		t.Errorf("failures in order %q, want sorted by path", got)
 	}
 }
+
+// nanEnc returns a NaN vector for the image whose first pixel is victim.
+type nanEnc struct {
+	fakeEnc
+	victim float32
+}
+
+func (e *nanEnc) EncodeImages(pix []float32, n int) ([]float32, error) {
+	out, err := e.fakeEnc.EncodeImages(pix, n)
+	for i := range n {
+		if err == nil && pix[i*dim] == e.victim {
+			out[i*dim+1] = float32(math.NaN())
+		}
+	}
+	return out, err
+}
+
+// TestBuildBadEmbeddingFailsItsFile: a non-finite vector from the encoder
+// fails its own file with ErrBadEmbedding and is never stored.
+func TestBuildBadEmbeddingFailsItsFile(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	for i := range 5 {
+		write(t, filepath.Join(d, fmt.Sprintf("p%d.png", i)), fmt.Sprintf("%simage %d", png, i))
+	}
+	o := opts(nil)
+	o.Encoder = &nanEnc{victim: fakePixels([]byte(png + "image 2"))[0]}
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Failed != 1 || sum.Added != 4 || filepath.Base(sum.Failures[0].Path) != "p2.png" ||
+		sum.Failures[0].Error != ErrBadEmbedding.Error() {
+		t.Errorf("summary %s %v", sumOf(sum), sum.Failures)
+	}
+	verify(t, db)
+}

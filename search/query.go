@@ -166,7 +166,7 @@ func Embed(terms []Term, dim int, te TextEncoder, ie ImageEncoder) ([]float32, e
 				return nil, fmt.Errorf("%w: image %s embedded to %d values, want %d", ErrBadQuery, t.Image, len(v), dim)
 			}
 		}
-		u, err := Normalize(v)
+		u, err := unit(v)
 		if err != nil {
 			return nil, fmt.Errorf("term %q: %w", t.Text+t.Image, err)
 		}

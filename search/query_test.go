@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/clipidx/clipidx/store"
 )
 
 func TestParseTerm(t *testing.T) {
@@ -115,6 +117,19 @@ func TestEmbedLargeWeights(t *testing.T) {
 				t.Errorf("%v: got %v want %v", tc.terms, got, tc.want)
 				break
 			}
+		}
+	}
+}
+
+// TestEmbedRejectsBadVectors: a term embedding with a NaN, an infinity or
+// no direction is a bad query (store.Normalize's check, one for the tree).
+func TestEmbedRejectsBadVectors(t *testing.T) {
+	inf := float32(math.Inf(1))
+	te := fakeText{"nan": {float32(math.NaN()), 1, 0}, "inf": {0, inf, 0}, "zero": {0, 0, 0}}
+	for _, text := range []string{"nan", "inf", "zero"} {
+		_, err := Embed([]Term{{Weight: 1, Text: text}}, 3, te, nil)
+		if !errors.Is(err, ErrBadQuery) || !errors.Is(err, store.ErrBadVector) {
+			t.Errorf("%s: %v, want ErrBadQuery wrapping store.ErrBadVector", text, err)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -62,7 +61,7 @@ func Search(s *store.Snapshot, q []float32, opts Options) ([]Result, error) {
 	if len(q) != dim {
 		return nil, fmt.Errorf("%w: length %d, index dimension %d", ErrBadQuery, len(q), dim)
 	}
-	q, err := Normalize(q)
+	q, err := unit(q)
 	if err != nil {
 		return nil, err
 	}
@@ -271,21 +270,13 @@ func (t *topk) down(i int) {
 	}
 }
 
-// Normalize returns v scaled to unit L2 norm (a copy).
-func Normalize(v []float32) ([]float32, error) {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
+// unit is store.Normalize with the error of a query (ErrBadQuery).
+func unit(v []float32) ([]float32, error) {
+	u, err := store.Normalize(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadQuery, err)
 	}
-	if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
-		return nil, fmt.Errorf("%w: norm² %g", ErrBadQuery, s)
-	}
-	inv := 1 / math.Sqrt(s)
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(float64(x) * inv)
-	}
-	return out, nil
+	return u, nil
 }
 
 // bitset marks vector ids; set ignores ids beyond its length (and 0).

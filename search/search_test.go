@@ -80,7 +80,7 @@ func within(t testing.TB, path string, fn func(s *store.Snapshot)) {
 // reference is the plain exhaustive float32 scan: every vector, dot32,
 // full sort; paths expanded like Search.
 func reference(s *store.Snapshot, q []float32, k int) []Result {
-	q, _ = Normalize(q)
+	q, _ = unit(q)
 	var all []Result
 	s.Files("", func(p string, f store.File) error {
 		all = append(all, Result{Path: p, ID: f.Vec, Score: dot32(q, s.Vector(f.Vec))})
@@ -206,14 +206,14 @@ func TestErrorBoundHolds(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 6))
 	const dim = 1024
 	for range 2000 {
-		q, _ := Normalize(randVec(r, dim, 1))
-		v, _ := Normalize(randVec(r, dim, 1))
+		q, _ := unit(randVec(r, dim, 1))
+		v, _ := unit(randVec(r, dim, 1))
 		// Adversarial-ish: a vector close to q, where the errors align.
 		if r.IntN(2) == 0 {
 			for i := range v {
 				v[i] = q[i] + 0.001*v[i]
 			}
-			v, _ = Normalize(v)
+			v, _ = unit(v)
 		}
 		hi := make([]byte, 2*dim)
 		for i := range v {

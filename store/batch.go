@@ -202,10 +202,19 @@ func normalized(v []float32, dim int) ([]float32, error) {
 	if len(v) != dim {
 		return nil, fmt.Errorf("%w: length %d, want %d", ErrBadVector, len(v), dim)
 	}
+	return Normalize(v)
+}
+
+// Normalize returns v scaled to unit L2 norm (a new slice), computed in
+// float64. It returns an error wrapping ErrBadVector when a component is
+// NaN or infinite or every component is zero. It is the tree's one vector
+// check: store applies it to what it stores, search to queries and index
+// to what an encoder returns.
+func Normalize(v []float32) ([]float32, error) {
 	var s float64
-	for _, x := range v {
+	for i, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return nil, fmt.Errorf("%w: not finite", ErrBadVector)
+			return nil, fmt.Errorf("%w: component %d is %v", ErrBadVector, i, x)
 		}
 		s += float64(x) * float64(x)
 	}
@@ -213,7 +222,7 @@ func normalized(v []float32, dim int) ([]float32, error) {
 		return nil, fmt.Errorf("%w: zero norm", ErrBadVector)
 	}
 	inv := 1 / math.Sqrt(s)
-	out := make([]float32, dim)
+	out := make([]float32, len(v))
 	for i, x := range v {
 		out[i] = float32(float64(x) * inv)
 	}

@@ -488,3 +488,46 @@ func TestVectorsCounter(t *testing.T) {
 	}
 	mustCheck(t, path, false)
 }
+
+// TestNormalize: the one vector check of the tree (store, search and index
+// use it): finite non-zero vectors come back unit length, computed in
+// float64 so that float32 extremes neither overflow nor underflow; NaN,
+// infinities and zero vectors are ErrBadVector.
+func TestNormalize(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for _, tc := range []struct {
+		name string
+		in   []float32
+		want []float32 // nil: ErrBadVector
+	}{
+		{"unit already", []float32{0, 1, 0}, []float32{0, 1, 0}},
+		{"3-4-5", []float32{3, -4}, []float32{0.6, -0.8}},
+		{"float32 max", []float32{math.MaxFloat32, math.MaxFloat32}, []float32{1 / math.Sqrt2, 1 / math.Sqrt2}},
+		{"subnormal", []float32{1e-45, 0}, []float32{1, 0}},
+		{"NaN", []float32{1, nan}, nil},
+		{"infinite", []float32{-inf, 1}, nil},
+		{"zero", []float32{0, 0, 0}, nil},
+		{"empty", nil, nil},
+	} {
+		got, err := Normalize(tc.in)
+		if tc.want == nil {
+			if !errors.Is(err, ErrBadVector) {
+				t.Errorf("%s: %v, %v; want ErrBadVector", tc.name, got, err)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(tc.want) {
+			t.Errorf("%s: %v, %v", tc.name, got, err)
+			continue
+		}
+		for i := range got {
+			if math.Abs(float64(got[i]-tc.want[i])) > 1e-7 {
+				t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+				break
+			}
+		}
+		if &got[0] == &tc.in[0] {
+			t.Errorf("%s: returned its input, want a copy", tc.name)
+		}
+	}
+}
