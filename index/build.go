@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -209,11 +211,15 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	b.event(Event{Phase: "scan", Done: len(wk.files)})
 	// A dangling link that carried indexed files may be a disk that is not
 	// mounted: say why its entries stay (a never-indexed one stays quiet).
-	for _, l := range wk.dangling {
+	if len(wk.dangling) > 0 {
+		known := make([]string, 0, len(old))
 		for p := range old {
-			if store.Under(p, l.path) {
+			known = append(known, p)
+		}
+		sort.Strings(known)
+		for _, l := range wk.dangling {
+			if holdsRecords(known, l.path) {
 				wk.fail(l.path, fmt.Errorf("%w (%v)", ErrUnreachable, l.err))
-				break
 			}
 		}
 	}
@@ -250,6 +256,16 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return b.sum, err
 	}
 	return b.finish(ctx, abs, wk, old)
+}
+
+// holdsRecords reports whether a sorted path list has dir or a path under it.
+func holdsRecords(sorted []string, dir string) bool {
+	if i := sort.SearchStrings(sorted, dir); i < len(sorted) && sorted[i] == dir {
+		return true
+	}
+	prefix := strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator)
+	i := sort.SearchStrings(sorted, prefix)
+	return i < len(sorted) && strings.HasPrefix(sorted[i], prefix)
 }
 
 type builder struct {

@@ -504,6 +504,27 @@ func BenchmarkBuild1000(b *testing.B) {
 	}
 }
 
+// TestHoldsRecords: which dangling links had indexed entries under them.
+func TestHoldsRecords(t *testing.T) {
+	known := []string{"/a/b", "/a/b-c/x.png", "/a/b.d", "/a/bc/y.png", "/a/d/e/f.png"}
+	for _, tc := range []struct {
+		dir  string
+		want bool
+	}{
+		{"/a/b", true},     // the link itself was a file
+		{"/a/b-c", true},   // a folder with records
+		{"/a/d", true},     // records deeper down
+		{"/a/bc/y", false}, // a prefix of a name is not a folder
+		{"/a/c", false},
+		{"/z", false},
+		{"/a/b.", false},
+	} {
+		if got := holdsRecords(known, tc.dir); got != tc.want {
+			t.Errorf("holdsRecords(%s) = %v, want %v", tc.dir, got, tc.want)
+		}
+	}
+}
+
 // TestBuildKeepsEntriesBehindUnreachableLinks unmounts (renames away) the
 // target of a linked folder and of a linked root: their entries must stay,
 // reported as unreachable, not be removed and re-embedded later.
