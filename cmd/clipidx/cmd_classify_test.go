@@ -142,7 +142,7 @@ func TestClassifyErrors(t *testing.T) {
 	}{
 		{"no label", []string{"classify", good}, 2, "--label"},
 		{"template without {}", []string{"classify", good, "--label", "a", "--template", "a photo"}, 2, "no {}"},
-		{"no image", []string{"classify", "--label", "a"}, 1, "requires at least 1 arg"},
+		{"no image", []string{"classify", "--label", "a"}, 2, "requires at least 1 arg"},
 	} {
 		_, _, err := runModelCmd(append([]string{"--model", model}, c.args...)...)
 		if exitCode(err) != c.code || err == nil || !strings.Contains(err.Error(), c.msg) {

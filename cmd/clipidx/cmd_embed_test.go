@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,17 +27,6 @@ func runModelCmd(args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-// exitCode is the status run would return for err.
-func exitCode(err error) int {
-	var ee *exitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.code
-	}
-	return 1
-}
 
 // readRows reads little-endian float32 rows of width d.
 func readRows(t *testing.T, path string, d int) [][]float32 {
@@ -163,7 +151,7 @@ func TestEmbedErrors(t *testing.T) {
 		{"nothing to embed", []string{"--model", model, "embed", "-o", "x.f32"}, 2, "nothing to embed"},
 		{"no output", []string{"--model", model, "embed", "--text", "a"}, 2, "-o OUT.f32 is required"},
 		{"bad format", []string{"--model", model, "embed", "--text", "a", "--format", "csv"}, 2, "want f32 or json"},
-		{"positional argument", []string{"--model", model, "embed", "cat.jpg", "-o", "-"}, 1, "unknown command"},
+		{"positional argument", []string{"--model", model, "embed", "cat.jpg", "-o", "-"}, 2, "unknown command"},
 		{"missing image", []string{"--model", model, "embed", "--image", "/nonexistent/cat.jpg", "-o", "-"}, 1, "/nonexistent/cat.jpg"},
 		{"empty model folder", []string{"--model", empty, "embed", "--text", "a", "-o", "-"}, 1, "clipidx model pull"},
 		{"npu without one", []string{"--model", model, "--device", "npu", "embed", "--text", "a", "-o", "-"}, 1, "NPU"},

@@ -24,11 +24,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		errb.WriteString("clipidx: " + err.Error() + "\n")
-		code = 1
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
+		code = exitCode(err)
 	}
 	return out.String(), errb.String(), code
 }

@@ -67,7 +67,7 @@ func TestPreprocessCommandErrors(t *testing.T) {
 		code int
 	}{
 		{"no output flag", []string{"--model", model, "preprocess", good}, 2},
-		{"no images", []string{"--model", model, "preprocess", "-o", out}, 1},
+		{"no images", []string{"--model", model, "preprocess", "-o", out}, 2},
 		{"text named jpg", []string{"--model", model, "preprocess", "-o", out, good, text}, 1},
 		{"missing file", []string{"--model", model, "preprocess", "-o", out, filepath.Join(dir, "absent.png")}, 1},
 		{"malformed config", []string{"--model", badCfg, "preprocess", "-o", out, good}, 1},

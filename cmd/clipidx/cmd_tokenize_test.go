@@ -139,8 +139,12 @@ func TestTokenizeCommandErrors(t *testing.T) {
 			if out != "" {
 				t.Errorf("printed %q on failure", out)
 			}
-			if code := run(tt.args); code != 1 {
-				t.Errorf("exit code %d, want 1", code)
+			want := 1 // a model folder without vocabulary
+			if tt.name == "no text" {
+				want = 2 // a usage error
+			}
+			if code := run(tt.args); code != want {
+				t.Errorf("exit code %d, want %d", code, want)
 			}
 		})
 	}

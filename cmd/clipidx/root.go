@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -49,11 +50,19 @@ func newRoot() *cobra.Command {
 		if g.threads < 0 {
 			return usageError("--threads takes a count ≥ 0 (0 = all cores), not %d", g.threads)
 		}
+		switch g.device {
+		case "auto", "cpu", "npu", "reference":
+		default:
+			return usageError("--device takes auto, cpu, npu or reference, not %q", g.device)
+		}
 		return nil
 	}
+	// Flag and argument mistakes are usage errors (exit 2), like the
+	// commands' own checks.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.model, "model", envOr("CLIPIDX_MODEL", defaultModelDir()), "model folder (HF CLIP layout or taconite bundle) [env CLIPIDX_MODEL]")
-	pf.StringVar(&g.device, "device", envOr("CLIPIDX_DEVICE", "auto"), "where the model runs: auto, cpu or npu [env CLIPIDX_DEVICE]")
+	pf.StringVar(&g.device, "device", envOr("CLIPIDX_DEVICE", "auto"), "where the model runs: auto, cpu, npu, or reference (the plain pure-Go forward) [env CLIPIDX_DEVICE]")
 	pf.IntVar(&g.threads, "threads", envInt("CLIPIDX_THREADS", 0), "CPU threads for the model (0 = all cores)")
 	pf.StringVar(&g.db, "db", envOr("CLIPIDX_DB", defaultDBPath()), "index database file [env CLIPIDX_DB]")
 	for _, mk := range subcommands {
@@ -70,9 +79,24 @@ func run(args []string) int {
 		return 0
 	}
 	fmt.Fprintln(os.Stderr, "clipidx:", err)
+	return exitCode(err)
+}
+
+// exitCode is 0 for no error, the code an exitError carries, 2 for cobra's
+// own usage errors (unknown command, wrong number of arguments), else 1.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command ", "requires at least ", "accepts at most ", "accepts between ", "accepts ", "invalid argument "} {
+		if strings.HasPrefix(msg, p) {
+			return 2
+		}
 	}
 	return 1
 }

@@ -16,6 +16,10 @@ func TestGlobalFlagChecks(t *testing.T) {
 		{"", []string{"--threads", "-1", "tokenize", "a"}, "--threads"},
 		{"", []string{"--threads", "-3", "check", "."}, "--threads"},
 		{"abc", []string{"tokenize", "a"}, "CLIPIDX_THREADS"},
+		{"", []string{"--device", "gpu", "status"}, "--device"},
+		{"", []string{"nosuch"}, "unknown command"},
+		{"", []string{"tokenize", "--bogus", "a"}, "bogus"},
+		{"", []string{"forget"}, "arg"},
 	} {
 		t.Setenv("CLIPIDX_THREADS", tc.env)
 		_, stderr, code := runCLI(t, tc.args...)
