@@ -27,7 +27,6 @@ func runModelCmd(args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-
 // readRows reads little-endian float32 rows of width d.
 func readRows(t *testing.T, path string, d int) [][]float32 {
 	t.Helper()
