@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -169,7 +170,9 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 	for _, r := range abs {
-		if _, err := os.Lstat(r); err != nil {
+		// Only a root that does not exist stops the build; one that exists
+		// but cannot be reached is kept and reported by the walk.
+		if _, err := os.Lstat(r); errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
 	}
@@ -523,7 +526,11 @@ func (b *builder) prepare(j job) result {
 	// The decoder recognises the format from the content, and fails the
 	// file with ErrNotImage or ErrUnsupported (naming the format).
 	r.pixels, r.err = b.opts.Preprocess(data, j.path)
-	if want := b.opts.PixelsPerImage; r.err == nil && (len(r.pixels) == 0 || want > 0 && len(r.pixels) != want) {
+	switch want := b.opts.PixelsPerImage; {
+	case r.err != nil:
+	case len(r.pixels) == 0:
+		r.err = errors.New("decoder returned no pixels")
+	case want > 0 && len(r.pixels) != want:
 		r.err = fmt.Errorf("decoder returned %d values, want %d", len(r.pixels), want)
 		r.pixels = nil
 	}

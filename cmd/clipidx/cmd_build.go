@@ -46,7 +46,9 @@ with the reason and retried when they change.
 
 Without DIR, the folders of the last build are indexed again. search and
 status work while a build runs. The entries of a folder that was renamed or
-deleted are dropped with clipidx forget DIR.`,
+deleted are dropped with clipidx forget DIR. A folder that cannot be reached
+(a link to a disk that is not mounted, a folder that cannot be read) keeps
+its entries and is listed with the failures.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if batch < 0 || workers < 0 || g.threads < 0 {
 				return usageError("--batch, --workers and --threads take a count ≥ 0 (0 = automatic)")
@@ -60,10 +62,9 @@ deleted are dropped with clipidx forget DIR.`,
 			for _, a := range args {
 				// Lstat: a link to an unmounted disk is reported by the
 				// build, which keeps its entries.
+				// Any other error (a folder we may not enter) is too.
 				if _, err := os.Lstat(a); errors.Is(err, fs.ErrNotExist) {
 					return fmt.Errorf("%s no longer exists: run `clipidx forget %s` to drop its entries", a, a)
-				} else if err != nil {
-					return err
 				}
 			}
 			b, err := openModel(clipnpu.ImageTower)
