@@ -63,13 +63,13 @@ ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1).`,
 			}
 			if c.failed > 0 {
 				fmt.Fprintf(c.w, "SOME CHECKS FAILED (%d failed, %d passed)\n", c.failed, c.passed)
-				return &exitError{code: 1, err: fmt.Errorf("check %s: %d checks failed", dir, c.failed)}
+				return &exitError{code: 1, err: fmt.Errorf("check %s: %d %s failed", dir, c.failed, plural(c.failed, "check", "checks"))}
 			}
 			if c.passed == 0 {
 				fmt.Fprintln(c.w, "SOME CHECKS FAILED (nothing was checked)")
 				return &exitError{code: 1, err: fmt.Errorf("check %s: the folder holds no reference records (tok_test, refset)", dir)}
 			}
-			fmt.Fprintf(c.w, "ALL CHECKS PASSED (%d checks)\n", c.passed)
+			fmt.Fprintf(c.w, "ALL CHECKS PASSED (%d %s)\n", c.passed, plural(c.passed, "check", "checks"))
 			return nil
 		},
 	}
@@ -508,4 +508,12 @@ func short(s string) string {
 		return string(r[:37]) + "..."
 	}
 	return s
+}
+
+// plural picks the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
