@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/bundle"
 	"github.com/clipidx/clipidx/clipnpu/xdna"
+	"github.com/clipidx/clipidx/internal/gemm"
 )
 
 func init() { subcommands = append(subcommands, newInfoCmd) }
@@ -53,6 +55,10 @@ type infoJSON struct {
 		ImageBatch int      `json:"image_batch,omitempty"`
 		TextBatch  int      `json:"text_batch,omitempty"`
 	} `json:"model"`
+	CPU struct {
+		Kernel  string `json:"kernel"`  // the GEMM the CPU path runs
+		Threads int    `json:"threads"` // what --threads 0 gives
+	} `json:"cpu"`
 	AutoDevice        string `json:"auto_device"` // what --device auto would use
 	HardwareValidated bool   `json:"hardware_validated"`
 	Note              string `json:"note"`
@@ -170,6 +176,11 @@ func gatherInfo(node, model string) infoJSON {
 		m.Kind = "huggingface"
 	}
 
+	r.CPU.Kernel = "portable Go (no assembly for this CPU or build)"
+	if gemm.Accelerated() {
+		r.CPU.Kernel = "AVX2 + FMA assembly"
+	}
+	r.CPU.Threads = runtime.GOMAXPROCS(0)
 	r.AutoDevice = "cpu"
 	if m.Kind == "bundle" {
 		// A bundle runs on the NPU, else with its kernels emulated on the
@@ -226,6 +237,8 @@ func printInfo(w io.Writer, r infoJSON) {
 			fmt.Fprintf(w, "  not usable: %s\n", n.Reason)
 		}
 	}
+	fmt.Fprintln(w, "CPU")
+	fmt.Fprintf(w, "  kernels:    %s, %d threads\n", r.CPU.Kernel, r.CPU.Threads)
 	m := r.Model
 	fmt.Fprintln(w, "Model")
 	fmt.Fprintf(w, "  folder:     %s (%s)\n", m.Path, m.Kind)

@@ -98,3 +98,22 @@ func TestInfoOtherNodes(t *testing.T) {
 		t.Errorf("absent model: %+v, auto %q", r.Model, r.AutoDevice)
 	}
 }
+
+// TestInfoCPU: info names the GEMM kernel the CPU path runs, and the JSON
+// carries it (this build's own answer, from internal/gemm).
+func TestInfoCPU(t *testing.T) {
+	out, _, code := runCLI(t, "--model", t.TempDir(), "info")
+	if code != 0 || !strings.Contains(out, "kernels:") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	js, _, code := runCLI(t, "--model", t.TempDir(), "info", "--json")
+	var r struct {
+		CPU struct {
+			Kernel  string `json:"kernel"`
+			Threads int    `json:"threads"`
+		} `json:"cpu"`
+	}
+	if err := json.Unmarshal([]byte(js), &r); err != nil || code != 0 || r.CPU.Kernel == "" || r.CPU.Threads < 1 {
+		t.Fatalf("exit %d, %v, cpu %+v in %s", code, err, r.CPU, js)
+	}
+}
