@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -30,16 +31,31 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	if readOnly {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w", path, ErrNoIndex)
-		}
+	if err := validatePath(path, readOnly, timeout); err != nil {
+		return nil, err
 	}
-	db, err := bolt.Open(path, 0o644, &bolt.Options{
-		Timeout:      timeout,
-		ReadOnly:     readOnly,
-		FreelistType: bolt.FreelistMapType,
+	// bbolt panics on some damage it meets while opening (a free-list page
+	// of the wrong type): guard turns that into ErrCorrupt, and the file it
+	// opened is closed here so that its lock does not outlive the failure.
+	var file *os.File
+	var db *bolt.DB
+	err := guard(func() error {
+		var err error
+		db, err = bolt.Open(path, 0o644, &bolt.Options{
+			Timeout:      timeout,
+			ReadOnly:     readOnly,
+			FreelistType: bolt.FreelistMapType,
+			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+				f, err := os.OpenFile(name, flag, perm)
+				file = f
+				return f, err
+			},
+		})
+		return err
 	})
+	if errors.Is(err, ErrCorrupt) && db == nil && file != nil {
+		file.Close()
+	}
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w (waited %v)", path, ErrBusy, timeout)
 	}
@@ -50,6 +66,35 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// validatePath runs validateFile on path before bbolt maps it. A reader
+// holds a shared lock while it reads, so that a build's commit cannot
+// rewrite the pages in between; a writer already holds the build lock.
+func validatePath(path string, readOnly bool, timeout time.Duration) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if readOnly {
+			return fmt.Errorf("%s: %w", path, ErrNoIndex)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if readOnly {
+		if err := lockShared(f, timeout); err != nil {
+			if errors.Is(err, ErrBusy) {
+				return fmt.Errorf("open %s: %w (waited %v)", path, ErrBusy, timeout)
+			}
+			return err
+		}
+	}
+	if err := validateFile(f); err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	return nil
 }
 
 // readMeta checks the schema and returns the identity (zero if unset).
@@ -248,7 +293,14 @@ func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
 // damaged page into ErrCorrupt. A panic raised by a caller's code, such as
 // a View callback or a Files visitor, is no sign of a damaged index: it
 // propagates unchanged.
+//
+// It also turns a memory fault into such a panic (debug.SetPanicOnFault):
+// bbolt reads the file through a memory map, and a page past the end of a
+// damaged file faults instead of failing a bounds check. That covers reads
+// on this goroutine only; validateFile keeps bbolt's own goroutines (Tx.Check)
+// within the file.
 func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			if !panickedInStore() {

@@ -2,7 +2,10 @@
 
 package store
 
-import "os"
+import (
+	"os"
+	"time"
+)
 
 // lockFile on systems without flock only creates the file: two concurrent
 // builds are not prevented there (each commit is still atomic).
@@ -11,3 +14,6 @@ func lockFile(path string) (*os.File, error) {
 }
 
 func unlockFile(f *os.File) error { return f.Close() }
+
+// lockShared does nothing where there is no flock (see lockFile).
+func lockShared(f *os.File, timeout time.Duration) error { return nil }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,4 +32,23 @@ func lockFile(path string) (*os.File, error) {
 func unlockFile(f *os.File) error {
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	return f.Close()
+}
+
+// lockShared takes a shared flock on f, retrying until timeout; it returns
+// ErrBusy when a commit held the file for that long.
+func lockShared(f *os.File, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+		if time.Now().After(deadline) {
+			return ErrBusy
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
