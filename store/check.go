@@ -11,6 +11,9 @@ import (
 // Check verifies every invariant of the index and returns the problems
 // found, joined (nil when the index is sound):
 //
+//   - the bbolt pages, read from the file itself: each bucket's tree, the
+//     free list, every page used once or free (see pageWalk); when these
+//     are damaged, Check reports only them;
 //   - each file record decodes; an indexed file names a live vector whose
 //     content hash equals the file's, and a ref links them; a failed file
 //     has a reason and no vector;
@@ -22,6 +25,9 @@ import (
 //   - each live slot has a vecs entry; each free id is dead; the meta
 //     counters match the records.
 func (s *Snapshot) Check(allowQueued bool) error {
+	if perrs := checkPages(s.tx.DB().Path()); len(perrs) > 0 {
+		return fmt.Errorf("page structure: %w", errors.Join(perrs...))
+	}
 	var errs []error
 	bad := func(format string, a ...any) {
 		if len(errs) < 100 {

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +85,115 @@ func TestTruncatedIndex(t *testing.T) {
 			}
 			mustCheck(t, path, false)
 		})
+	}
+}
+
+// randomize overwrites bytes [from, to) of the file at path with seeded
+// random bytes.
+func randomize(t *testing.T, path string, from, to int64, seed uint64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	for i := from; i < to && i < int64(len(b)); i++ {
+		b[i] = byte(r.Uint32())
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDamagedPages damages one page body at a time (its header kept, so
+// bbolt still takes it for what it was), then everything after the meta
+// pages. Whatever the damage: nothing panics; when Check passes, a build
+// can write to the index and the result still checks out (a free list of
+// garbage once passed Check and then failed every commit with "negative
+// offset"); when it does not, a Reindex writer moves the file aside and
+// starts over.
+func TestDamagedPages(t *testing.T) {
+	src, size := bigIndex(t)
+	orig, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type damage struct {
+		name     string
+		from, to int64
+	}
+	var cases []damage
+	for p := int64(2); p < size/4096; p++ {
+		cases = append(cases, damage{fmt.Sprintf("page %d", p), p*4096 + boltPageHeader, (p + 1) * 4096})
+	}
+	cases = append(cases, damage{"after the metas", 2 * 4096, size})
+	caught := 0
+	for i, tc := range cases {
+		path := filepath.Join(t.TempDir(), "x.db")
+		if err := os.WriteFile(path, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		randomize(t, path, tc.from, tc.to, uint64(i))
+		if err := Check(path); err != nil {
+			caught++
+			w, err := OpenWriter(path, testID, WriterOptions{Reindex: true})
+			if err != nil {
+				t.Errorf("%s: Check reports %v, but Reindex fails: %v", tc.name, firstLine(err), err)
+				continue
+			}
+			if w.Backup() == "" {
+				t.Errorf("%s: Reindex kept the damaged file", tc.name)
+			}
+			w.Close()
+			mustCheck(t, path, false)
+			continue
+		}
+		w, err := OpenWriter(path, testID, WriterOptions{})
+		if err != nil {
+			t.Errorf("%s: Check passes, OpenWriter fails: %v", tc.name, err)
+			continue
+		}
+		var b Batch
+		for j := 0; j < 50; j++ {
+			b.Put(fmt.Sprintf("/new/%03d", j), File{Hash: hashOf(fmt.Sprint("new", j))}, vec(uint64(1000+j), 8))
+		}
+		b.Delete("/photos/0000-" + strings.Repeat("x", 40) + ".jpg")
+		err = w.Commit(&b)
+		if err == nil {
+			_, err = w.GC()
+		}
+		w.Close()
+		if err != nil {
+			t.Errorf("%s: Check passes, a commit fails: %v", tc.name, err)
+			continue
+		}
+		if err := Check(path); err != nil {
+			t.Errorf("%s: Check passed, a commit left damage: %v", tc.name, firstLine(err))
+		}
+	}
+	if caught == 0 {
+		t.Error("Check caught no damage at all")
+	}
+	t.Logf("%d of %d damages caught by Check", caught, len(cases))
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+func TestStandardLibrary(t *testing.T) {
+	for fn, want := range map[string]bool{
+		"fmt.(*pp).doPrintf":                      true,
+		"encoding/json.(*decodeState).object":     true,
+		"slices.SortFunc[go.shape.[]uint8,x/y.T]": true,
+		"go.etcd.io/bbolt.(*Tx).page":             false,
+		"github.com/clipidx/clipidx/store.guard":  false,
+		"main.newStatusCmd.func1":                 false,
+		"example.com/m.F[go.shape.int].func1":     false,
+	} {
+		if got := standardLibrary(fn); got != want {
+			t.Errorf("standardLibrary(%q) = %v, want %v", fn, got, want)
+		}
 	}
 }

@@ -324,8 +324,10 @@ func panickedInStore() bool {
 		switch {
 		case f.Function == "runtime.gopanic":
 			inPanic = true
-		case inPanic && !strings.HasPrefix(f.Function, "runtime."):
-			// The first frame below the runtime raised the panic.
+		case inPanic && !strings.HasPrefix(f.Function, "runtime.") && !standardLibrary(f.Function):
+			// The first frame below the runtime and the standard library
+			// (fmt formatting a key of garbage length, bytes comparing
+			// one) raised the panic.
 			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt") ||
 				strings.HasPrefix(f.Function, "github.com/clipidx/clipidx/store.") && !strings.HasSuffix(f.File, "_test.go")
 		}
@@ -333,6 +335,19 @@ func panickedInStore() bool {
 			return false
 		}
 	}
+}
+
+// standardLibrary reports whether fn (a runtime.Frame's Function, such as
+// "fmt.(*pp).doPrintf" or "go.etcd.io/bbolt.(*Tx).page") belongs to the
+// standard library, whose import paths have no dot in their first element.
+// Package main has none either but is no library.
+func standardLibrary(fn string) bool {
+	fn, _, _ = strings.Cut(fn, "[") // type arguments may hold any path
+	if first, _, ok := strings.Cut(fn, "/"); ok {
+		return !strings.Contains(first, ".")
+	}
+	pkg, _, _ := strings.Cut(fn, ".")
+	return pkg != "main"
 }
 
 // Identity is the identity the index was opened with.

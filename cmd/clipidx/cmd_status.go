@@ -43,7 +43,9 @@ running.`,
 				id = s.Identity()
 				st, err = s.Stats()
 				if err == nil && check {
-					err = s.Check(true)
+					if cerr := s.Check(true); cerr != nil {
+						err = fmt.Errorf("%v\n%w", cerr, store.ErrCorrupt)
+					}
 				}
 				return err
 			})
