@@ -29,13 +29,15 @@ func (s *Snapshot) Dim() int { return s.id.Dim }
 type Stats struct {
 	Images    int        // files with a vector
 	Failed    int        // files recorded as failures
-	Vectors   int        // distinct stored vectors
+	Vectors   int        // distinct stored vectors, Queued included
+	Queued    int        // of Vectors, those no file uses any more, freed by the next GC
 	Bytes     int64      // size of the database file
 	LastBuild *LastBuild // nil before the first finished build
 }
 
 // Stats reads the counters kept in the meta bucket (no scan, except for
-// Vectors in an index no build has written to since the counter was added).
+// Vectors in an index no build has written to since the counter was added)
+// and counts the gc bucket, which is empty after a finished build.
 func (s *Snapshot) Stats() (Stats, error) {
 	m := s.tx.Bucket(bMeta)
 	st := Stats{
@@ -47,6 +49,10 @@ func (s *Snapshot) Stats() (Stats, error) {
 		st.Vectors = int(getU64(v))
 	} else {
 		st.Vectors = s.tx.Bucket(bVecs).Stats().KeyN
+	}
+	c := s.tx.Bucket(bGC).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		st.Queued++
 	}
 	if fi, err := os.Stat(s.tx.DB().Path()); err == nil {
 		st.Bytes = fi.Size()

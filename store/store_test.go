@@ -531,3 +531,43 @@ func TestNormalize(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsQueued: a vector that lost its last file stays stored until GC
+// (a build killed before its GC leaves many); Stats reports it as Queued
+// so that status does not count it among the distinct images.
+func TestStatsQueued(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	stats := func() Stats {
+		var st Stats
+		view(t, path, func(s *Snapshot) {
+			var err error
+			if st, err = s.Stats(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return st
+	}
+	var b Batch
+	b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+	b.Put("/p/b", File{Hash: hashOf("B")}, vec(2, 8))
+	b.Put("/p/c", File{Hash: hashOf("C")}, vec(3, 8))
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.Delete("/p/b")
+	b.Put("/p/c", File{Hash: hashOf("C2")}, vec(4, 8)) // changed: C is queued
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if st := stats(); st.Images != 2 || st.Vectors != 4 || st.Queued != 2 {
+		t.Errorf("before GC: images %d, vectors %d, queued %d; want 2, 4, 2", st.Images, st.Vectors, st.Queued)
+	}
+	if _, err := w.GC(); err != nil {
+		t.Fatal(err)
+	}
+	if st := stats(); st.Images != 2 || st.Vectors != 2 || st.Queued != 0 {
+		t.Errorf("after GC: images %d, vectors %d, queued %d; want 2, 2, 0", st.Images, st.Vectors, st.Queued)
+	}
+}

@@ -65,7 +65,10 @@ running.`,
 				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
-			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors)
+			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
+			if st.Queued > 0 {
+				fmt.Fprintf(out, "unused:      %d %s no file uses any more (freed by the next build)\n", st.Queued, plural(st.Queued, "vector", "vectors"))
+			}
 			fmt.Fprintf(out, "failed:      %d\n", st.Failed)
 			fmt.Fprintf(out, "model:       %s (dim %d, preprocessing %s, EXIF orientation %v)\n", id.Model, id.Dim, id.Preprocess, id.EXIF)
 			if st.LastBuild == nil {
