@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/index"
@@ -45,8 +47,9 @@ run the same command again to continue. Files that cannot be indexed are listed
 with the reason and retried when they change.
 
 Without DIR, the folders of the last build are indexed again. search and
-status work while a build runs. The entries of a folder that was renamed or
-deleted are dropped with clipidx forget DIR. A folder that cannot be reached
+status work while a build runs. A folder that does not exist is reported and
+skipped (exit status 1 once the others are built); the entries of a folder
+that was renamed or deleted are kept until clipidx forget DIR drops them. A folder that cannot be reached
 (a link to a disk that is not mounted, a folder that cannot be read) keeps
 its entries and is listed with the failures.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,13 +62,9 @@ its entries and is listed with the failures.`,
 					return err
 				}
 			}
-			for _, a := range args {
-				// Lstat: a link to an unmounted disk is reported by the
-				// build, which keeps its entries.
-				// Any other error (a folder we may not enter) is too.
-				if _, err := os.Lstat(a); errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("%s no longer exists: run `clipidx forget %s` to drop its entries", a, a)
-				}
+			args, missing := splitMissing(args, cmd.ErrOrStderr())
+			if len(args) == 0 {
+				return missingError(missing)
 			}
 			b, err := openModel(clipnpu.ImageTower)
 			if err != nil {
@@ -149,6 +148,9 @@ its entries and is listed with the failures.`,
 			if errors.Is(err, context.Canceled) {
 				return &exitError{code: 130, err: errors.New("interrupted: finished work is saved; run the same command again to continue")}
 			}
+			if err == nil && len(missing) > 0 {
+				err = missingError(missing)
+			}
 			return err
 		},
 	}
@@ -211,6 +213,65 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 		}
 		fmt.Fprintf(errw, "failed: %s: %s\n", f.Path, f.Error)
 	}
+}
+
+// splitMissing returns the roots that exist and those that do not, and
+// says on w why each missing one is skipped: a path the index holds
+// entries under no longer exists (they are kept until clipidx forget), any
+// other simply does not exist (a typo). Lstat: a link to an unmounted disk
+// exists; the build reports it and keeps its entries, as it does a folder
+// it may not enter.
+func splitMissing(roots []string, w io.Writer) (present, missing []string) {
+	for _, a := range roots {
+		if _, err := os.Lstat(a); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, a)
+		} else {
+			present = append(present, a)
+		}
+	}
+	if len(missing) == 0 {
+		return present, nil
+	}
+	entries := make([]int, len(missing))
+	r, err := store.OpenReader(g.db, store.ReaderOptions{Timeout: time.Second})
+	if err == nil {
+		err = r.View(func(s *store.Snapshot) error {
+			for i, m := range missing {
+				abs, err := filepath.Abs(m)
+				if err != nil {
+					return err
+				}
+				if err := s.Files(abs, func(string, store.File) error { entries[i]++; return nil }); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		r.Close()
+	}
+	if err != nil {
+		// No index yet, or one the build may replace (--reindex): it
+		// holds nothing to keep.
+		clear(entries)
+	}
+	for i, m := range missing {
+		if n := entries[i]; n > 0 {
+			fmt.Fprintf(w, "%s no longer exists: its %d %s kept; run `clipidx forget %s` to drop %s\n",
+				m, n, plural(n, "entry is", "entries are"), m, plural(n, "it", "them"))
+		} else {
+			fmt.Fprintf(w, "%s does not exist\n", m)
+		}
+	}
+	return present, missing
+}
+
+// missingError is the exit status of a build some of whose folders are
+// missing (each already reported by splitMissing).
+func missingError(missing []string) error {
+	if len(missing) == 1 {
+		return &exitError{code: 1, err: fmt.Errorf("%s was not found", missing[0])}
+	}
+	return &exitError{code: 1, err: fmt.Errorf("%d folders were not found", len(missing))}
 }
 
 // lastRoots returns the folders the last build indexed.

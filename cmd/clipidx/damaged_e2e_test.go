@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -67,5 +68,46 @@ func TestDamagedIndexEndToEnd(t *testing.T) {
 				t.Errorf("status --check after --reindex: exit %d\n%s%s", code, out, errs)
 			}
 		})
+	}
+}
+
+// TestBuildMissingRoots: a folder that does not exist is reported and
+// skipped, the other folders are still built, and the exit status is 1.
+// Only a folder the index holds entries under "no longer exists" (with the
+// forget hint); a typo simply "does not exist".
+func TestBuildMissingRoots(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	bin := e2eBinary(t)
+	root := t.TempDir()
+	photos, old := filepath.Join(root, "photos"), filepath.Join(root, "old")
+	for _, d := range []string{photos, old} {
+		if err := os.CopyFS(d, os.DirFS(filepath.Join(model, "images"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := []string{"--db", filepath.Join(root, "i.db"), "--model", model, "--device", "reference"}
+	if _, errs, code := e2eRun(t, bin, append(g, "build", old)...); code != 0 {
+		t.Fatalf("build old: exit %d: %s", code, errs)
+	}
+	if err := os.RemoveAll(old); err != nil {
+		t.Fatal(err)
+	}
+	typo := filepath.Join(root, "typo")
+	out, errs, code := e2eRun(t, bin, append(g, "build", "--json", typo, photos, old)...)
+	var b buildJSON
+	if err := json.Unmarshal([]byte(out), &b); err != nil || b.Added+b.Reused == 0 {
+		t.Errorf("photos not built next to the missing folders: %v, %q", err, out)
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(errs, typo+" does not exist") || strings.Contains(errs, "forget "+typo) {
+		t.Errorf("stderr %q: want %s reported as not existing, without a forget hint", errs, typo)
+	}
+	if !strings.Contains(errs, old+" no longer exists") || !strings.Contains(errs, "clipidx forget "+old) {
+		t.Errorf("stderr %q: want %s reported as gone, with the forget hint", errs, old)
+	}
+	if _, errs, code := e2eRun(t, bin, append(g, "build", typo)...); code != 1 || !strings.Contains(errs, "does not exist") {
+		t.Errorf("build of a typo alone: exit %d, stderr %q", code, errs)
 	}
 }
