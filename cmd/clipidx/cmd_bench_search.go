@@ -37,8 +37,8 @@ top-k searches for random queries on this machine. It needs about 4·N·dim
 bytes of disk under --dir (the system temporary folder by default).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if n <= 0 || dim <= 0 || queries <= 0 {
-				return fmt.Errorf("--vectors, --dim and --queries must be positive")
+			if n <= 0 || dim <= 0 || queries <= 0 || k <= 0 {
+				return usageError("--vectors, --dim, --queries and --k take a count ≥ 1")
 			}
 			tmp, err := os.MkdirTemp(dir, "clipidx-bench-")
 			if err != nil {
@@ -83,8 +83,8 @@ bytes of disk under --dir (the system temporary folder by default).`,
 			if exact {
 				mode = "exact float32 scan"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d vectors × %d (%s), %d queries, k=%d: p50 %.2f ms, p99 %.2f ms (index filled in %v)\n",
-				n, dim, mode, queries, k, res.P50, res.P99, fill.Round(time.Millisecond))
+			fmt.Fprintf(cmd.OutOrStdout(), "%d %s × %d (%s), %d %s, k=%d: p50 %.2f ms, p99 %.2f ms (index filled in %v)\n",
+				n, plural(n, "vector", "vectors"), dim, mode, queries, plural(queries, "query", "queries"), k, res.P50, res.P99, fill.Round(time.Millisecond))
 			return nil
 		},
 	}

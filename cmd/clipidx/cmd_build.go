@@ -208,7 +208,8 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 	errw := cmd.ErrOrStderr()
 	for i, f := range s.Failures {
 		if i == maxListedFailures {
-			fmt.Fprintf(errw, "... and %d more failures (clipidx build --json lists them all)\n", len(s.Failures)-i)
+			n := len(s.Failures) - i
+			fmt.Fprintf(errw, "... and %d more %s (clipidx build --json lists them all)\n", n, plural(n, "failure", "failures"))
 			break
 		}
 		fmt.Fprintf(errw, "failed: %s: %s\n", f.Path, f.Error)

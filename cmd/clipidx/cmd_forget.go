@@ -34,7 +34,7 @@ under folders that still exist. The model is not needed.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "forgot %d files\n", n)
+			fmt.Fprintf(cmd.OutOrStdout(), "forgot %d %s\n", n, plural(n, "file", "files"))
 			return nil
 		},
 	}

@@ -66,7 +66,7 @@ looked up by its content and needs no model at all.`,
 				terms = append(terms, search.Term{Weight: 1, Image: im})
 			}
 			if len(terms) == 0 {
-				return fmt.Errorf("nothing to search for: give a text or --image FILE")
+				return usageError("nothing to search for: give a text or --image FILE")
 			}
 			for i := range under {
 				if under[i], err = filepath.Abs(under[i]); err != nil {
