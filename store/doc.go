@@ -40,4 +40,15 @@
 // Writer.GC at the end of a build: until then a file seen later in the same
 // build with that content can still reuse it. Check verifies every
 // invariant.
+//
+// # Damaged files
+//
+// bbolt trusts the file it maps: a file cut short faults (SIGBUS) on the
+// first read past its end, and a free list of garbage sends writes to
+// garbage offsets. Before bbolt opens a file, validateFile reads its meta
+// pages, checks the file covers the high-water mark and that the free list
+// names pages below it, each once; guard turns bbolt's panics and memory
+// faults on the calling goroutine into ErrCorrupt; Check walks the page
+// structure from the file with pread before the records. A Writer with
+// Reindex moves a file failing any of these aside (path.corrupt-TIME).
 package store
