@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/store"
 )
 
 // TestDamagedIndexEndToEnd: an index cut short or overwritten with garbage
@@ -109,5 +111,33 @@ func TestBuildMissingRoots(t *testing.T) {
 	}
 	if _, errs, code := e2eRun(t, bin, append(g, "build", typo)...); code != 1 || !strings.Contains(errs, "does not exist") {
 		t.Errorf("build of a typo alone: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestStatusQueuedVectors: vectors queued for GC (a build killed before its
+// GC) are not counted as distinct images but listed apart.
+func TestStatusQueuedVectors(t *testing.T) {
+	bin := e2eBinary(t)
+	db := filepath.Join(t.TempDir(), "i.db")
+	w, err := store.OpenWriter(db, store.Identity{Model: "fake", Dim: 4, Preprocess: "p"}, store.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b store.Batch
+	for i, name := range []string{"a", "b", "c"} {
+		b.Put("/p/"+name, store.File{Hash: sha256.Sum256([]byte(name))}, []float32{1, float32(i), 0, 0})
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.Delete("/p/c") // queued for GC, which never runs: as if killed
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	out, errs, code := e2eRun(t, bin, "--db", db, "status")
+	if code != 0 || !strings.Contains(out, "images:      2 (2 distinct)\n") || !strings.Contains(out, "unused:      1 vector no file uses") {
+		t.Errorf("status: exit %d\n%s%s\nwant 2 images, 2 distinct, 1 unused vector", code, out, errs)
 	}
 }
