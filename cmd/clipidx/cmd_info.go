@@ -238,7 +238,7 @@ func printInfo(w io.Writer, r infoJSON) {
 		}
 	}
 	fmt.Fprintln(w, "CPU")
-	fmt.Fprintf(w, "  kernels:    %s, %d threads\n", r.CPU.Kernel, r.CPU.Threads)
+	fmt.Fprintf(w, "  kernels:    %s, %d %s\n", r.CPU.Kernel, r.CPU.Threads, plural(r.CPU.Threads, "thread", "threads"))
 	m := r.Model
 	fmt.Fprintln(w, "Model")
 	fmt.Fprintf(w, "  folder:     %s (%s)\n", m.Path, m.Kind)
