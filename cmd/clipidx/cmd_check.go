@@ -509,11 +509,3 @@ func short(s string) string {
 	}
 	return s
 }
-
-// plural picks the word for n things.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}

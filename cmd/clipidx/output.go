@@ -39,3 +39,11 @@ func writeFile(path string, write func(io.Writer) error) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// plural picks the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
