@@ -212,7 +212,7 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 			fmt.Fprintf(errw, "... and %d more %s (clipidx build --json lists them all)\n", n, plural(n, "failure", "failures"))
 			break
 		}
-		fmt.Fprintf(errw, "failed: %s: %s\n", f.Path, f.Error)
+		fmt.Fprintf(errw, "failed: %s\n", namedError(f.Path, f.Error))
 	}
 }
 

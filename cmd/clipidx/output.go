@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -46,4 +47,13 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// namedError is "path: msg", or msg alone when it names the path already
+// (decoder errors do), so a failure line never repeats the file.
+func namedError(path, msg string) string {
+	if strings.Contains(msg, path) {
+		return msg
+	}
+	return path + ": " + msg
 }
