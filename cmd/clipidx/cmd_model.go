@@ -90,7 +90,7 @@ sent to the hub only, never to the storage it redirects to), HF_ENDPOINT
 				repo = args[0]
 			}
 			if dir == "" {
-				dir = pullDir(cmd, repo)
+				dir = pullDir(repo)
 			}
 			if len(files) == 0 {
 				files = hub.CLIPFiles
@@ -153,18 +153,13 @@ sent to the hub only, never to the storage it redirects to), HF_ENDPOINT
 	return c
 }
 
-// pullDir is where REPO goes without --dir: the --model folder for the
-// default checkpoint or when --model/CLIPIDX_MODEL was given, else
-// <user cache>/clipidx/models/<owner>/<name>.
-func pullDir(cmd *cobra.Command, repo string) string {
-	if repo == defaultRepo || cmd.Flags().Changed("model") || os.Getenv("CLIPIDX_MODEL") != "" {
-		return g.model
-	}
-	root := filepath.Join(".", "clipidx-models")
-	if d, err := os.UserCacheDir(); err == nil {
-		root = filepath.Join(d, "clipidx", "models")
-	}
-	return filepath.Join(root, filepath.FromSlash(repo))
+// pullDir is where REPO goes without --dir: a folder of its own,
+// <user cache>/clipidx/models/<owner>/<name>, whatever --model or
+// CLIPIDX_MODEL say, so that a pull never overwrites the weights of the
+// model a user points at. The default checkpoint's folder is
+// defaultModelDir(), where every command looks when --model is not given.
+func pullDir(repo string) string {
+	return filepath.Join(modelsRoot(), filepath.FromSlash(repo))
 }
 
 // pullError adds what to do next to a download error.
@@ -289,15 +284,15 @@ func newModelPathCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "path [REPO]",
 		Short: "Print the folder a checkpoint is (or would be) pulled into",
-		Long: `Print the model folder: the --model folder for the default checkpoint,
-or the folder ` + "`clipidx model pull REPO`" + ` uses for another repository.`,
+		Long: `Print the folder ` + "`clipidx model pull [REPO]`" + ` puts a checkpoint into (the
+default checkpoint's is where every command looks when --model is not given).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			repo := defaultRepo
 			if len(args) == 1 {
 				repo = args[0]
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), pullDir(cmd, repo))
+			fmt.Fprintln(cmd.OutOrStdout(), pullDir(repo))
 			return nil
 		},
 	}

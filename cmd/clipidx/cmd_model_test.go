@@ -194,3 +194,39 @@ func TestModelPullResumes(t *testing.T) {
 		t.Errorf("corrupt model.safetensors left in place (stat: %v)", err)
 	}
 }
+
+// TestModelPullNeverOverwritesTheModelInUse: with --model or CLIPIDX_MODEL
+// pointing at a model, pulling another repository goes to that
+// repository's own folder and leaves the model in use untouched.
+func TestModelPullNeverOverwritesTheModelInUse(t *testing.T) {
+	home := isolate(t)
+	const other = "openai/clip-vit-base-patch32"
+	s := clipHub(t, other)
+	inUse := filepath.Join(home, "my-model")
+	if err := os.MkdirAll(inUse, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	weights := filepath.Join(inUse, "model.safetensors")
+	if err := os.WriteFile(weights, []byte("the model in use"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(home, "cache", "clipidx", "models", "openai", "clip-vit-base-patch32")
+	t.Setenv("CLIPIDX_MODEL", inUse)
+	for _, args := range [][]string{
+		{"model", "pull", other, "--endpoint", s.Endpoint()},
+		{"--model", inUse, "model", "pull", other, "--endpoint", s.Endpoint()},
+	} {
+		if _, errs, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		if b, err := os.ReadFile(weights); err != nil || string(b) != "the model in use" {
+			t.Fatalf("%v overwrote the model in use (%q, %v)", args, b, err)
+		}
+		if _, err := os.Stat(filepath.Join(want, "model.safetensors")); err != nil {
+			t.Fatalf("%v: not in the repository's folder: %v", args, err)
+		}
+	}
+	if path, _, _ := runCLI(t, "model", "path", other); strings.TrimSpace(path) != want {
+		t.Errorf("model path = %q, want %q", path, want)
+	}
+}

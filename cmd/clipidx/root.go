@@ -124,13 +124,18 @@ func envInt(key string, def int) int {
 	return def
 }
 
-// defaultModelDir is where `clipidx model pull` puts the default checkpoint.
-func defaultModelDir() string {
+// modelsRoot holds one folder per pulled repository, <owner>/<name>.
+func modelsRoot() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
-		return filepath.Join(".", "clipidx-models", "CLIP-ViT-H-14-laion2B-s32B-b79K")
+		return filepath.Join(".", "clipidx-models")
 	}
-	return filepath.Join(dir, "clipidx", "models", "laion", "CLIP-ViT-H-14-laion2B-s32B-b79K")
+	return filepath.Join(dir, "clipidx", "models")
+}
+
+// defaultModelDir is where `clipidx model pull` puts the default checkpoint.
+func defaultModelDir() string {
+	return filepath.Join(modelsRoot(), "laion", "CLIP-ViT-H-14-laion2B-s32B-b79K")
 }
 
 // defaultDBPath is under the user's data directory ($XDG_DATA_HOME or ~/.local/share).
