@@ -156,7 +156,7 @@ its entries and is listed with the failures.`,
 	}
 	f := c.Flags()
 	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error"}]} (failures also lists folders that could not be read)`)
-	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings, or is damaged (kept as DB.corrupt-TIME)")
+	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings (its vectors are dropped), or is damaged (the damaged file is kept as DB.corrupt-TIME)")
 	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
 	f.IntVar(&workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")

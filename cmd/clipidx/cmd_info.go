@@ -181,6 +181,9 @@ func gatherInfo(node, model string) infoJSON {
 		r.CPU.Kernel = "AVX2 + FMA assembly"
 	}
 	r.CPU.Threads = runtime.GOMAXPROCS(0)
+	if g.threads > 0 {
+		r.CPU.Threads = g.threads // what --threads / CLIPIDX_THREADS ask for
+	}
 	r.AutoDevice = "cpu"
 	if m.Kind == "bundle" {
 		// A bundle runs on the NPU, else with its kernels emulated on the
