@@ -1,10 +1,10 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package gemm
 
 // Accelerated reports whether products run on the assembly micro-kernel. In
-// this build (purego tag or not amd64) they always run on the portable Go
-// kernel.
+// this build (purego tag, or neither amd64 nor arm64) they always run on the
+// portable Go kernel.
 func Accelerated() bool { return false }
 
 func kernel(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, bias *float32, accum bool) {

@@ -1,0 +1,23 @@
+//go:build arm64 && !purego
+
+package gemm
+
+import "testing"
+
+// kernelModes runs the tests on the NEON assembly and, on the same machine,
+// on the portable Go code it must agree with.
+var kernelModes = []struct {
+	name string
+	set  func(t *testing.T)
+}{
+	{"neon", func(t *testing.T) {
+		if !useNEON {
+			t.Skip("CPU without ASIMD")
+		}
+	}},
+	{"go", func(t *testing.T) {
+		neon := useNEON
+		useNEON = false
+		t.Cleanup(func() { useNEON = neon })
+	}},
+}
