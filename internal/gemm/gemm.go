@@ -1,11 +1,15 @@
 // Package gemm owns the matrix multiplications of the CPU forward pass: a
-// register-blocked AVX2/FMA micro-kernel in Go assembly on amd64, a pure-Go
-// kernel everywhere else (and under the purego build tag), the packing of
-// operands into cache-sized panels (widening 16-bit weights on the way), a
-// persistent worker Pool that splits each product across cores, and an
-// optional bridge to the system's OpenBLAS through purego (subpackage
-// openblas, linked only into builds without the assembly and into the tests
-// and benchmarks, which compare against it).
+// register-blocked micro-kernel in Go assembly (AVX2/FMA on amd64, NEON on
+// arm64), a pure-Go kernel everywhere else (and under the purego build tag),
+// the packing of operands into cache-sized panels (widening 16-bit weights on
+// the way), a persistent worker Pool that splits each product across cores,
+// and an optional bridge to the system's OpenBLAS through purego (subpackage
+// openblas, linked only into builds without the assembly and into the amd64
+// tests and benchmarks, which compare against it).
+//
+// The NEON kernel is verified against the Go kernel under qemu user
+// emulation; its speed on arm64 hardware has not been measured, and the
+// blocking sizes (tune.go) are tuned for amd64.
 //
 // Legend: a GEMM computes C[m,n] = A[m,k] · B[k,n]. A is always the float32
 // activations (row-major, leading dimension lda); B is either float32 [k,n],
