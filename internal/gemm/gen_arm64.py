@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-# gen_arm64.py writes gemm_arm64.s: the NEON [6,16] micro-kernel. The
+# gen_arm64.py writes gemm_arm64.s: the NEON [6,16] micro-kernel and the
+# transposing (widening) B packers. The
 # assembly is unrolled text, so it is generated rather than typed; run
 # `python3 gen_arm64.py` after editing.
 #
@@ -96,6 +97,62 @@ for i in range(mr):
         w(f"\tVFMLA V31.S4, V{nv*i+j}.S4, V{24+j}.S4\n")
     w("\tVST1.P [V24.S4, V25.S4, V26.S4, V27.S4], (R10)(R11)\n")
 w("\tRET\n")
+
+# Transposing packers: 16 rows of B (row stride ldb) to dst[p·16+j], four
+# depths p per group. Each row quad is a 4×4 block transposed with TRN1/TRN2
+# (.S4 then .D2); V16..V31 collect the four output rows of the group.
+rows = [f"R{r}" for r in list(range(4, 18)) + [19, 20]]
+
+
+def fcvtl(n, d):
+    # FCVTL Vd.4S, Vn.4H (the assembler has no mnemonic for it).
+    return f"WORD ${0x0E217800 | n << 5 | d:#010x} // FCVTL V{d}.S4, V{n}.H4"
+
+
+packers = [
+    ("packT16F32NEON", "src *float32", 2, "S4", 16, []),
+    ("packT16F16NEON", "src *uint16", 1, "H4", 8, ["fcvtl"]),
+    ("packT16BF16NEON", "src *uint16", 1, "H4", 8, ["zip"]),
+]
+for name, srcdecl, shift, arr, step, widen in packers:
+    w(f"""
+// func {name}(dst *float32, {srcdecl}, ldb int, groups int)
+TEXT ·{name}(SB), NOSPLIT, $0-32
+	MOVD dst+0(FP), R2
+	MOVD src+8(FP), R4
+	MOVD ldb+16(FP), R1
+	LSL  ${shift}, R1
+	MOVD groups+24(FP), R3
+""")
+    for a, b in zip(rows, rows[1:]):
+        w(f"\tADD  R1, {a}, {b}\n")
+    if "zip" in widen:
+        w("\tVEOR V15.B16, V15.B16, V15.B16\n")
+    w(f"\n{name}_loop:\n")
+    for q in range(4):
+        for r in range(4):
+            w(f"\tVLD1.P {step}({rows[4*q+r]}), [V{r}.{arr}]\n")
+        for r in range(4):
+            if "fcvtl" in widen:
+                w(f"\t{fcvtl(r, r)}\n")
+            if "zip" in widen:
+                # zip1(0, h): each 32-bit lane is h<<16.
+                w(f"\tVZIP1 V{r}.H8, V15.H8, V{r}.H8\n")
+        w("\tVTRN1 V1.S4, V0.S4, V4.S4\n")
+        w("\tVTRN2 V1.S4, V0.S4, V5.S4\n")
+        w("\tVTRN1 V3.S4, V2.S4, V6.S4\n")
+        w("\tVTRN2 V3.S4, V2.S4, V7.S4\n")
+        w(f"\tVTRN1 V6.D2, V4.D2, V{16+q}.D2\n")
+        w(f"\tVTRN1 V7.D2, V5.D2, V{20+q}.D2\n")
+        w(f"\tVTRN2 V6.D2, V4.D2, V{24+q}.D2\n")
+        w(f"\tVTRN2 V7.D2, V5.D2, V{28+q}.D2\n")
+    for i in range(4):
+        v = 16 + 4 * i
+        w(f"\tVST1.P [V{v}.S4, V{v+1}.S4, V{v+2}.S4, V{v+3}.S4], 64(R2)\n")
+    w(f"""	SUB  $1, R3, R3
+	CBNZ R3, {name}_loop
+	RET
+""")
 
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gemm_arm64.s")
 with open(path, "w") as f:
