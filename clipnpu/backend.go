@@ -45,6 +45,13 @@ type Info struct {
 	ImageSize   int    // S
 	Context     int    // T
 	LogitScale  float32
+	// Weights says how the CPU holds the weight matrices: "f32
+	// (memory-mapped)", "f16 (as stored)", "f16 (rounded from f32 at
+	// load)", "f32 (random, in memory)"...; "" for bundles and the NPU.
+	Weights string
+	// Rounded is the type float32 weights were rounded to at load
+	// (Options.Weights "f16"), "" when they are used as stored.
+	Rounded string
 	// PromptTemplate has one "{}" where the label goes; "a photo of a {}" by default.
 	PromptTemplate string
 	// Pass sizes the device prefers (4 images and 8 prompts on the NPU); 0 = any.

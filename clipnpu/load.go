@@ -51,6 +51,13 @@ type Options struct {
 	// Threads bounds the CPU goroutines; 0 means GOMAXPROCS.
 	Threads int
 	Towers  Towers
+	// Weights is how a Hugging Face folder's float32 matrices are held:
+	// "" or "stored" keeps them as stored (memory-mapped, 4 bytes a weight);
+	// "f16" rounds them to binary16 at load (to nearest, ties to even) and
+	// releases the mapping, halving the memory the model needs at the cost
+	// of a rounding the conformance tests bound (see convert.go).
+	// 16-bit checkpoints are always kept as stored. Not for bundles.
+	Weights string
 }
 
 // Hooks filled in by other files of this package when their code is
@@ -89,16 +96,26 @@ func Load(dir string, opts Options) (Backend, error) {
 	default:
 		return nil, fmt.Errorf("clipnpu: unknown device %q (want auto, cpu, reference or npu)", opts.Device)
 	}
+	conv, err := parseWeights(opts.Weights)
+	if err != nil {
+		return nil, err
+	}
 	if IsBundle(dir) {
+		if conv != keepStored {
+			return nil, fmt.Errorf("%s is a taconite NPU bundle: weights %q applies to Hugging Face folders only (a bundle keeps its own formats)", dir, opts.Weights)
+		}
 		return loadBundle(dir, opts)
 	}
 	if opts.Device == "npu" {
+		if conv != keepStored {
+			return nil, fmt.Errorf("clipnpu: weights %q applies to the CPU (the NPU path converts the weights to its own formats)", opts.Weights)
+		}
 		if openNPU == nil {
 			return nil, fmt.Errorf("this build has no NPU support: %w", ErrNoDevice)
 		}
 		return openNPU(dir, opts)
 	}
-	m, err := loadModel(dir, opts.Towers)
+	m, err := loadModel(dir, opts.Towers, conv, opts.Threads)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +222,7 @@ func checkFolder(dir string) error {
 
 // loadModel reads config.json and maps model.safetensors, checking every
 // tensor of the requested towers.
-func loadModel(dir string, towers Towers) (*model, error) {
+func loadModel(dir string, towers Towers, conv dtype, threads int) (*model, error) {
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -218,7 +235,7 @@ func loadModel(dir string, towers Towers) (*model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	m, err := modelFromSafetensors(cfg, path, mp, towers)
+	m, err := modelFromSafetensors(cfg, path, mp, towers, conv, threads)
 	if err != nil {
 		mp.close()
 		return nil, err
@@ -227,7 +244,10 @@ func loadModel(dir string, towers Towers) (*model, error) {
 }
 
 // modelFromSafetensors builds the model from a mapped safetensors file.
-func modelFromSafetensors(cfg Config, path string, mp *mapping, towers Towers) (*model, error) {
+// conv other than keepStored rounds float32 matrices to that type (see
+// convert.go); when every float32 byte the model uses was copied out, the
+// mapping is released before returning.
+func modelFromSafetensors(cfg Config, path string, mp *mapping, towers Towers, conv dtype, threads int) (*model, error) {
 	size := int64(len(mp.data))
 	n, err := headerLen(mp.data, size)
 	if err != nil {
@@ -237,8 +257,13 @@ func modelFromSafetensors(cfg Config, path string, mp *mapping, towers Towers) (
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
 	}
-	ld := &stLoader{path: path, h: h, data: mp.data}
+	ld := &stLoader{path: path, h: h, data: mp.data, conv: conv, threads: threads, release: mp.release}
 	m := &model{cfg: cfg, mapping: mp, hash: weightsHash(h, mp.data)}
+	if conv != keepStored {
+		// The hash faulted in pages all over the file; when the weights
+		// are copied out, nothing of the mapping needs to stay resident.
+		mp.release(mp.data)
+	}
 
 	ls, err := ld.vec("logit_scale", 1)
 	if err != nil {
@@ -256,6 +281,20 @@ func modelFromSafetensors(cfg Config, path string, mp *mapping, towers Towers) (
 		}
 	}
 	m.dtype = ld.dtype
+	if ld.converted {
+		// The identity changes with the rounding, so an index built with
+		// the stored weights is not silently mixed with these vectors.
+		m.rounded = true
+		m.hash = convertedHash(m.hash, conv)
+	}
+	if ld.converted && !ld.viewed {
+		// Every matrix and vector is a heap copy: the file's pages need
+		// not stay mapped.
+		m.mapping = nil
+		if err := mp.close(); err != nil {
+			return nil, fmt.Errorf("unmap %s: %w", path, err)
+		}
+	}
 	return m, nil
 }
 
@@ -329,6 +368,12 @@ type stLoader struct {
 	h     *stHeader
 	data  []byte
 	dtype dtype // dtype of the last matrix, reported as the model's
+
+	conv      dtype          // keepStored, or the type float32 matrices are rounded to
+	threads   int            // goroutines for the rounding; 0 = GOMAXPROCS
+	release   func(b []byte) // drops a converted tensor's pages from memory; may be nil
+	converted bool           // some float32 tensor was rounded
+	viewed    bool           // some matrix is a view of the mapping
 }
 
 func (l *stLoader) bad(name, format string, a ...any) error {
@@ -386,12 +431,25 @@ func (l *stLoader) mat(name string, rows, cols int, shape ...int) (tensor, error
 	}
 	b := l.data[e.Begin:e.End]
 	t := tensor{name: name, rows: rows, cols: cols, dtype: dt}
-	if dt == dtF32 {
+	switch {
+	case dt == dtF32 && l.conv != keepStored:
+		u, err := roundF32(f32View(b), l.conv, l.threads)
+		if err != nil {
+			return tensor{}, l.bad(name, "%v", err)
+		}
+		t.dtype, t.u16 = l.conv, u
+		l.converted = true
+		if l.release != nil {
+			l.release(b)
+		}
+	case dt == dtF32:
 		t.f32 = f32View(b)
-	} else {
+		l.viewed = true
+	default:
 		t.u16 = u16View(b)
+		l.viewed = true
 	}
-	l.dtype = dt
+	l.dtype = t.dtype
 	return t, nil
 }
 
@@ -401,10 +459,24 @@ func (l *stLoader) vec(name string, n int, shape ...int) ([]float32, error) {
 	if shape == nil {
 		shape = []int{n}
 	}
-	t, err := l.mat(name, 1, n, shape...)
+	e, dt, err := l.entry(name, shape...)
 	if err != nil {
 		return nil, err
 	}
+	t := tensor{name: name, rows: 1, cols: n, dtype: dt}
+	if dt == dtF32 {
+		t.f32 = f32View(l.data[e.Begin:e.End])
+		if l.conv != keepStored {
+			// Vectors stay float32 but are copied, so the mapping can go.
+			v := append([]float32(nil), t.f32...)
+			if l.release != nil {
+				l.release(l.data[e.Begin:e.End])
+			}
+			return v, nil
+		}
+		return t.f32, nil
+	}
+	t.u16 = u16View(l.data[e.Begin:e.End])
 	return t.rowInto(0, make([]float32, n)), nil
 }
 

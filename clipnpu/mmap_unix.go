@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -33,4 +35,20 @@ func mapFile(path string) (*mapping, error) {
 		return nil, fmt.Errorf("map %s: %w", path, err)
 	}
 	return &mapping{data: data, unmap: func() error { return unix.Munmap(data) }}, nil
+}
+
+// dropPages drops the whole pages inside b from the process's resident set
+// (madvise MADV_DONTNEED on a read-only file mapping: the page cache keeps
+// the data, a later read faults it back in).
+func dropPages(b []byte) {
+	ps := os.Getpagesize()
+	head := (ps - int(uintptr(unsafe.Pointer(&b[0]))%uintptr(ps))) % ps
+	if head >= len(b) {
+		return
+	}
+	whole := (len(b) - head) / ps * ps
+	if whole == 0 {
+		return
+	}
+	_ = unix.Madvise(b[head:head+whole], unix.MADV_DONTNEED)
 }

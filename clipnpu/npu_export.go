@@ -290,7 +290,7 @@ var carriedTags = map[string]bool{"tok_test": true, "refset": true, "ref_image":
 // records, tensors, params and reference images are carried over, with the
 // tokenizer and preprocessing files, so `clipidx check dst` runs end to end.
 func ExportTinyBundle(src, dst string) error {
-	m, err := loadModel(src, BothTowers)
+	m, err := loadModel(src, BothTowers, keepStored, 0)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,9 @@ import (
 // (the matrices' storage). Only opts.Towers' towers are allocated. The same
 // seed and config give the same weights on any machine and thread count.
 func NewRandom(cfg Config, seed uint64, dt string, opts Options) (Backend, error) {
+	if opts.Weights != "" && opts.Weights != "stored" {
+		return nil, fmt.Errorf("clipnpu: random model: Options.Weights %q: the dtype argument chooses the storage", opts.Weights)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("clipnpu: random model: %w", err)
 	}

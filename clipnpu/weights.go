@@ -123,6 +123,7 @@ type model struct {
 	logitScale float32        // exp(logit_scale): Logits multiplies cosines by it
 	hash       string         // Info.WeightsHash
 	dtype      dtype          // dtype of the matrices
+	rounded    bool           // float32 matrices were rounded to dtype at load (Options.Weights)
 	mapping    *mapping       // nil for random models
 }
 
@@ -137,7 +138,32 @@ func (m *model) info(device string) Info {
 		Context:        m.cfg.Text.Context,
 		LogitScale:     m.logitScale,
 		PromptTemplate: DefaultPromptTemplate,
+		Weights:        m.weightsNote(),
+		Rounded:        m.roundedTo(),
 	}
+}
+
+// roundedTo is Info.Rounded.
+func (m *model) roundedTo() string {
+	if m.rounded {
+		return m.dtype.String()
+	}
+	return ""
+}
+
+// weightsNote is Info.Weights.
+func (m *model) weightsNote() string {
+	switch {
+	case m.rounded:
+		return m.dtype.String() + " (rounded from f32 at load)"
+	case m.mapping == nil:
+		return m.dtype.String() + " (random, in memory)"
+	case m.mapping.unmap == nil:
+		return m.dtype.String() + " (as stored, read into memory)"
+	case m.dtype == dtF32:
+		return "f32 (as stored, memory-mapped)"
+	}
+	return m.dtype.String() + " (as stored, memory-mapped)"
 }
 
 // close releases the mapping; the model must not be used afterwards.
@@ -159,6 +185,16 @@ const DefaultPromptTemplate = "a photo of a {}"
 type mapping struct {
 	data  []byte
 	unmap func() error // nil when there is nothing to release
+}
+
+// release tells the system that the pages wholly inside b (a sub-slice of
+// m.data) are not needed now, so they leave the process's resident memory;
+// reading them again faults them back in from the file. A no-op where the
+// mapping is a heap copy.
+func (m *mapping) release(b []byte) {
+	if m != nil && m.unmap != nil && len(b) > 0 {
+		dropPages(b)
+	}
 }
 
 func (m *mapping) close() error {

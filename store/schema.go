@@ -64,9 +64,13 @@ var (
 type Identity struct {
 	Model       string `json:"model"`
 	WeightsHash string `json:"weights_hash,omitempty"`
-	Dim         int    `json:"dim"`
-	Preprocess  string `json:"preprocess"`
-	EXIF        bool   `json:"exif"`
+	// Weights is "" for weights used as stored, or the type float32
+	// weights were rounded to at load ("f16", clipidx --weights f16): a
+	// rounding changes WeightsHash, and this says why.
+	Weights    string `json:"weights,omitempty"`
+	Dim        int    `json:"dim"`
+	Preprocess string `json:"preprocess"`
+	EXIF       bool   `json:"exif"`
 }
 
 // Compatible returns nil when vectors computed under want may be stored in
@@ -77,8 +81,12 @@ type Identity struct {
 // hash is unknown, the names must match.
 func (have Identity) Compatible(want Identity, textOnly bool) error {
 	var diff []string
-	model := false // the model itself differs (not only a setting)
+	model := false   // the model itself differs (not only a setting)
+	weights := false // the same model, held another way (--weights)
 	switch {
+	case have.Weights != want.Weights && have.Model == want.Model:
+		diff = append(diff, fmt.Sprintf("weights %s, not %s", weightsName(have.Weights), weightsName(want.Weights)))
+		weights = true
 	case have.WeightsHash != "" && want.WeightsHash != "":
 		if have.WeightsHash != want.WeightsHash {
 			diff = append(diff, fmt.Sprintf("model %q with weights %.12s, not %q with %.12s", have.Model, have.WeightsHash, want.Model, want.WeightsHash))
@@ -107,12 +115,30 @@ func (have Identity) Compatible(want Identity, textOnly bool) error {
 	}
 	hint := "rebuild it with `clipidx build --reindex DIR...`"
 	switch {
+	case weights && len(diff) == 1:
+		hint = fmt.Sprintf("pass --weights %s to match it, or rebuild it with `clipidx build --reindex DIR...`", weightsFlag(have.Weights))
 	case model:
 		hint += " or pass the matching --model"
 	case exif && len(diff) == 1:
 		hint = fmt.Sprintf("pass --exif=%v to match it, or rebuild it with `clipidx build --reindex --exif=%v DIR...`", have.EXIF, want.EXIF)
 	}
 	return fmt.Errorf("%w: the index has %s; %s", ErrModelMismatch, joinComma(diff), hint)
+}
+
+// weightsName describes an Identity.Weights value.
+func weightsName(w string) string {
+	if w == "" {
+		return "as stored"
+	}
+	return "rounded to " + w + " at load"
+}
+
+// weightsFlag is the --weights value that gives an Identity.Weights value.
+func weightsFlag(w string) string {
+	if w == "" {
+		return "stored"
+	}
+	return w
 }
 
 func joinComma(s []string) string {

@@ -1,0 +1,298 @@
+package clipnpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRoundAtLoad saves a random float32 model, loads it with Weights f16
+// and requires embeddings bit-identical to the same random model generated
+// directly in f16 (whose matrices are the f16 rounding of the same float32
+// values): every matrix is rounded once, to nearest even, and every vector
+// is kept exactly. Padding misaligns the data (the copying view path).
+func TestRoundAtLoad(t *testing.T) {
+	cfg := smallConfig()
+	for _, pad := range []int{0, 1} {
+		t.Run(fmt.Sprintf("pad%d", pad), func(t *testing.T) {
+			dir := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 42, dtF32, BothTowers, 2)), pad)
+			stored, err := Load(dir, Options{Device: "reference"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stored.Close()
+			b, err := Load(dir, Options{Device: "reference", Weights: "f16"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			m := b.(*refBackend).m
+			if m.dtype != dtF16 || !m.rounded {
+				t.Errorf("dtype %s rounded %v, want f16 rounded", m.dtype, m.rounded)
+			}
+			if m.mapping != nil {
+				t.Error("the mapping is still held after every tensor was copied out")
+			}
+			if got, want := b.Info().Weights, "f16 (rounded from f32 at load)"; got != want {
+				t.Errorf("Info().Weights = %q, want %q", got, want)
+			}
+			if got := stored.Info().Weights; got != "f32 (as stored, memory-mapped)" && got != "f32 (as stored, read into memory)" {
+				t.Errorf("stored Info().Weights = %q", got)
+			}
+			h, hs := b.Info().WeightsHash, stored.Info().WeightsHash
+			if h == hs || len(h) != 64 {
+				t.Errorf("rounded weights hash %q: want 64 hex digits, not the stored %q", h, hs)
+			}
+			again, err := Load(dir, Options{Device: "cpu", Weights: "f16"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Info().WeightsHash != h {
+				t.Error("the rounded weights hash differs between two loads")
+			}
+			again.Close()
+
+			want := newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2)
+			px, ids := testInputs(cfg, 2)
+			gi, err := b.EncodeImages(px, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wi, _ := want.EncodeImages(px, 2)
+			gt, err := b.EncodeTexts(ids, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt, _ := want.EncodeTexts(ids, 2)
+			for _, c := range []struct {
+				name      string
+				got, want []float32
+			}{{"images", gi, wi}, {"texts", gt, wt}} {
+				for i := range c.want {
+					if c.got[i] != c.want[i] || math.IsNaN(float64(c.got[i])) {
+						t.Fatalf("%s[%d] = %v, want %v (the f16 random model)", c.name, i, c.got[i], c.want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRoundKeeps16Bit: a 16-bit checkpoint is kept as stored under Weights
+// f16, with the stored identity.
+func TestRoundKeeps16Bit(t *testing.T) {
+	cfg := smallConfig()
+	dir := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 7, dtBF16, BothTowers, 2)), 0)
+	a, err := Load(dir, Options{Device: "reference"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Load(dir, Options{Device: "reference", Weights: "f16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Info().WeightsHash != a.Info().WeightsHash {
+		t.Error("a bf16 checkpoint changed identity under Weights f16")
+	}
+	if m := b.(*refBackend).m; m.dtype != dtBF16 || m.rounded || m.mapping == nil {
+		t.Errorf("bf16 checkpoint: dtype %s rounded %v mapped %v, want bf16 as stored", m.dtype, m.rounded, m.mapping != nil)
+	}
+	if w := b.Info().Weights; !strings.HasPrefix(w, "bf16 (as stored") {
+		t.Errorf("Info().Weights = %q", w)
+	}
+}
+
+// TestRoundErrors: values beyond binary16, unknown choices, bundles and the
+// NPU are refused with errors that name the problem.
+func TestRoundErrors(t *testing.T) {
+	cfg := smallConfig()
+	ts := hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 2))
+	const big = "text_model.encoder.layers.1.mlp.fc2.weight"
+	for i := range ts {
+		if ts[i].name == big {
+			binary.LittleEndian.PutUint32(ts[i].data[4*5:], math.Float32bits(-70000))
+		}
+	}
+	dir := writeModelDir(t, cfg, ts, 0)
+	_, err := Load(dir, Options{Device: "cpu", Weights: "f16"})
+	if !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), big) || !strings.Contains(err.Error(), "element 5 is -70000") {
+		t.Errorf("overflowing tensor: %v", err)
+	}
+	if b, err := Load(dir, Options{Device: "cpu"}); err != nil {
+		t.Errorf("the same folder as stored: %v", err)
+	} else {
+		b.Close()
+	}
+	for _, w := range []string{"bf16", "f8", "F16"} {
+		if _, err := Load(dir, Options{Weights: w}); err == nil || !strings.Contains(err.Error(), "weights") {
+			t.Errorf("Weights %q: %v", w, err)
+		}
+	}
+	if _, err := Load(dir, Options{Device: "npu", Weights: "f16"}); err == nil || !strings.Contains(err.Error(), "CPU") {
+		t.Errorf("npu with f16: %v", err)
+	}
+	if _, err := NewRandom(cfg, 1, "f32", Options{Weights: "f16"}); err == nil {
+		t.Error("NewRandom accepted Options.Weights")
+	}
+	bdir := filepath.Join(t.TempDir(), "bundle")
+	if err := ExportTinyBundle(writeModelDir(t, cfg, hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 2)), 0), bdir); err != nil {
+		t.Fatalf("export a bundle to try: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(bdir, "manifest.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(bdir, Options{Weights: "f16"}); err == nil || !strings.Contains(err.Error(), "bundle") {
+		t.Errorf("bundle with f16: %v", err)
+	}
+}
+
+// TestRoundF32 checks the parallel rounding against the scalar one on
+// every chunk boundary, and the overflow report (the first bad element).
+func TestRoundF32(t *testing.T) {
+	for _, hw := range []bool{true, false} {
+		if hw && !hasF16C {
+			continue // no F16C in this build or on this CPU
+		}
+		t.Run(fmt.Sprintf("f16c=%v", hw), func(t *testing.T) {
+			saved := hasF16C
+			hasF16C = hw
+			defer func() { hasF16C = saved }()
+			testRoundF32(t)
+		})
+	}
+}
+
+func testRoundF32(t *testing.T) {
+	src := make([]float32, 3*roundChunk+17)
+	for i := range src {
+		src[i] = float32(math.Sin(float64(i))) * float32(1+i%70000)
+	}
+	src[roundChunk+3] = float32(math.Inf(-1))
+	src[2*roundChunk] = float32(math.NaN())
+	for _, th := range []int{1, 2, 5} {
+		for _, d := range []dtype{dtF16, dtBF16} {
+			limit := src
+			if d == dtF16 {
+				limit = make([]float32, len(src))
+				for i, x := range src {
+					limit[i] = x / 2 // within ±35000
+				}
+			}
+			got, err := roundF32(limit, d, th)
+			if err != nil {
+				t.Fatalf("%s threads %d: %v", d, th, err)
+			}
+			for i, x := range limit {
+				want := f32ToF16(x)
+				if d == dtBF16 {
+					want = f32ToBF16(x)
+				}
+				if got[i] != want {
+					t.Fatalf("%s threads %d: element %d = %#04x, want %#04x", d, th, i, got[i], want)
+				}
+			}
+		}
+	}
+	over := make([]float32, len(src))
+	over[2*roundChunk+5], over[roundChunk+9] = 1e6, 65520 // 65520 rounds up to inf
+	over[7] = float32(math.Inf(1))                        // kept, not an overflow
+	if _, err := roundF32(over, dtF16, 3); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("element %d is 65520", roundChunk+9)) {
+		t.Errorf("overflow: %v", err)
+	}
+	if _, err := roundF32([]float32{65504, 65519.99, -65519.99, 1, 2, 3, 4, 5, float32(math.NaN())}, dtF16, 1); err != nil {
+		t.Errorf("largest halves: %v", err)
+	}
+	for _, at := range []int{0, 7, 8, 15, 16} { // in the 8-wide part and in the tail
+		v := make([]float32, 17)
+		v[at] = -65520
+		if _, err := roundF32(v, dtF16, 1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("element %d is -65520", at)) {
+			t.Errorf("overflow at %d of 17: %v", at, err)
+		}
+	}
+}
+
+// TestWriteRandom saves random models with WriteRandom and loads them back:
+// the embeddings equal NewRandom's bit for bit, the data section is 8-byte
+// aligned (the loader maps it in place), and the same arguments write the
+// same bytes.
+func TestWriteRandom(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Name = "random small"
+	for _, dt := range []string{"f32", "f16", "bf16"} {
+		t.Run(dt, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			if err := WriteRandom(dir, cfg, 9, dt, 2); err != nil {
+				t.Fatal(err)
+			}
+			b, err := Load(dir, Options{Device: "reference"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if got := b.Info().Name; got != cfg.Name {
+				t.Errorf("Name %q, want %q", got, cfg.Name)
+			}
+			if got := b.(*refBackend).m.dtype.String(); got != dt {
+				t.Errorf("loaded dtype %s, want %s", got, dt)
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := binary.LittleEndian.Uint64(raw); (8+n)%8 != 0 {
+				t.Errorf("data starts at byte %d, not 8-byte aligned", 8+n)
+			}
+			want, err := NewRandom(cfg, 9, dt, Options{Device: "reference"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer want.Close()
+			px, ids := testInputs(cfg, 2)
+			g1, err := b.EncodeImages(px, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w1, _ := want.EncodeImages(px, 2)
+			g2, err := b.EncodeTexts(ids, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w2, _ := want.EncodeTexts(ids, 2)
+			for i := range w1 {
+				if g1[i] != w1[i] {
+					t.Fatalf("image[%d] = %v, NewRandom gives %v", i, g1[i], w1[i])
+				}
+			}
+			for i := range w2 {
+				if g2[i] != w2[i] {
+					t.Fatalf("text[%d] = %v, NewRandom gives %v", i, g2[i], w2[i])
+				}
+			}
+			dir2 := filepath.Join(t.TempDir(), "m2")
+			if err := WriteRandom(dir2, cfg, 9, dt, 1); err != nil {
+				t.Fatal(err)
+			}
+			raw2, err := os.ReadFile(filepath.Join(dir2, "model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != string(raw2) {
+				t.Error("two writes of the same random model differ")
+			}
+			ents, _ := os.ReadDir(dir)
+			if len(ents) != 2 {
+				t.Errorf("folder holds %d entries, want config.json and model.safetensors only", len(ents))
+			}
+		})
+	}
+	if err := WriteRandom(t.TempDir(), cfg, 1, "f8", 1); err == nil {
+		t.Error("dtype f8 accepted")
+	}
+}

@@ -1,0 +1,245 @@
+package clipnpu
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"unsafe"
+)
+
+// WriteRandom writes NewRandom's weights for (cfg, seed, dt) as a Hugging
+// Face CLIP folder in dir: config.json (naming the model cfg.Name) and
+// model.safetensors with every tensor under its HF name, dtype dt for the
+// matrices and F32 for the vectors, as transformers saves them. It is the
+// stand-in for a real checkpoint of the same shape when measuring loading
+// and memory (a ViT-H/14 in f32 is 3.9 GB, as laion's). No tokenizer or
+// preprocessing files are written. Files are written under temporary names
+// and renamed, so an interrupted call leaves no half-written model.
+func WriteRandom(dir string, cfg Config, seed uint64, dt string, threads int) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("clipnpu: random model: %w", err)
+	}
+	var d dtype
+	switch dt {
+	case "f32", "":
+		d = dtF32
+	case "f16":
+		d = dtF16
+	case "bf16":
+		d = dtBF16
+	default:
+		return fmt.Errorf("clipnpu: random model: dtype %q (want f32, f16 or bf16)", dt)
+	}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m := randomModel(cfg, seed, d, BothTowers, threads)
+	cfgJSON, err := json.MarshalIndent(hfConfigDoc(cfg), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "config.json"), func(w *bufio.Writer) error {
+		_, err := w.Write(append(cfgJSON, '\n'))
+		return err
+	}); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, "model.safetensors"), func(w *bufio.Writer) error {
+		return writeSafetensors(w, namedTensors(m))
+	})
+}
+
+// writeAtomic writes path through a temporary file in its folder, synced
+// and renamed into place.
+func writeAtomic(path string, fill func(*bufio.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op once renamed
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = fill(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// hfConfigDoc is cfg as a transformers CLIPConfig document.
+func hfConfigDoc(c Config) map[string]any {
+	return map[string]any{
+		"_name_or_path":  c.Name,
+		"architectures":  []string{"CLIPModel"},
+		"model_type":     "clip",
+		"projection_dim": c.ProjectionDim,
+		"vision_config": map[string]any{
+			"hidden_size": c.Vision.Hidden, "intermediate_size": c.Vision.MLP, "num_hidden_layers": c.Vision.Layers,
+			"num_attention_heads": c.Vision.Heads, "patch_size": c.Vision.Patch, "image_size": c.Vision.ImageSize,
+			"hidden_act": c.Vision.Act, "layer_norm_eps": c.Vision.LayerNormEps,
+		},
+		"text_config": map[string]any{
+			"hidden_size": c.Text.Hidden, "intermediate_size": c.Text.MLP, "num_hidden_layers": c.Text.Layers,
+			"num_attention_heads": c.Text.Heads, "vocab_size": c.Text.Vocab, "max_position_embeddings": c.Text.Context,
+			"hidden_act": c.Text.Act, "layer_norm_eps": c.Text.LayerNormEps, "eos_token_id": c.Text.EOS,
+		},
+	}
+}
+
+// namedTensor is one tensor to save: float32 values or 16-bit patterns.
+type namedTensor struct {
+	name  string
+	dtype dtype
+	shape []int
+	f32   []float32
+	u16   []uint16
+}
+
+// namedTensors lists the model's weights under their Hugging Face names.
+func namedTensors(m *model) []namedTensor {
+	var ts []namedTensor
+	vec := func(name string, v []float32, shape ...int) {
+		if shape == nil {
+			shape = []int{len(v)}
+		}
+		ts = append(ts, namedTensor{name: name, dtype: dtF32, shape: shape, f32: v})
+	}
+	mat := func(name string, t tensor, shape ...int) {
+		if shape == nil {
+			shape = []int{t.rows, t.cols}
+		}
+		ts = append(ts, namedTensor{name: name, dtype: t.dtype, shape: shape, f32: t.f32, u16: t.u16})
+	}
+	layers := func(prefix string, ls []layerWeights) {
+		for i, l := range ls {
+			p := fmt.Sprintf("%s.encoder.layers.%d.", prefix, i)
+			vec(p+"layer_norm1.weight", l.ln1W)
+			vec(p+"layer_norm1.bias", l.ln1B)
+			vec(p+"layer_norm2.weight", l.ln2W)
+			vec(p+"layer_norm2.bias", l.ln2B)
+			mat(p+"self_attn.q_proj.weight", l.q)
+			vec(p+"self_attn.q_proj.bias", l.qB)
+			mat(p+"self_attn.k_proj.weight", l.k)
+			vec(p+"self_attn.k_proj.bias", l.kB)
+			mat(p+"self_attn.v_proj.weight", l.v)
+			vec(p+"self_attn.v_proj.bias", l.vB)
+			mat(p+"self_attn.out_proj.weight", l.o)
+			vec(p+"self_attn.out_proj.bias", l.oB)
+			mat(p+"mlp.fc1.weight", l.fc1)
+			vec(p+"mlp.fc1.bias", l.fc1B)
+			mat(p+"mlp.fc2.weight", l.fc2)
+			vec(p+"mlp.fc2.bias", l.fc2B)
+		}
+	}
+	c := m.cfg
+	vec("logit_scale", []float32{float32(math.Log(float64(m.logitScale)))}, []int{}...)
+	if v := m.vision; v != nil {
+		P := c.Vision.Patch
+		mat("vision_model.embeddings.patch_embedding.weight", v.patch, c.Vision.Hidden, 3, P, P)
+		vec("vision_model.embeddings.class_embedding", v.cls)
+		vec("vision_model.embeddings.position_embedding.weight", v.pos, c.Vision.Tokens(), c.Vision.Hidden)
+		vec("vision_model.pre_layrnorm.weight", v.preW)
+		vec("vision_model.pre_layrnorm.bias", v.preB)
+		layers("vision_model", v.layers)
+		vec("vision_model.post_layernorm.weight", v.postW)
+		vec("vision_model.post_layernorm.bias", v.postB)
+		mat("visual_projection.weight", v.proj)
+	}
+	if t := m.text; t != nil {
+		mat("text_model.embeddings.token_embedding.weight", t.tok)
+		vec("text_model.embeddings.position_embedding.weight", t.pos, c.Text.Context, c.Text.Hidden)
+		layers("text_model", t.layers)
+		vec("text_model.final_layer_norm.weight", t.finalW)
+		vec("text_model.final_layer_norm.bias", t.finalB)
+		mat("text_projection.weight", t.proj)
+	}
+	return ts
+}
+
+// byteLen is the tensor's size in the file.
+func (t *namedTensor) byteLen() int {
+	if t.dtype == dtF32 {
+		return 4 * len(t.f32)
+	}
+	return 2 * len(t.u16)
+}
+
+// writeSafetensors writes ts (sorted by name, data in that order) as a
+// safetensors file, the header padded with spaces to a multiple of 8 bytes
+// so every tensor starts aligned.
+func writeSafetensors(w *bufio.Writer, ts []namedTensor) error {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
+	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	off := 0
+	for i := range ts {
+		t := &ts[i]
+		dt := map[dtype]string{dtF32: "F32", dtF16: "F16", dtBF16: "BF16"}[t.dtype]
+		hdr[t.name] = map[string]any{"dtype": dt, "shape": t.shape, "data_offsets": []int{off, off + t.byteLen()}}
+		off += t.byteLen()
+	}
+	js, err := json.Marshal(hdr)
+	if err != nil {
+		return err
+	}
+	if r := len(js) % 8; r != 0 {
+		js = append(js, strings.Repeat(" ", 8-r)...)
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(js)))
+	w.Write(n[:])
+	w.Write(js)
+	for i := range ts {
+		if err := writeElems(w, &ts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeElems writes t's elements little-endian.
+func writeElems(w *bufio.Writer, t *namedTensor) error {
+	if littleEndian {
+		var b []byte
+		switch {
+		case t.dtype == dtF32 && len(t.f32) > 0:
+			b = unsafe.Slice((*byte)(unsafe.Pointer(&t.f32[0])), 4*len(t.f32))
+		case len(t.u16) > 0:
+			b = unsafe.Slice((*byte)(unsafe.Pointer(&t.u16[0])), 2*len(t.u16))
+		}
+		_, err := w.Write(b)
+		return err
+	}
+	var buf [4]byte
+	for _, x := range t.f32 {
+		binary.LittleEndian.PutUint32(buf[:], math.Float32bits(x))
+		if _, err := w.Write(buf[:]); err != nil {
+			return err
+		}
+	}
+	for _, x := range t.u16 {
+		binary.LittleEndian.PutUint16(buf[:2], x)
+		if _, err := w.Write(buf[:2]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
