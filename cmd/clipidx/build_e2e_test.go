@@ -34,7 +34,7 @@ func e2eBinary(t *testing.T) string {
 func e2eRun(t *testing.T, bin string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "CLIPIDX_MODEL=", "CLIPIDX_DB=", "CLIPIDX_DEVICE=")
+	cmd.Env = append(os.Environ(), "CLIPIDX_MODEL=", "CLIPIDX_DB=", "CLIPIDX_DEVICE=", "CLIPIDX_WEIGHTS=")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

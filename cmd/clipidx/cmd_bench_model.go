@@ -33,6 +33,7 @@ type benchModelOptions struct {
 type benchModelResult struct {
 	Model        string    `json:"model"`
 	Dtype        string    `json:"dtype,omitempty"`
+	Weights      string    `json:"weights,omitempty"` // how the CPU holds the matrices (clipnpu.Info.Weights)
 	Device       string    `json:"device"`
 	Threads      int       `json:"threads"`
 	Images       int       `json:"images"`
@@ -103,7 +104,10 @@ func (o *benchModelOptions) validate(dtypeSet bool) error {
 		return fmt.Errorf("--dtype %q: want f32, f16 or bf16", o.dtype)
 	}
 	if dtypeSet && o.random == "" {
-		return errors.New("--dtype applies to --random models only (a model folder keeps its stored dtype)")
+		return errors.New("--dtype applies to --random models only (a model folder keeps its stored dtype unless --weights f16)")
+	}
+	if o.random != "" && g.weights != "" && g.weights != "stored" {
+		return errors.New("--weights applies to model folders; a --random model is built in --dtype directly")
 	}
 	if o.images < 0 || o.texts < 0 || o.images+o.texts == 0 {
 		return fmt.Errorf("--images %d --texts %d: want non-negative counts, not both 0", o.images, o.texts)
@@ -164,6 +168,7 @@ func runBenchModel(w io.Writer, o benchModelOptions) error {
 	}
 	res.LoadS = load
 	res.Model = cfg.Name
+	res.Weights = b.Info().Weights
 	if o.random != "" {
 		res.Model = "random " + o.random
 		res.Dtype = o.dtype
@@ -319,7 +324,10 @@ func textFLOPs(c clipnpu.Config, tokens int) float64 {
 
 func printBenchModel(w io.Writer, r *benchModelResult) {
 	name := r.Model
-	if r.Dtype != "" {
+	switch {
+	case r.Weights != "":
+		name += ", weights " + r.Weights
+	case r.Dtype != "":
 		name += " (" + r.Dtype + ")"
 	}
 	fmt.Fprintf(w, "model    %s on %s, %d %s; loaded in %.1f s; median of %d runs after a warm-up\n", name, r.Device, r.Threads, plural(r.Threads, "thread", "threads"), r.LoadS, r.Runs)

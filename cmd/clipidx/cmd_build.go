@@ -195,6 +195,7 @@ func modelIdentity(info clipnpu.Info, proc *preprocess.Processor, exif bool) sto
 	return store.Identity{
 		Model:       info.Name,
 		WeightsHash: info.WeightsHash,
+		Weights:     info.Rounded,
 		Dim:         info.Dim,
 		Preprocess:  fmt.Sprintf("%s/%x", preprocess.Version, sha256.Sum256(cfg))[:len(preprocess.Version)+9],
 		EXIF:        exif,

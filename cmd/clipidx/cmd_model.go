@@ -36,9 +36,9 @@ func init() { subcommands = append(subcommands, newModelCmd) }
 func newModelCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "model",
-		Short: "Download a CLIP checkpoint and show where models live",
+		Short: "Download a CLIP checkpoint, show where models live, or write a random stand-in",
 	}
-	c.AddCommand(newModelPullCmd(), newModelPathCmd())
+	c.AddCommand(newModelPullCmd(), newModelPathCmd(), newModelRandomCmd())
 	return c
 }
 

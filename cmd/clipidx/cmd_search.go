@@ -181,7 +181,7 @@ func queryVector(terms []search.Term) ([]float32, error) {
 		defer b.Close()
 		enc.b = b
 		info := b.Info()
-		want := store.Identity{Model: info.Name, WeightsHash: info.WeightsHash, Dim: info.Dim}
+		want := store.Identity{Model: info.Name, WeightsHash: info.WeightsHash, Weights: info.Rounded, Dim: info.Dim}
 		if needImage {
 			proc, err := openPreprocessor(have.EXIF)
 			if err != nil {

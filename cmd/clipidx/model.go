@@ -20,7 +20,7 @@ import (
 // only the towers asked for. A missing or empty folder says where it looked
 // and how to get a model.
 func openModel(towers clipnpu.Towers) (clipnpu.Backend, error) {
-	b, err := clipnpu.Load(g.model, clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers})
+	b, err := clipnpu.Load(g.model, clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers, Weights: g.weights})
 	if err == nil {
 		return b, nil
 	}

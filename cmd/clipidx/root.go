@@ -16,6 +16,7 @@ type globals struct {
 	model   string // --model, env CLIPIDX_MODEL
 	device  string // --device auto|cpu|npu, env CLIPIDX_DEVICE
 	threads int    // --threads, 0 = all cores
+	weights string // --weights stored|f16, env CLIPIDX_WEIGHTS
 	db      string // --db, env CLIPIDX_DB
 }
 
@@ -55,6 +56,11 @@ func newRoot() *cobra.Command {
 		default:
 			return usageError("--device takes auto, cpu, npu or reference, not %q", g.device)
 		}
+		switch g.weights {
+		case "stored", "f16":
+		default:
+			return usageError("--weights takes stored or f16, not %q", g.weights)
+		}
 		return nil
 	}
 	// Flag and argument mistakes are usage errors (exit 2), like the
@@ -64,6 +70,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.model, "model", envOr("CLIPIDX_MODEL", defaultModelDir()), "model folder (HF CLIP layout or taconite bundle) [env CLIPIDX_MODEL]")
 	pf.StringVar(&g.device, "device", envOr("CLIPIDX_DEVICE", "auto"), "where the model runs: auto, cpu, npu, or reference (the plain pure-Go forward) [env CLIPIDX_DEVICE]")
 	pf.IntVar(&g.threads, "threads", envInt("CLIPIDX_THREADS", 0), "CPU threads for the model (0 = all cores)")
+	pf.StringVar(&g.weights, "weights", envOr("CLIPIDX_WEIGHTS", "stored"), "how the CPU holds float32 weights: stored (memory-mapped, 4 bytes a weight) or f16 (rounded at load: half the memory, embeddings within cosine 0.99999; indexes built one way are not mixed with the other) [env CLIPIDX_WEIGHTS]")
 	pf.StringVar(&g.db, "db", envOr("CLIPIDX_DB", defaultDBPath()), "index database file [env CLIPIDX_DB]")
 	for _, mk := range subcommands {
 		root.AddCommand(mk())

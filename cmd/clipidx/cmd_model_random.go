@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clipidx/clipidx/clipnpu"
+)
+
+// modelRandomResult is what `model random --json` prints.
+type modelRandomResult struct {
+	Dir     string  `json:"dir"`
+	Shape   string  `json:"shape"`
+	Dtype   string  `json:"dtype"`
+	Seed    uint64  `json:"seed"`
+	Bytes   int64   `json:"model_bytes"`
+	Seconds float64 `json:"seconds"`
+}
+
+func newModelRandomCmd() *cobra.Command {
+	var (
+		dtype  string
+		seed   uint64
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "random h14|b32 DIR",
+		Short: "Write a model folder of random weights in a real shape (a stand-in for measuring)",
+		Long: `Writes config.json and model.safetensors of random weights in the exact
+shape and Hugging Face layout of ViT-H/14 (h14: 3.9 GB in f32, like laion's
+checkpoint) or ViT-B/32 (b32), the weights ` + "`bench model --random`" + ` builds in memory.
+It is a stand-in for a real checkpoint when measuring loading, memory and
+speed without a download:
+
+    clipidx model random h14 /tmp/h14
+    clipidx bench model --model /tmp/h14 --texts 0
+    clipidx bench model --model /tmp/h14 --texts 0 --weights f16
+
+No tokenizer or preprocessing files are written, and its embeddings mean
+nothing. DIR must not hold a model already.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var cfg clipnpu.Config
+			switch args[0] {
+			case "h14":
+				cfg = clipnpu.ViTH14Config()
+			case "b32":
+				cfg = clipnpu.ViTB32Config()
+			default:
+				return usageError("model random: shape %q: want h14 or b32", args[0])
+			}
+			switch dtype {
+			case "f32", "f16", "bf16":
+			default:
+				return usageError("--dtype %q: want f32, f16 or bf16", dtype)
+			}
+			dir := args[1]
+			path := filepath.Join(dir, "model.safetensors")
+			if _, err := os.Stat(path); err == nil {
+				return fmt.Errorf("%s already exists: choose an empty folder (a model is never overwritten)", path)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			cfg.Name = fmt.Sprintf("random-%s-seed%d-%s", args[0], seed, dtype)
+			t0 := time.Now()
+			if err := clipnpu.WriteRandom(dir, cfg, seed, dtype, g.threads); err != nil {
+				return err
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				return err
+			}
+			res := modelRandomResult{Dir: dir, Shape: args[0], Dtype: dtype, Seed: seed, Bytes: st.Size(), Seconds: time.Since(t0).Seconds()}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: random %s weights (%s, seed %d), %.2f GB in %.1f s\n",
+				dir, args[0], dtype, seed, float64(res.Bytes)/1e9, res.Seconds)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&dtype, "dtype", "f32", "storage of the weight matrices: f32, f16 or bf16")
+	f.Uint64Var(&seed, "seed", 1, "seed of the random weights (the same as bench model --random --seed)")
+	f.BoolVar(&asJSON, "json", false, "print a JSON object")
+	return c
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu/conformance"
+	"github.com/clipidx/clipidx/internal/fixtures"
+)
+
+// TestWeightsF16Embed: --weights f16 embeds the fixture's float32 model
+// with its matrices rounded at load: within cosine 0.99999 of the stored
+// weights' embeddings, and not bit-identical to them (the rounding ran).
+func TestWeightsF16Embed(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	img := filepath.Join(model, "images", "checker_320x240.png")
+	embed := func(weights string) [][]float32 {
+		out := filepath.Join(t.TempDir(), "e.f32")
+		if _, stderr, err := runModelCmd("--model", model, "--weights", weights, "embed", "-o", out, "--image", img, "--text", "a photo of a cat"); err != nil {
+			t.Fatalf("--weights %s: %v\n%s", weights, err, stderr)
+		}
+		return readRows(t, out, dimOf(t, out, 2))
+	}
+	stored, rounded := embed("stored"), embed("f16")
+	same := true
+	for i := range stored {
+		c := conformance.Cosine(stored[i], rounded[i])
+		if !(c >= 0.99999) {
+			t.Errorf("row %d: cosine %.8f between stored and f16-rounded weights", i, c)
+		}
+		for j := range stored[i] {
+			same = same && stored[i][j] == rounded[i][j]
+		}
+	}
+	if same {
+		t.Error("--weights f16 gave the stored weights' embeddings bit for bit: nothing was rounded")
+	}
+}
+
+// dimOf is the row width of a file holding rows float32 rows.
+func dimOf(t *testing.T, path string, rows int) int {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Size()) / 4 / rows
+}
+
+// TestWeightsIndexIdentity: an index built with the stored weights refuses
+// --weights f16 with a message naming the flag that matches, and the other
+// way round; each works with its own setting.
+func TestWeightsIndexIdentity(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	photos := t.TempDir()
+	if err := os.CopyFS(photos, os.DirFS(filepath.Join(model, "images"))); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "i.db")
+	run := func(args ...string) (string, string, int) {
+		return runCLI(t, append([]string{"--model", model, "--db", db}, args...)...)
+	}
+	if _, errs, code := run("build", "--json", photos); code != 0 {
+		t.Fatalf("build: %d %s", code, errs)
+	}
+	if _, errs, code := run("--weights", "f16", "search", "a cat"); code == 0 || !strings.Contains(errs, "pass --weights stored to match it") {
+		t.Errorf("search --weights f16 on a stored-weights index: exit %d, %q", code, errs)
+	}
+	if _, errs, code := run("--weights", "f16", "build", photos); code == 0 || !strings.Contains(errs, "--weights stored") {
+		t.Errorf("build --weights f16 onto a stored-weights index: exit %d, %q", code, errs)
+	}
+	if out, errs, code := run("search", "--json", "a cat"); code != 0 || !strings.Contains(out, "checker_320x240.png") {
+		t.Errorf("search with the stored weights: exit %d, %q %q", code, out, errs)
+	}
+	if _, errs, code := run("--weights", "f16", "build", "--reindex", "--json", photos); code != 0 {
+		t.Fatalf("build --reindex --weights f16: %d %s", code, errs)
+	}
+	if _, errs, code := run("search", "a cat"); code == 0 || !strings.Contains(errs, "pass --weights f16 to match it") {
+		t.Errorf("stored weights on an f16 index: exit %d, %q", code, errs)
+	}
+	out, errs, code := run("--weights", "f16", "search", "--json", "a cat")
+	if code != 0 {
+		t.Fatalf("search --weights f16 on its own index: exit %d %s", code, errs)
+	}
+	var hits []struct{ Path string }
+	if err := json.Unmarshal([]byte(out), &hits); err != nil || len(hits) == 0 {
+		t.Errorf("search --json: %v, %q", err, out)
+	}
+}
+
+// TestWeightsFlagErrors: bad --weights values and combinations are usage
+// errors (exit 2) before anything is loaded.
+func TestWeightsFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--weights", "bf16", "embed", "--text", "x"},
+		{"--weights", "F16", "embed", "--text", "x"},
+		{"--weights", "f16", "bench", "model", "--random", "b32"},
+	} {
+		if _, errs, code := runCLI(t, args...); code != 2 || !strings.Contains(errs, "--weights") {
+			t.Errorf("%v: exit %d, %q; want 2 naming --weights", args, code, errs)
+		}
+	}
+	t.Setenv("CLIPIDX_WEIGHTS", "f8")
+	if _, errs, code := runCLI(t, "embed", "--text", "x"); code != 2 || !strings.Contains(errs, "--weights") {
+		t.Errorf("CLIPIDX_WEIGHTS=f8: exit %d, %q", code, errs)
+	}
+}
+
+// TestModelRandom writes a ViT-B/32-shaped stand-in, measures it through
+// bench model as stored and rounded, and refuses to overwrite it.
+func TestModelRandom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 0.6 GB model")
+	}
+	dir := filepath.Join(t.TempDir(), "b32")
+	out, errs, code := runCLI(t, "model", "random", "b32", dir, "--dtype", "f32", "--json")
+	if code != 0 {
+		t.Fatalf("model random: %d %s", code, errs)
+	}
+	var w modelRandomResult
+	if err := json.Unmarshal([]byte(out), &w); err != nil || w.Bytes < 500e6 || w.Dir != dir {
+		t.Fatalf("model random --json: %v %+v", err, w)
+	}
+	for _, tc := range []struct{ weights, want string }{
+		{"stored", "f32 (as stored, memory-mapped)"},
+		{"f16", "f16 (rounded from f32 at load)"},
+	} {
+		out, errs, code := runCLI(t, "--model", dir, "--weights", tc.weights, "bench", "model", "--images", "1", "--texts", "1", "--runs", "1", "--json")
+		if code != 0 {
+			t.Fatalf("bench --weights %s: %d %s", tc.weights, code, errs)
+		}
+		var r benchModelResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Weights != tc.want || r.Model != "random-b32-seed1-f32" || r.ImageGFLOP < 8 {
+			t.Errorf("bench --weights %s: weights %q model %q %.1f GFLOP an image", tc.weights, r.Weights, r.Model, r.ImageGFLOP)
+		}
+	}
+	if _, errs, code := runCLI(t, "model", "random", "b32", dir); code == 0 || !strings.Contains(errs, "already exists") {
+		t.Errorf("second write: exit %d, %q", code, errs)
+	}
+	if _, errs, code := runCLI(t, "model", "random", "l14", t.TempDir()); code != 2 {
+		t.Errorf("shape l14: exit %d, %q", code, errs)
+	}
+}
