@@ -176,10 +176,7 @@ func gatherInfo(node, model string) infoJSON {
 		m.Kind = "huggingface"
 	}
 
-	r.CPU.Kernel = "portable Go (no assembly for this CPU or build)"
-	if gemm.Accelerated() {
-		r.CPU.Kernel = "AVX2 + FMA assembly"
-	}
+	r.CPU.Kernel = gemm.Kernel()
 	r.CPU.Threads = runtime.GOMAXPROCS(0)
 	if g.threads > 0 {
 		r.CPU.Threads = g.threads // what --threads / CLIPIDX_THREADS ask for

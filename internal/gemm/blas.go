@@ -39,7 +39,7 @@ const (
 // this build does not link the loader.
 func LoadBLAS() (*BLAS, error) {
 	if loadCBLAS == nil {
-		return nil, errNoBLAS("not linked into this build (amd64 runs its own kernels)")
+		return nil, errNoBLAS("not linked into this build (amd64 and arm64 run their own kernels)")
 	}
 	l, err := loadCBLAS()
 	if err != nil {

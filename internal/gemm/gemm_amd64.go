@@ -16,6 +16,14 @@ var (
 // micro-kernel (false on CPUs without AVX2 and FMA).
 func Accelerated() bool { return useAVX2 }
 
+// Kernel names the micro-kernel products run on.
+func Kernel() string {
+	if useAVX2 {
+		return "AVX2 + FMA assembly"
+	}
+	return "portable Go (this CPU lacks AVX2 or FMA)"
+}
+
 // kernelAVX2 is kernelGo (same contract) with the [mr, nr] = [6, 16] tile of
 // C in Y0–Y11.
 //

@@ -17,6 +17,14 @@ var useNEON = cpu.ARM64.HasASIMD
 // micro-kernel (always on arm64 hardware, which has ASIMD).
 func Accelerated() bool { return useNEON }
 
+// Kernel names the micro-kernel products run on.
+func Kernel() string {
+	if useNEON {
+		return "NEON assembly (verified under emulation, not measured on arm64 hardware)"
+	}
+	return "portable Go"
+}
+
 // kernelNEON is kernelGo (same contract) with the [mr, nr] = [6, 16] tile of
 // C in V0–V23.
 //

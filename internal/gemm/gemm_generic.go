@@ -7,6 +7,9 @@ package gemm
 // portable Go kernel.
 func Accelerated() bool { return false }
 
+// Kernel names the micro-kernel products run on.
+func Kernel() string { return "portable Go (no assembly in this build)" }
+
 func kernel(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, bias *float32, accum bool) {
 	kernelGo(k, a, lda, b, c, ldc, alpha, bias, accum)
 }
