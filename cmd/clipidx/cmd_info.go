@@ -54,6 +54,12 @@ type infoJSON struct {
 		Xclbins    []string `json:"xclbins,omitempty"`
 		ImageBatch int      `json:"image_batch,omitempty"`
 		TextBatch  int      `json:"text_batch,omitempty"`
+		// Hugging Face folders: what model.safetensors holds.
+		Weights *struct {
+			Dtype    string `json:"dtype"`     // the dtype of most of the data
+			Bytes    int64  `json:"bytes"`     // file size
+			F16Bytes int64  `json:"f16_bytes"` // with --weights f16
+		} `json:"weights,omitempty"`
 	} `json:"model"`
 	CPU struct {
 		Kernel  string `json:"kernel"`  // the GEMM the CPU path runs
@@ -174,6 +180,16 @@ func gatherInfo(node, model string) infoJSON {
 		b.Close()
 	default:
 		m.Kind = "huggingface"
+		ws, err := clipnpu.InspectWeights(model)
+		if err != nil {
+			m.Error = err.Error()
+			break
+		}
+		m.Weights = &struct {
+			Dtype    string `json:"dtype"`
+			Bytes    int64  `json:"bytes"`
+			F16Bytes int64  `json:"f16_bytes"`
+		}{ws.Mostly(), ws.Bytes, ws.F16Bytes}
 	}
 
 	r.CPU.Kernel = gemm.Kernel()
@@ -244,6 +260,20 @@ func printInfo(w io.Writer, r infoJSON) {
 	fmt.Fprintf(w, "  folder:     %s (%s)\n", m.Path, m.Kind)
 	if m.Error != "" {
 		fmt.Fprintf(w, "  problem:    %s\n", m.Error)
+	}
+	if ws := m.Weights; ws != nil {
+		gb := func(n int64) string {
+			if n >= 1e9 {
+				return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+			}
+			return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+		}
+		switch ws.Dtype {
+		case "F32":
+			fmt.Fprintf(w, "  weights:    F32, %s in model.safetensors, memory-mapped as stored; --weights f16 holds %s\n", gb(ws.Bytes), gb(ws.F16Bytes))
+		default:
+			fmt.Fprintf(w, "  weights:    %s, %s in model.safetensors, memory-mapped and kept 16-bit\n", ws.Dtype, gb(ws.Bytes))
+		}
 	}
 	if m.Kind == "bundle" && m.Error == "" {
 		fmt.Fprintf(w, "  needs:      %d hardware contexts; %d images and %d prompts a pass\n", m.Contexts, m.ImageBatch, m.TextBatch)

@@ -24,7 +24,8 @@ func TestInfoHFFolder(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"NPU\n", "(huggingface)", "--device auto would use: cpu", "never run on NPU hardware"} {
+	for _, want := range []string{"NPU\n", "(huggingface)", "--device auto would use: cpu", "never run on NPU hardware",
+		"weights:    F32, ", " MB in model.safetensors, memory-mapped as stored; --weights f16 holds "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -115,5 +116,35 @@ func TestInfoCPU(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(js), &r); err != nil || code != 0 || r.CPU.Kernel == "" || r.CPU.Threads < 1 {
 		t.Fatalf("exit %d, %v, cpu %+v in %s", code, err, r.CPU, js)
+	}
+}
+
+// TestInfoWeights: info reads model.safetensors' header and says what the
+// weights take as stored and rounded; a folder without it is a problem.
+func TestInfoWeights(t *testing.T) {
+	dir := fixtures.TinyModel(t)
+	js, errs, code := runCLI(t, "--model", dir, "info", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r infoJSON
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := r.Model.Weights
+	if ws == nil || ws.Dtype != "F32" || ws.Bytes != st.Size() || ws.F16Bytes <= ws.Bytes/3 || ws.F16Bytes >= ws.Bytes*3/4 {
+		t.Errorf("weights %+v, want F32, %d bytes, f16 a little over half", ws, st.Size())
+	}
+	empty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(empty, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runCLI(t, "--model", empty, "info")
+	if code != 0 || !strings.Contains(out, "problem:") || !strings.Contains(out, "model.safetensors is missing") {
+		t.Errorf("folder without weights: exit %d\n%s", code, out)
 	}
 }
