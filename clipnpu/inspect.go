@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WeightsSummary describes a Hugging Face folder's model.safetensors from
@@ -65,7 +66,9 @@ func InspectWeights(dir string) (WeightsSummary, error) {
 	w := WeightsSummary{File: path, Bytes: st.Size(), Dtype: map[string]int64{}}
 	for _, e := range h.Tensors {
 		w.Dtype[e.Dtype] += e.Length
-		if e.Dtype == "F32" && len(e.Shape) >= 2 {
+		if e.Dtype == "F32" && len(e.Shape) >= 2 && !strings.HasSuffix(e.Name, "position_embedding.weight") {
+			// The weight matrices stLoader.mat rounds; position
+			// embeddings, though 2-D, are read as vectors and kept F32.
 			w.F16Bytes += e.Length / 2
 		} else {
 			w.F16Bytes += e.Length
