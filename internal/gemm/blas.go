@@ -94,6 +94,17 @@ func (p *Pool) UseSystemBLAS() error {
 	return nil
 }
 
+// SystemBLAS returns the file name of the library UseSystemBLAS put in
+// place, or "" when the pool runs its own kernels.
+func (p *Pool) SystemBLAS() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.workers) == 0 || p.workers[0].sys == nil {
+		return ""
+	}
+	return p.workers[0].sys.lib.Path()
+}
+
 // sysBLAS is a worker's bridge to the system library.
 type sysBLAS struct {
 	lib   *BLAS
