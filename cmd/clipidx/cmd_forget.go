@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
@@ -35,6 +36,11 @@ under folders that still exist. The model is not needed.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "forgot %d %s\n", n, plural(n, "file", "files"))
+			if n == 0 {
+				// Most likely a typo or a path given relative to another
+				// folder: say so, and let scripts see it.
+				return fmt.Errorf("no indexed file is at or under %s (clipidx status names the folders of the last build)", strings.Join(abs, ", "))
+			}
 			return nil
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/clipidx/clipidx/store"
@@ -70,7 +71,11 @@ running.`,
 				fmt.Fprintf(out, "unused:      %d %s no file uses any more (freed by the next build)\n", st.Queued, plural(st.Queued, "vector", "vectors"))
 			}
 			fmt.Fprintf(out, "failed:      %d\n", st.Failed)
-			fmt.Fprintf(out, "model:       %s (dim %d, preprocessing %s, EXIF orientation %v)\n", id.Model, id.Dim, id.Preprocess, id.EXIF)
+			weights := ""
+			if id.Weights != "" {
+				weights = ", weights rounded to " + id.Weights + " at load"
+			}
+			fmt.Fprintf(out, "model:       %s (dim %d, preprocessing %s, EXIF orientation %v%s)\n", id.Model, id.Dim, id.Preprocess, id.EXIF, weights)
 			if st.LastBuild == nil {
 				fmt.Fprintln(out, "last build:  none finished")
 			} else {
@@ -83,6 +88,9 @@ running.`,
 					state = ", interrupted"
 				}
 				fmt.Fprintf(out, "last build:  %s%s\n", when, state)
+				if len(st.LastBuild.Roots) > 0 {
+					fmt.Fprintf(out, "folders:     %s\n", strings.Join(st.LastBuild.Roots, ", "))
+				}
 				if device != "" {
 					if n := st.LastBuild.DeviceNote; n != "" {
 						device += " (" + n + ")"

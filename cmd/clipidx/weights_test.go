@@ -78,10 +78,14 @@ func TestWeightsIndexIdentity(t *testing.T) {
 	if _, errs, code := run("--weights", "f16", "build", "--reindex", "--json", photos); code != 0 {
 		t.Fatalf("build --reindex --weights f16: %d %s", code, errs)
 	}
+	out, errs, code := run("status")
+	if code != 0 || !strings.Contains(out, "weights rounded to f16 at load)") || !strings.Contains(out, "folders:     "+photos+"\n") {
+		t.Errorf("status of an f16 index: exit %d, %q %q", code, out, errs)
+	}
 	if _, errs, code := run("search", "a cat"); code == 0 || !strings.Contains(errs, "pass --weights f16 to match it") {
 		t.Errorf("stored weights on an f16 index: exit %d, %q", code, errs)
 	}
-	out, errs, code := run("--weights", "f16", "search", "--json", "a cat")
+	out, errs, code = run("--weights", "f16", "search", "--json", "a cat")
 	if code != 0 {
 		t.Fatalf("search --weights f16 on its own index: exit %d %s", code, errs)
 	}

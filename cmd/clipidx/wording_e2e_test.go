@@ -53,4 +53,9 @@ func TestSingularWording(t *testing.T) {
 			t.Errorf("%v: exit %d, %q %q; want %q", tc.args, code, out, errs, tc.want)
 		}
 	}
+	// Nothing left to forget (or a mistyped path): exit 1, naming the path.
+	out, errs, code := e2eRun(t, bin, append(g, "forget", photos)...)
+	if code != 1 || out != "forgot 0 files\n" || !strings.Contains(errs, "no indexed file is at or under "+photos) {
+		t.Errorf("forget with nothing indexed there: exit %d, %q %q", code, out, errs)
+	}
 }
