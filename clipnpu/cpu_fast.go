@@ -48,7 +48,6 @@ type fastCPU struct {
 	txt  *fastTower // nil when the text tower was not loaded
 	// patch is the patch-embedding conv as a matrix [H, 3·P·P].
 	patch gemm.Matrix
-	note  string // Info.DeviceNote: which GEMM runs when it is not ours
 }
 
 // fastLayer is one encoder layer with its matrices as gemm views.
@@ -118,7 +117,6 @@ func newFast(m *model, threads int) (Backend, error) {
 		return nil, fmt.Errorf("clipnpu: fast cpu: nil model")
 	}
 	f := &fastCPU{m: m, pool: gemm.NewPool(threads)}
-	f.note = useSystemBLAS(f.pool, gemm.Accelerated())
 	if v := m.vision; v != nil {
 		c := m.cfg.Vision
 		f.vis = &fastTower{T: c.Tokens(), H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
@@ -134,32 +132,7 @@ func newFast(m *model, threads int) (Backend, error) {
 	return f, nil
 }
 
-func (f *fastCPU) Info() Info {
-	info := f.m.info(DeviceCPU)
-	info.DeviceNote = f.note
-	return info
-}
-
-// useSystemBLAS puts the system's OpenBLAS (through purego) under the pool
-// when this CPU or build has no assembly kernel of ours (accelerated false)
-// and the library is there, and returns the note saying so; otherwise the
-// pool keeps its kernels (the portable Go one without assembly) and the
-// note says that.
-func useSystemBLAS(p systemBLASPool, accelerated bool) string {
-	if accelerated {
-		return ""
-	}
-	if err := p.UseSystemBLAS(); err != nil {
-		return "GEMM: the portable Go kernel (no assembly kernel for this CPU or build, and no system BLAS: " + err.Error() + ")"
-	}
-	return "GEMM: the system BLAS " + p.SystemBLAS() + " (no assembly kernel for this CPU or build)"
-}
-
-// systemBLASPool is the part of *gemm.Pool useSystemBLAS needs.
-type systemBLASPool interface {
-	UseSystemBLAS() error
-	SystemBLAS() string
-}
+func (f *fastCPU) Info() Info { return f.m.info(DeviceCPU) }
 
 func (f *fastCPU) Close() error {
 	if f.pool == nil {

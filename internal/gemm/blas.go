@@ -7,7 +7,8 @@ import (
 
 // ErrNoBLAS is returned when no system BLAS library (OpenBLAS or a CBLAS
 // libblas) can be loaded, or when this build does not link the loader (the
-// amd64 build, whose own kernels need no BLAS; its tests link it).
+// amd64 and arm64 builds, whose own kernels need no BLAS; their tests link
+// it on amd64).
 var ErrNoBLAS = errors.New("system BLAS not available")
 
 // cblas is the part of openblas.Lib that BLAS uses.
@@ -21,8 +22,10 @@ type cblas interface {
 var loadCBLAS func() (cblas, error)
 
 // BLAS is a system CBLAS library loaded at run time through purego (no
-// cgo). It is the GEMM on architectures without our assembly, and the
-// reference the benchmarks measure against.
+// cgo): the reference the tests and benchmarks measure against. The
+// forward never uses it: amd64 and arm64 run our assembly, and the loader
+// works only on Linux and macOS for amd64 and arm64 (openblas.Load is a
+// stub elsewhere), so other architectures run the portable Go kernel.
 type BLAS struct {
 	lib cblas
 }
@@ -92,17 +95,6 @@ func (p *Pool) UseSystemBLAS() error {
 		w.sys = &sysBLAS{lib: b}
 	}
 	return nil
-}
-
-// SystemBLAS returns the file name of the library UseSystemBLAS put in
-// place, or "" when the pool runs its own kernels.
-func (p *Pool) SystemBLAS() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.workers) == 0 || p.workers[0].sys == nil {
-		return ""
-	}
-	return p.workers[0].sys.lib.Path()
 }
 
 // sysBLAS is a worker's bridge to the system library.

@@ -5,8 +5,9 @@ package gemm
 import "github.com/clipidx/clipidx/internal/gemm/openblas"
 
 // Architectures our assembly does not cover (neither amd64 nor arm64) link
-// the loader, so that Pool.UseSystemBLAS can replace the portable Go kernel
-// there. amd64 and arm64 run their own kernels and, like the purego tag, do
+// the loader, so that a caller may try Pool.UseSystemBLAS there (today
+// openblas.Load is a stub on those architectures: purego's dynamic loading
+// is not built for them). amd64 and arm64 run their own kernels and, like the purego tag, do
 // not link it into the library. The purego tag means no assembly and no
 // dynamic loading at all (purego itself carries assembly and, with cgo
 // enabled, runtime/cgo), so it links neither. The arm64 tests do not link
