@@ -53,8 +53,9 @@ const roundChunk = 1 << 16
 
 // roundF32 rounds src to d (dtF16; dtBF16 for tests), to nearest with ties to even,
 // on up to threads goroutines (0 = GOMAXPROCS). A finite value that
-// overflows binary16 (|x| > 65504) is an error: it would become infinite.
-// NaN and infinities are kept as they are.
+// overflows binary16 (|x| ≥ 65520, which rounds past the largest half,
+// 65504) is an error: it would become infinite. NaN and infinities are
+// kept as they are.
 func roundF32(src []float32, d dtype, threads int) ([]uint16, error) {
 	dst := make([]uint16, len(src))
 	if threads <= 0 {
@@ -90,7 +91,7 @@ func roundF32(src []float32, d dtype, threads int) ([]uint16, error) {
 	}
 	wg.Wait()
 	if bad >= 0 {
-		return nil, fmt.Errorf("element %d is %g, beyond float16's range (±65504): keep the stored weights or use bf16", bad, src[bad])
+		return nil, fmt.Errorf("element %d is %g, which rounds to infinity in f16 (|x| ≥ 65520): use the stored weights (--weights stored)", bad, src[bad])
 	}
 	return dst, nil
 }

@@ -122,7 +122,8 @@ func TestRoundErrors(t *testing.T) {
 	}
 	dir := writeModelDir(t, cfg, ts, 0)
 	_, err := Load(dir, Options{Device: "cpu", Weights: "f16"})
-	if !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), big) || !strings.Contains(err.Error(), "element 5 is -70000") {
+	if err == nil || errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), big) ||
+		!strings.Contains(err.Error(), "element 5 is -70000") || !strings.Contains(err.Error(), "--weights stored") {
 		t.Errorf("overflowing tensor: %v", err)
 	}
 	if b, err := Load(dir, Options{Device: "cpu"}); err != nil {
@@ -294,5 +295,58 @@ func TestWriteRandom(t *testing.T) {
 	}
 	if err := WriteRandom(t.TempDir(), cfg, 1, "f8", 1); err == nil {
 		t.Error("dtype f8 accepted")
+	}
+}
+
+// TestRoundMixedCheckpoint: a checkpoint with some matrices already f16 and
+// the rest f32 rounds only the f32 ones, keeps the f16 ones as views (so
+// the mapping stays), and computes what the all-f16 model computes.
+func TestRoundMixedCheckpoint(t *testing.T) {
+	cfg := smallConfig()
+	ts := hfTensors(randomModel(cfg, 42, dtF32, BothTowers, 2))
+	half := map[string]stTensor{}
+	for _, x := range hfTensors(randomModel(cfg, 42, dtF16, BothTowers, 2)) {
+		half[x.name] = x
+	}
+	n16 := 0
+	for i := range ts {
+		if h := half[ts[i].name]; h.dtype == "F16" && i%2 == 0 {
+			ts[i] = h // the f16 rounding of the same values, stored as F16
+			n16++
+		}
+	}
+	if n16 == 0 {
+		t.Fatal("no matrix was switched to F16")
+	}
+	b, err := Load(writeModelDir(t, cfg, ts, 0), Options{Device: "reference", Weights: "f16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m := b.(*refBackend).m
+	if !m.rounded || m.mapping == nil {
+		t.Fatalf("rounded %v, mapping held %v: want rounded with the mapping kept for the F16 views", m.rounded, m.mapping != nil)
+	}
+	want := newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2)
+	px, ids := testInputs(cfg, 2)
+	gi, err := b.EncodeImages(px, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wi, _ := want.EncodeImages(px, 2)
+	gt, err := b.EncodeTexts(ids, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := want.EncodeTexts(ids, 2)
+	for i := range wi {
+		if gi[i] != wi[i] {
+			t.Fatalf("image[%d] = %v, the all-f16 model gives %v", i, gi[i], wi[i])
+		}
+	}
+	for i := range wt {
+		if gt[i] != wt[i] {
+			t.Fatalf("text[%d] = %v, the all-f16 model gives %v", i, gt[i], wt[i])
+		}
 	}
 }

@@ -435,7 +435,8 @@ func (l *stLoader) mat(name string, rows, cols int, shape ...int) (tensor, error
 	case dt == dtF32 && l.conv != keepStored:
 		u, err := roundF32(f32View(b), l.conv, l.threads)
 		if err != nil {
-			return tensor{}, l.bad(name, "%v", err)
+			// Not ErrBadModel: the checkpoint is fine as stored.
+			return tensor{}, fmt.Errorf("clipnpu: %s: tensor %s: %w", l.path, name, err)
 		}
 		t.dtype, t.u16 = l.conv, u
 		l.converted = true

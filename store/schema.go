@@ -116,7 +116,7 @@ func (have Identity) Compatible(want Identity, textOnly bool) error {
 	hint := "rebuild it with `clipidx build --reindex DIR...`"
 	switch {
 	case weights && len(diff) == 1:
-		hint = fmt.Sprintf("pass --weights %s to match it, or rebuild it with `clipidx build --reindex DIR...`", weightsFlag(have.Weights))
+		hint = fmt.Sprintf("pass --weights %s to match it (if the checkpoint itself is unchanged), or rebuild it with `clipidx build --reindex DIR...`", weightsFlag(have.Weights))
 	case model:
 		hint += " or pass the matching --model"
 	case exif && len(diff) == 1:

@@ -414,7 +414,7 @@ func TestCompatible(t *testing.T) {
 		{"exif", func(i *Identity) { i.EXIF = false }, false, "--exif=true"},
 		{"exif ignored for text", func(i *Identity) { i.EXIF = false }, true, ""},
 		{"preprocess", func(i *Identity) { i.Preprocess = "p2" }, false, "preprocessing"},
-		{"rounded at load", func(i *Identity) { i.WeightsHash, i.Weights = "rnd", "f16" }, false, "the index has weights as stored, not rounded to f16 at load; pass --weights stored to match it"},
+		{"rounded at load", func(i *Identity) { i.WeightsHash, i.Weights = "rnd", "f16" }, false, "the index has weights as stored, not rounded to f16 at load; pass --weights stored to match it (if the checkpoint itself is unchanged)"},
 		{"rounded, text query", func(i *Identity) { i.WeightsHash, i.Weights = "rnd", "f16" }, true, "--weights stored"},
 		{"rounded, other model", func(i *Identity) { i.WeightsHash, i.Weights, i.Model = "rnd", "f16", "x" }, false, "--model"},
 	} {
@@ -431,7 +431,7 @@ func TestCompatible(t *testing.T) {
 	// An index of rounded weights, opened as stored, points at --weights f16.
 	rounded := base
 	rounded.WeightsHash, rounded.Weights = "rnd", "f16"
-	if err := rounded.Compatible(base, false); err == nil || !strings.Contains(err.Error(), "the index has weights rounded to f16 at load, not as stored; pass --weights f16") {
+	if err := rounded.Compatible(base, false); err == nil || !strings.Contains(err.Error(), "the index has weights rounded to f16 at load, not as stored; pass --weights f16 to match it") {
 		t.Errorf("rounded index, stored weights: %v", err)
 	}
 	// An EXIF-only difference points at --exif and --reindex, not --model.

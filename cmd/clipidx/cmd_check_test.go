@@ -15,9 +15,9 @@ import (
 
 func TestCheckPassesOnFixture(t *testing.T) {
 	dir := fixtures.TinyModel(t)
-	for _, device := range []string{"cpu", "reference"} {
+	for _, device := range []string{"cpu", "reference", "cpu --weights f16"} {
 		t.Run(device, func(t *testing.T) {
-			out, errOut, code := runCLI(t, "check", dir, "--device", device)
+			out, errOut, code := runCLI(t, append([]string{"check", dir, "--device"}, strings.Fields(device)...)...)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s%s", code, out, errOut)
 			}
@@ -33,6 +33,16 @@ func TestCheckPassesOnFixture(t *testing.T) {
 			}
 			if n := strings.Count(out, "[ok]"); n != 25 {
 				t.Errorf("%d [ok] lines, want 25:\n%s", n, out)
+			}
+			// Rounded weights keep the cosine gates and say which logit
+			// gate they get; stored ones keep 0.001.
+			gate := "max |logit diff| "
+			if strings.Contains(device, "f16") {
+				if !strings.Contains(out, "weights f16 (rounded from f32 at load)") || !strings.Contains(out, "(gate 0.2)") || !strings.Contains(out, "(gate 0.99999)") {
+					t.Errorf("f16 check does not name its gates:\n%s", out)
+				}
+			} else if !strings.Contains(out, "(gate 0.001)") || !strings.Contains(out, gate) {
+				t.Errorf("stored weights: logit gate 0.001 missing:\n%s", out)
 			}
 		})
 	}

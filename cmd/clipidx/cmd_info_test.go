@@ -139,11 +139,15 @@ func TestInfoWeights(t *testing.T) {
 	if ws == nil || ws.Dtype != "F32" || ws.Bytes != st.Size() || ws.F16Bytes <= ws.Bytes/3 || ws.F16Bytes >= ws.Bytes*3/4 {
 		t.Errorf("weights %+v, want F32, %d bytes, f16 a little over half", ws, st.Size())
 	}
+	out, _, code := runCLI(t, "--model", dir, "--weights", "f16", "info")
+	if code != 0 || !strings.Contains(out, "rounded to f16 at load (--weights f16): ") {
+		t.Errorf("info --weights f16:\n%s", out)
+	}
 	empty := t.TempDir()
 	if err := os.WriteFile(filepath.Join(empty, "config.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code := runCLI(t, "--model", empty, "info")
+	out, _, code = runCLI(t, "--model", empty, "info")
 	if code != 0 || !strings.Contains(out, "problem:") || !strings.Contains(out, "model.safetensors is missing") {
 		t.Errorf("folder without weights: exit %d\n%s", code, out)
 	}

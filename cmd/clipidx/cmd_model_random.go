@@ -44,7 +44,9 @@ speed without a download:
     clipidx bench model --model /tmp/h14 --texts 0 --weights f16
 
 No tokenizer or preprocessing files are written, and its embeddings mean
-nothing. DIR must not hold a model already.`,
+nothing. DIR must be new or empty. The weights are built in memory before
+they are written, so this needs about the model's size in free memory
+(3.9 GB for h14 in f32).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cfg clipnpu.Config
@@ -63,9 +65,9 @@ nothing. DIR must not hold a model already.`,
 			}
 			dir := args[1]
 			path := filepath.Join(dir, "model.safetensors")
-			if _, err := os.Stat(path); err == nil {
-				return fmt.Errorf("%s already exists: choose an empty folder (a model is never overwritten)", path)
-			} else if !errors.Is(err, fs.ErrNotExist) {
+			if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+				return fmt.Errorf("%s is not empty (it holds %s): choose a new or empty folder, so no model is overwritten", dir, ents[0].Name())
+			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			cfg.Name = fmt.Sprintf("random-%s-seed%d-%s", args[0], seed, dtype)

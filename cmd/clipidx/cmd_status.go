@@ -18,6 +18,7 @@ type statusJSON struct {
 	Failed    int              `json:"failed"`
 	Model     string           `json:"model"`
 	Dim       int              `json:"dim"`
+	Weights   string           `json:"weights"` // "stored", or the type weights were rounded to at load ("f16")
 	DBBytes   int64            `json:"db_bytes"`
 	Device    string           `json:"device"` // where the last build ran the model ("" = unknown)
 	LastBuild *store.LastBuild `json:"last_build"`
@@ -63,7 +64,11 @@ running.`,
 			}
 			if asJSON {
 				e := json.NewEncoder(out)
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild})
+				weights := id.Weights
+				if weights == "" {
+					weights = "stored"
+				}
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)

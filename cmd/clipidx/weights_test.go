@@ -66,6 +66,9 @@ func TestWeightsIndexIdentity(t *testing.T) {
 	if _, errs, code := run("build", "--json", photos); code != 0 {
 		t.Fatalf("build: %d %s", code, errs)
 	}
+	if out, _, _ := run("status", "--json"); !strings.Contains(out, `"weights":"stored"`) {
+		t.Errorf("status --json of a stored-weights index: %s", out)
+	}
 	if _, errs, code := run("--weights", "f16", "search", "a cat"); code == 0 || !strings.Contains(errs, "pass --weights stored to match it") {
 		t.Errorf("search --weights f16 on a stored-weights index: exit %d, %q", code, errs)
 	}
@@ -81,6 +84,9 @@ func TestWeightsIndexIdentity(t *testing.T) {
 	out, errs, code := run("status")
 	if code != 0 || !strings.Contains(out, "weights rounded to f16 at load)") || !strings.Contains(out, "folders:     "+photos+"\n") {
 		t.Errorf("status of an f16 index: exit %d, %q %q", code, out, errs)
+	}
+	if out, _, _ := run("status", "--json"); !strings.Contains(out, `"weights":"f16"`) {
+		t.Errorf("status --json of an f16 index: %s", out)
 	}
 	if _, errs, code := run("search", "a cat"); code == 0 || !strings.Contains(errs, "pass --weights f16 to match it") {
 		t.Errorf("stored weights on an f16 index: exit %d, %q", code, errs)
@@ -144,8 +150,18 @@ func TestModelRandom(t *testing.T) {
 			t.Errorf("bench --weights %s: weights %q model %q %.1f GFLOP an image", tc.weights, r.Weights, r.Model, r.ImageGFLOP)
 		}
 	}
-	if _, errs, code := runCLI(t, "model", "random", "b32", dir); code == 0 || !strings.Contains(errs, "already exists") {
+	if _, errs, code := runCLI(t, "model", "random", "b32", dir); code == 0 || !strings.Contains(errs, "is not empty") {
 		t.Errorf("second write: exit %d, %q", code, errs)
+	}
+	bundle := t.TempDir() // a bundle has no model.safetensors: still refused
+	if err := os.WriteFile(filepath.Join(bundle, "manifest.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := runCLI(t, "model", "random", "b32", bundle); code == 0 || !strings.Contains(errs, "manifest.txt") {
+		t.Errorf("write into a bundle folder: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(bundle, "config.json")); err == nil {
+		t.Error("config.json was written into the bundle folder")
 	}
 	if _, errs, code := runCLI(t, "model", "random", "l14", t.TempDir()); code != 2 {
 		t.Errorf("shape l14: exit %d, %q", code, errs)
