@@ -23,7 +23,7 @@ func peak() (int64, error) {
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return 0, fmt.Errorf("getrusage: %w", err)
 	}
-	return ru.Maxrss * 1024, nil
+	return int64(ru.Maxrss) * 1024, nil
 }
 
 func current() (int64, error) { return procStatus("VmRSS:") }
