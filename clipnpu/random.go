@@ -50,6 +50,16 @@ func NewRandom(cfg Config, seed uint64, dt string, opts Options) (Backend, error
 
 // randomModel allocates and fills the weights.
 func randomModel(cfg Config, seed uint64, d dtype, towers Towers, threads int) *model {
+	m, g := plannedRandomModel(cfg, seed, d, towers)
+	g.fill(threads)
+	return m
+}
+
+// plannedRandomModel allocates the weights and lists the jobs that fill
+// them, without running any: large slices are fresh from the system, so
+// memory no job has touched is not resident yet (WriteRandom fills and
+// writes one tensor at a time).
+func plannedRandomModel(cfg Config, seed uint64, d dtype, towers Towers) (*model, *randGen) {
 	g := &randGen{seed: seed, dtype: d}
 	m := &model{cfg: cfg, logitScale: 100, dtype: d}
 	sum := sha256.Sum256(fmt.Appendf(nil, "random %+v seed=%d dtype=%s", cfg, seed, d))
@@ -82,8 +92,7 @@ func randomModel(cfg Config, seed uint64, d dtype, towers Towers, threads int) *
 			proj:   g.mat("tproj", cfg.ProjectionDim, H),
 		}
 	}
-	g.fill(threads)
-	return m
+	return m, g
 }
 
 // randGen collects the tensors to fill, then fills them in parallel. Each
@@ -154,7 +163,11 @@ func (g *randGen) layers(prefix string, n, H, M int) []layerWeights {
 }
 
 // fill runs every chunk of every job on threads goroutines.
-func (g *randGen) fill(threads int) {
+func (g *randGen) fill(threads int) { g.fillJobs(threads, g.jobs) }
+
+// fillJobs runs every chunk of the given jobs (elements of g.jobs) on
+// threads goroutines.
+func (g *randGen) fillJobs(threads int, jobs []randJob) {
 	type chunk struct {
 		job    *randJob
 		lo, hi int
@@ -171,8 +184,8 @@ func (g *randGen) fill(threads int) {
 			}
 		}()
 	}
-	for i := range g.jobs {
-		j := &g.jobs[i]
+	for i := range jobs {
+		j := &jobs[i]
 		n := len(j.f32) + len(j.u16)
 		for lo, idx := 0, uint64(0); lo < n; lo, idx = lo+randChunk, idx+1 {
 			work <- chunk{job: j, lo: lo, hi: min(lo+randChunk, n), index: idx}

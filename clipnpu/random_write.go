@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"unsafe"
@@ -21,7 +22,9 @@ import (
 // stand-in for a real checkpoint of the same shape when measuring loading
 // and memory (a ViT-H/14 in f32 is 3.9 GB, as laion's). No tokenizer or
 // preprocessing files are written. Files are written under temporary names
-// and renamed, so an interrupted call leaves no half-written model.
+// and renamed, so an interrupted call leaves no half-written model. Each
+// tensor is generated just before it is written and released after, so
+// memory stays near the largest tensor, not the model.
 func WriteRandom(dir string, cfg Config, seed uint64, dt string, threads int) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("clipnpu: random model: %w", err)
@@ -43,7 +46,34 @@ func WriteRandom(dir string, cfg Config, seed uint64, dt string, threads int) er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	m := randomModel(cfg, seed, d, BothTowers, threads)
+	m, g := plannedRandomModel(cfg, seed, d, BothTowers)
+	ts := namedTensors(m)
+	m = nil // ts and g.jobs now hold the only references to the weights
+	// Keyed by address, not pointer: a pointer key would keep every
+	// tensor alive to the end.
+	job := map[uintptr]int{}
+	for i := range g.jobs {
+		if p := jobData(g.jobs[i].f32, g.jobs[i].u16); p != 0 {
+			job[p] = i
+		}
+	}
+	var sinceGC int
+	fill := func(t *namedTensor) {
+		if i, ok := job[jobData(t.f32, t.u16)]; ok {
+			g.fillJobs(threads, g.jobs[i:i+1])
+		}
+	}
+	release := func(t *namedTensor) {
+		if i, ok := job[jobData(t.f32, t.u16)]; ok {
+			g.jobs[i].f32, g.jobs[i].u16 = nil, nil
+		}
+		sinceGC += t.byteLen()
+		t.f32, t.u16 = nil, nil
+		if sinceGC >= 256<<20 {
+			debug.FreeOSMemory() // a GC, then the freed tensors go back to the system
+			sinceGC = 0
+		}
+	}
 	cfgJSON, err := json.MarshalIndent(hfConfigDoc(cfg), "", "  ")
 	if err != nil {
 		return err
@@ -55,8 +85,20 @@ func WriteRandom(dir string, cfg Config, seed uint64, dt string, threads int) er
 		return err
 	}
 	return writeAtomic(filepath.Join(dir, "model.safetensors"), func(w *bufio.Writer) error {
-		return writeSafetensors(w, namedTensors(m))
+		return writeSafetensors(w, ts, fill, release)
 	})
+}
+
+// jobData identifies a tensor's storage by the address of its first
+// element (0 when empty).
+func jobData(f []float32, u []uint16) uintptr {
+	switch {
+	case len(f) > 0:
+		return uintptr(unsafe.Pointer(&f[0]))
+	case len(u) > 0:
+		return uintptr(unsafe.Pointer(&u[0]))
+	}
+	return 0
 }
 
 // writeAtomic writes path through a temporary file in its folder, synced
@@ -185,8 +227,9 @@ func (t *namedTensor) byteLen() int {
 
 // writeSafetensors writes ts (sorted by name, data in that order) as a
 // safetensors file, the header padded with spaces to a multiple of 8 bytes
-// so every tensor starts aligned.
-func writeSafetensors(w *bufio.Writer, ts []namedTensor) error {
+// so every tensor starts aligned. before and after, when set, are called
+// around the writing of each tensor's data (to generate and drop it).
+func writeSafetensors(w *bufio.Writer, ts []namedTensor, before, after func(*namedTensor)) error {
 	sort.Slice(ts, func(i, j int) bool { return ts[i].name < ts[j].name })
 	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
 	off := 0
@@ -208,8 +251,14 @@ func writeSafetensors(w *bufio.Writer, ts []namedTensor) error {
 	w.Write(n[:])
 	w.Write(js)
 	for i := range ts {
+		if before != nil {
+			before(&ts[i])
+		}
 		if err := writeElems(w, &ts[i]); err != nil {
 			return err
+		}
+		if after != nil {
+			after(&ts[i])
 		}
 	}
 	return nil

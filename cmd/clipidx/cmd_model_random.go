@@ -44,9 +44,8 @@ speed without a download:
     clipidx bench model --model /tmp/h14 --texts 0 --weights f16
 
 No tokenizer or preprocessing files are written, and its embeddings mean
-nothing. DIR must be new or empty. The weights are built in memory before
-they are written, so this needs about the model's size in free memory
-(3.9 GB for h14 in f32).`,
+nothing. DIR must be new or empty. Each tensor is generated as it is
+written, so memory stays near 0.3 GB whatever the model's size.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cfg clipnpu.Config
