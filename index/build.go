@@ -80,6 +80,12 @@ type Options struct {
 	// OnError, when set, is told about each failed file and each folder that
 	// could not be read (which never stops the build).
 	OnError func(path string, err error)
+	// Ready, when set, is called once, before the first pass reaches the
+	// Encoder, and not at all when nothing needs embedding: a caller can
+	// load its model only when there is work for it. An error stops the
+	// build as a failed encoder does (ErrEncoder), with no file recorded
+	// as failed.
+	Ready func() error
 }
 
 // Event reports progress. Phase is "scan" (Done = files found so far),
@@ -281,6 +287,7 @@ type builder struct {
 	sum     *Summary
 
 	canary     []float32 // pixels of an image the encoder embedded (see canaryFails)
+	ready      bool      // Options.Ready has run
 	batch      store.Batch
 	pending    int // files in batch
 	lastCommit time.Time
@@ -565,6 +572,14 @@ func (b *builder) encode(q []result) error {
 		}
 		pix = append(pix, q[i].pixels...)
 		use = append(use, i)
+	}
+	if !b.ready {
+		b.ready = true
+		if b.opts.Ready != nil {
+			if err := b.opts.Ready(); err != nil {
+				return fmt.Errorf("%w: %v", ErrEncoder, err)
+			}
+		}
 	}
 	dim := b.opts.Identity.Dim
 	out, err := b.opts.Encoder.EncodeImages(pix, len(use))

@@ -728,3 +728,35 @@ func TestBuildBadEmbeddingFailsItsFile(t *testing.T) {
 	}
 	verify(t, db)
 }
+
+// TestReady: Options.Ready runs once, before the first pass, only when
+// something needs embedding; its error stops the build with nothing
+// recorded as failed, and the next build (Ready succeeding) completes it.
+func TestReady(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	for i := range 5 {
+		write(t, filepath.Join(d, fmt.Sprintf("p%02d.png", i)), fmt.Sprintf("%s%d", png, i))
+	}
+	calls := 0
+	enc := &fakeEnc{}
+	o := opts(enc)
+	o.BatchSize = 2
+	o.Ready = func() error { calls++; return errors.New("model folder broken") }
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if !errors.Is(err, ErrEncoder) || !strings.Contains(err.Error(), "model folder broken") || calls != 1 {
+		t.Fatalf("err %v after %d Ready calls, want ErrEncoder from one call", err, calls)
+	}
+	if sum == nil || sum.Added != 0 || sum.Failed != 0 || enc.calls.Load() != 0 {
+		t.Errorf("summary %+v after %d encoder calls, want nothing added, failed or encoded", sum, enc.calls.Load())
+	}
+	calls = 0
+	o.Ready = func() error { calls++; return nil }
+	if sum, err = Build(context.Background(), db, []string{d}, o); err != nil || sum.Added != 5 || calls != 1 {
+		t.Fatalf("second build: %+v, %v, %d Ready calls", sum, err, calls)
+	}
+	calls = 0
+	if sum, err = Build(context.Background(), db, []string{d}, o); err != nil || sum.Unchanged != 5 || calls != 0 {
+		t.Errorf("no-op build: %+v, %v, %d Ready calls (want none)", sum, err, calls)
+	}
+}

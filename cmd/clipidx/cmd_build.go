@@ -66,12 +66,12 @@ its entries and is listed with the failures.`,
 			if len(args) == 0 {
 				return missingError(missing)
 			}
-			b, err := openModel(clipnpu.ImageTower)
+			m, err := openModelLazily(clipnpu.ImageTower)
 			if err != nil {
 				return err
 			}
-			defer b.Close()
-			info := b.Info()
+			defer m.Close()
+			info := m.info
 			proc, err := openPreprocessor(exif)
 			if err != nil {
 				return err
@@ -94,7 +94,8 @@ its entries and is listed with the failures.`,
 				OnError: func(path string, err error) {
 					problems = append(problems, index.Failure{Path: path, Error: err.Error()})
 				},
-				Encoder:    b,
+				Encoder:    m,
+				Ready:      m.load,
 				Preprocess: proc.Bytes,
 				Identity:   modelIdentity(info, proc, exif),
 				Reindex:    reindex,

@@ -20,17 +20,90 @@ import (
 // only the towers asked for. A missing or empty folder says where it looked
 // and how to get a model.
 func openModel(towers clipnpu.Towers) (clipnpu.Backend, error) {
-	b, err := clipnpu.Load(g.model, clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers, Weights: g.weights})
+	b, err := clipnpu.Load(g.model, modelOptions(towers))
 	if err == nil {
 		return b, nil
 	}
+	return nil, modelError(err)
+}
+
+// modelOptions are the load options the global flags give.
+func modelOptions(towers clipnpu.Towers) clipnpu.Options {
+	return clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers, Weights: g.weights}
+}
+
+// lazyModel is a model whose identity is known (clipnpu.Identify) but
+// whose towers are loaded only when there is something to embed (load),
+// so a build with nothing new costs no model load. Folders that cannot be
+// identified without a full load (bundles, --device npu) are loaded at
+// once.
+type lazyModel struct {
+	towers clipnpu.Towers
+	info   clipnpu.Info    // what Identify (or the eager load) said
+	b      clipnpu.Backend // nil until load
+}
+
+// openModelLazily identifies the --model folder, or loads it when it
+// cannot be identified alone. Errors read as openModel's.
+func openModelLazily(towers clipnpu.Towers) (*lazyModel, error) {
+	info, err := clipnpu.Identify(g.model, modelOptions(towers))
+	if err == nil {
+		return &lazyModel{towers: towers, info: info}, nil
+	}
+	if !errors.Is(err, clipnpu.ErrNotIdentifiable) {
+		return nil, modelError(err)
+	}
+	b, err := openModel(towers)
+	if err != nil {
+		return nil, err
+	}
+	return &lazyModel{towers: towers, info: b.Info(), b: b}, nil
+}
+
+// load loads the towers if they are not yet, and checks they are the model
+// identified.
+func (m *lazyModel) load() error {
+	if m.b != nil {
+		return nil
+	}
+	b, err := openModel(m.towers)
+	if err != nil {
+		return err
+	}
+	if d := clipnpu.SameModel(m.info, b.Info()); d != "" {
+		b.Close()
+		return fmt.Errorf("load model: %s changed since it was identified: %s", g.model, d)
+	}
+	m.info = b.Info()
+	m.b = b
+	return nil
+}
+
+// EncodeImages loads the model if needed and embeds the images.
+func (m *lazyModel) EncodeImages(pixels []float32, n int) ([]float32, error) {
+	if err := m.load(); err != nil {
+		return nil, err
+	}
+	return m.b.EncodeImages(pixels, n)
+}
+
+// Close releases the model if it was loaded.
+func (m *lazyModel) Close() error {
+	if m.b == nil {
+		return nil
+	}
+	return m.b.Close()
+}
+
+// modelError words a model load error with what to do next.
+func modelError(err error) error {
 	switch {
 	case errors.Is(err, clipnpu.ErrNoModel):
-		return nil, fmt.Errorf("%w\n%s", err, noModelHint())
+		return fmt.Errorf("%w\n%s", err, noModelHint())
 	case errors.Is(err, clipnpu.ErrNoDevice) && g.device == "npu":
-		return nil, fmt.Errorf("load model: %w (use --device cpu to run on the CPU)", err)
+		return fmt.Errorf("load model: %w (use --device cpu to run on the CPU)", err)
 	}
-	return nil, fmt.Errorf("load model: %w", err)
+	return fmt.Errorf("load model: %w", err)
 }
 
 // noModelHint tells the user how to get a model into g.model.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,5 +167,70 @@ func TestModelRandom(t *testing.T) {
 	}
 	if _, errs, code := runCLI(t, "model", "random", "l14", t.TempDir()); code != 2 {
 		t.Errorf("shape l14: exit %d, %q", code, errs)
+	}
+}
+
+// TestBuildLoadsTheModelOnlyForWork: build identifies the model without
+// loading it, and loads it only when a file needs embedding. A folder whose
+// weights cannot be rounded to f16 (a value beyond its range) shows it: a
+// build with nothing to embed succeeds under --weights f16, one with a new
+// image stops with the load error, records no file as failed, and keeps
+// the index usable.
+func TestBuildLoadsTheModelOnlyForWork(t *testing.T) {
+	model := copyFixture(t)
+	const big = "vision_model.encoder.layers.0.mlp.fc1.weight"
+	patchWeight(t, filepath.Join(model, "model.safetensors"), big, 3, -70000)
+	photos := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	run := func(args ...string) (string, string, int) {
+		return runCLI(t, append([]string{"--model", model, "--db", db, "--weights", "f16"}, args...)...)
+	}
+	if out, errs, code := run("build", "--json", photos); code != 0 || !strings.Contains(out, `"added":0`) {
+		t.Fatalf("build with nothing to embed: exit %d, %q %q", code, out, errs)
+	}
+	img, err := os.ReadFile(filepath.Join(model, "images", "gradient_256.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(photos, "a.png"), img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code := run("build", photos)
+	if code == 0 || !strings.Contains(errs, "load model") || !strings.Contains(errs, big) || !strings.Contains(errs, "-70000") {
+		t.Errorf("build with a new image: exit %d, %q", code, errs)
+	}
+	out, errs, code := run("status", "--json")
+	if code != 0 || !strings.Contains(out, `"images":0`) || !strings.Contains(out, `"failed":0`) {
+		t.Errorf("status after the failed load: exit %d, %q %q", code, out, errs)
+	}
+	// The stored weights load: that index is another one (--weights differs).
+	db2 := filepath.Join(t.TempDir(), "j.db")
+	if out, errs, code := runCLI(t, "--model", model, "--db", db2, "build", "--json", photos); code != 0 || !strings.Contains(out, `"added":1`) {
+		t.Errorf("stored weights: exit %d, %q %q", code, out, errs)
+	}
+}
+
+// patchWeight sets element i of an F32 tensor in a safetensors file.
+func patchWeight(t *testing.T, path, name string, i int, v float32) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(b)
+	var hdr map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &hdr); err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Dtype   string `json:"dtype"`
+		Offsets [2]int `json:"data_offsets"`
+	}
+	if err := json.Unmarshal(hdr[name], &e); err != nil || e.Dtype != "F32" {
+		t.Fatalf("tensor %s: %v %+v", name, err, e)
+	}
+	binary.LittleEndian.PutUint32(b[8+int(n)+e.Offsets[0]+4*i:], math.Float32bits(v))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

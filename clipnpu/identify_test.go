@@ -1,0 +1,83 @@
+package clipnpu
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/clipidx/clipidx/internal/fixtures"
+)
+
+// TestIdentifyMatchesLoad: for every kind of folder and option a build may
+// use, Identify names the model exactly as the loaded backend's Info does.
+func TestIdentifyMatchesLoad(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Name = "identify"
+	dirs := map[string]string{"fixture": fixtures.TinyModel(t)}
+	for _, dt := range []string{"f32", "f16", "bf16"} {
+		dirs[dt] = filepath.Join(t.TempDir(), dt)
+		if err := WriteRandom(dirs[dt], cfg, 5, dt, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Only the text tower's matrices stay F32: rounding applies to a text
+	// load, not to an image load.
+	mixed := hfTensors(randomModel(cfg, 5, dtF16, BothTowers, 1))
+	f32 := map[string]stTensor{}
+	for _, x := range hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1)) {
+		f32[x.name] = x
+	}
+	for i, x := range mixed {
+		if len(x.name) > 5 && x.name[:5] == "text_" {
+			mixed[i] = f32[x.name]
+		}
+	}
+	dirs["text f32, image f16"] = writeModelDir(t, cfg, mixed, 0)
+
+	for name, dir := range dirs {
+		for _, opts := range []Options{
+			{}, {Weights: "f16"}, {Device: "reference"}, {Device: "cpu", Weights: "f16", Towers: ImageTower},
+			{Weights: "f16", Towers: TextTower}, {Weights: "f16", Towers: ImageTower},
+		} {
+			id, err := Identify(dir, opts)
+			if err != nil {
+				t.Fatalf("%s %+v: %v", name, opts, err)
+			}
+			b, err := Load(dir, opts)
+			if err != nil {
+				t.Fatalf("%s %+v: load: %v", name, opts, err)
+			}
+			info := b.Info()
+			b.Close()
+			if d := SameModel(id, info); d != "" || id.WeightsHash == "" {
+				t.Errorf("%s %+v: Identify differs from Load: %s", name, opts, d)
+			}
+			if id.LogitScale != info.LogitScale {
+				t.Errorf("%s %+v: logit scale %v, Load says %v", name, opts, id.LogitScale, info.LogitScale)
+			}
+		}
+	}
+	if _, err := Identify(dirs["f32"], Options{Device: "npu"}); !errors.Is(err, ErrNotIdentifiable) {
+		t.Errorf("npu: %v", err)
+	}
+	if _, err := Identify(t.TempDir(), Options{}); !errors.Is(err, ErrNoModel) {
+		t.Errorf("empty folder: %v", err)
+	}
+	if _, err := Identify(dirs["f32"], Options{Weights: "bf16"}); err == nil {
+		t.Error("Weights bf16 accepted")
+	}
+	bdir := filepath.Join(t.TempDir(), "bundle")
+	if err := ExportTinyBundle(dirs["f32"], bdir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Identify(bdir, Options{}); !errors.Is(err, ErrNotIdentifiable) {
+		t.Errorf("bundle: %v", err)
+	}
+	// SameModel names what differs.
+	a := Info{Name: "x", WeightsHash: "h1", Dim: 8}
+	b := a
+	b.WeightsHash, b.Device = "h2", "cpu"
+	if d := SameModel(a, b); d != "weights hash h2, not h1, device cpu, not " {
+		t.Errorf("SameModel = %q", d)
+	}
+}
