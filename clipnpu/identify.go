@@ -41,7 +41,9 @@ func Identify(dir string, opts Options) (Info, error) {
 	default:
 		return Info{}, fmt.Errorf("clipnpu: unknown device %q (want auto, cpu, reference or npu)", opts.Device)
 	}
-	if IsBundle(dir) {
+	if IsBundle(dir) || !canMap {
+		// Without mmap the "mapping" is the whole file read into memory:
+		// identifying would cost as much as loading.
 		return Info{}, ErrNotIdentifiable
 	}
 	cfg, err := LoadConfig(dir)
@@ -72,26 +74,49 @@ func Identify(dir string, opts Options) (Info, error) {
 		return Info{}, err
 	}
 	m := &model{cfg: cfg, hash: weightsHash(h, mp.data), logitScale: float32(math.Exp(float64(ls[0])))}
-	if conv != keepStored && hasF32Matrix(h, opts.Towers) {
+	// The towers as Load resolves them (names, shapes, dtypes), as views of
+	// the mapping that read no tensor data: a folder Load would refuse is
+	// refused here too, and the rounding is decided on the same matrices.
+	if opts.Towers.image() {
+		if m.vision, err = ld.vision(cfg); err != nil {
+			return Info{}, err
+		}
+	}
+	if opts.Towers.text() {
+		if m.text, err = ld.textTower(cfg); err != nil {
+			return Info{}, err
+		}
+	}
+	if conv != keepStored && m.hasF32Matrix() {
 		m.rounded, m.dtype = true, conv
 		m.hash = convertedHash(m.hash, conv)
 	}
+	m.vision, m.text = nil, nil // views of mp, unmapped on return
 	info := m.info(device)
 	info.Weights = "" // how the matrices are held is known after loading
 	return info, nil
 }
 
-// hasF32Matrix reports whether a weight matrix of the requested towers is
-// stored as F32 (what stLoader.mat rounds; position embeddings are read as
-// vectors and kept).
-func hasF32Matrix(h *stHeader, towers Towers) bool {
-	for name, e := range h.Tensors {
-		if e.Dtype != "F32" || len(e.Shape) < 2 || strings.HasSuffix(name, "position_embedding.weight") {
-			continue
+// hasF32Matrix reports whether a weight matrix of the loaded towers is
+// F32: what stLoader.mat rounds under Options.Weights "f16".
+func (m *model) hasF32Matrix() bool {
+	var ts []*tensor
+	layers := func(ls []layerWeights) {
+		for i := range ls {
+			l := &ls[i]
+			ts = append(ts, &l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2)
 		}
-		image := strings.HasPrefix(name, "vision_model.") || strings.HasPrefix(name, "visual_projection.")
-		text := strings.HasPrefix(name, "text_model.") || strings.HasPrefix(name, "text_projection.")
-		if (image && towers.image()) || (text && towers.text()) {
+	}
+	if v := m.vision; v != nil {
+		ts = append(ts, &v.patch, &v.proj)
+		layers(v.layers)
+	}
+	if t := m.text; t != nil {
+		ts = append(ts, &t.tok, &t.proj)
+		layers(t.layers)
+	}
+	for _, t := range ts {
+		if t.dtype == dtF32 {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package clipnpu
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
@@ -33,6 +34,19 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 		}
 	}
 	dirs["text f32, image f16"] = writeModelDir(t, cfg, mixed, 0)
+	// Projections BF16, everything else F32: the rounding target names
+	// the model, not the last matrix read.
+	bf := map[string]stTensor{}
+	for _, x := range hfTensors(randomModel(cfg, 5, dtBF16, BothTowers, 1)) {
+		bf[x.name] = x
+	}
+	proj := hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1))
+	for i, x := range proj {
+		if x.name == "visual_projection.weight" || x.name == "text_projection.weight" {
+			proj[i] = bf[x.name]
+		}
+	}
+	dirs["projections bf16, rest f32"] = writeModelDir(t, cfg, proj, 0)
 
 	for name, dir := range dirs {
 		for _, opts := range []Options{
@@ -56,6 +70,16 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 				t.Errorf("%s %+v: logit scale %v, Load says %v", name, opts, id.LogitScale, info.LogitScale)
 			}
 		}
+	}
+	// A folder Load refuses (a misshapen tensor) is refused by Identify.
+	bad := hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1))
+	for i := range bad {
+		if bad[i].name == "vision_model.encoder.layers.1.mlp.fc2.weight" {
+			bad[i].shape = []int{bad[i].shape[1], bad[i].shape[0]}
+		}
+	}
+	if _, err := Identify(writeModelDir(t, cfg, bad, 0), Options{}); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "fc2") {
+		t.Errorf("misshapen tensor: %v", err)
 	}
 	if _, err := Identify(dirs["f32"], Options{Device: "npu"}); !errors.Is(err, ErrNotIdentifiable) {
 		t.Errorf("npu: %v", err)

@@ -284,7 +284,7 @@ func modelFromSafetensors(cfg Config, path string, mp *mapping, towers Towers, c
 	if ld.converted {
 		// The identity changes with the rounding, so an index built with
 		// the stored weights is not silently mixed with these vectors.
-		m.rounded = true
+		m.rounded, m.dtype = true, conv
 		m.hash = convertedHash(m.hash, conv)
 	}
 	if ld.converted && !ld.viewed {

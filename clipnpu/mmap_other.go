@@ -4,6 +4,9 @@ package clipnpu
 
 import "os"
 
+// canMap: mapFile reads files whole here (it maps them on unix).
+const canMap = false
+
 // mapFile reads the whole file into memory on systems without mmap support
 // in golang.org/x/sys/unix (Windows, Plan 9, wasm).
 func mapFile(path string) (*mapping, error) {

@@ -11,6 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// canMap: mapFile maps files (it reads them whole on other systems).
+const canMap = true
+
 // mapFile maps path read-only. Pages are faulted in only when a tower reads
 // them, so a text-only load never reads the vision weights from disk.
 func mapFile(path string) (*mapping, error) {

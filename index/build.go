@@ -573,11 +573,14 @@ func (b *builder) encode(q []result) error {
 		pix = append(pix, q[i].pixels...)
 		use = append(use, i)
 	}
+	if len(use) == 0 {
+		return nil // every decode had the wrong size: those files failed alone
+	}
 	if !b.ready {
 		b.ready = true
 		if b.opts.Ready != nil {
 			if err := b.opts.Ready(); err != nil {
-				return fmt.Errorf("%w: %v", ErrEncoder, err)
+				return fmt.Errorf("%w: %w", ErrEncoder, err)
 			}
 		}
 	}

@@ -79,6 +79,14 @@ its entries and is listed with the failures.`,
 			if err := checkImageSize(proc, info); err != nil {
 				return err
 			}
+			if _, err := os.Stat(g.db); reindex || errors.Is(err, fs.ErrNotExist) {
+				// The index is about to be created or reset: load the
+				// model first, so that one that cannot load changes
+				// nothing on disk.
+				if err := m.load(); err != nil {
+					return err
+				}
+			}
 			if batch <= 0 {
 				batch = info.ImageBatch
 			}

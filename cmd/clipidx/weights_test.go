@@ -3,12 +3,15 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/conformance"
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
@@ -171,22 +174,40 @@ func TestModelRandom(t *testing.T) {
 }
 
 // TestBuildLoadsTheModelOnlyForWork: build identifies the model without
-// loading it, and loads it only when a file needs embedding. A folder whose
-// weights cannot be rounded to f16 (a value beyond its range) shows it: a
-// build with nothing to embed succeeds under --weights f16, one with a new
-// image stops with the load error, records no file as failed, and keeps
-// the index usable.
+// loading it, loads it only when a file needs embedding, and loads it first
+// when the index is about to be created or reset. A folder whose weights
+// cannot be rounded to f16 (a value beyond its range, in bytes the identity
+// hash does not sample) shows each case.
 func TestBuildLoadsTheModelOnlyForWork(t *testing.T) {
 	model := copyFixture(t)
-	const big = "vision_model.encoder.layers.0.mlp.fc1.weight"
-	patchWeight(t, filepath.Join(model, "model.safetensors"), big, 3, -70000)
 	photos := t.TempDir()
 	db := filepath.Join(t.TempDir(), "i.db")
-	run := func(args ...string) (string, string, int) {
+	run := func(db string, args ...string) (string, string, int) {
 		return runCLI(t, append([]string{"--model", model, "--db", db, "--weights", "f16"}, args...)...)
 	}
-	if out, errs, code := run("build", "--json", photos); code != 0 || !strings.Contains(out, `"added":0`) {
-		t.Fatalf("build with nothing to embed: exit %d, %q %q", code, out, errs)
+	if out, errs, code := run(db, "build", "--json", photos); code != 0 || !strings.Contains(out, `"added":0`) {
+		t.Fatalf("first build (creates the index): exit %d, %q %q", code, out, errs)
+	}
+	// Break the weights without changing their identity.
+	const big = "vision_model.encoder.layers.0.mlp.fc1.weight"
+	before, err := clipnpu.Identify(model, clipnpu.Options{Weights: "f16", Towers: clipnpu.ImageTower})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := filepath.Join(model, "model.safetensors")
+	orig, _ := os.ReadFile(st)
+	patched := false
+	for i := 300; i < 20000 && !patched; i += 97 {
+		os.WriteFile(st, orig, 0o644)
+		patchWeight(t, st, big, i, -70000)
+		after, err := clipnpu.Identify(model, clipnpu.Options{Weights: "f16", Towers: clipnpu.ImageTower})
+		patched = err == nil && after.WeightsHash == before.WeightsHash
+	}
+	if !patched {
+		t.Fatal("found no weight outside the identity hash's samples")
+	}
+	if out, errs, code := run(db, "build", "--json", photos); code != 0 || !strings.Contains(out, `"added":0`) {
+		t.Errorf("no-op build (the model must not load): exit %d, %q %q", code, out, errs)
 	}
 	img, err := os.ReadFile(filepath.Join(model, "images", "gradient_256.png"))
 	if err != nil {
@@ -195,18 +216,30 @@ func TestBuildLoadsTheModelOnlyForWork(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(photos, "a.png"), img, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, errs, code := run("build", photos)
-	if code == 0 || !strings.Contains(errs, "load model") || !strings.Contains(errs, big) || !strings.Contains(errs, "-70000") {
+	if _, errs, code := run(db, "build", photos); code == 0 || !strings.Contains(errs, "load model") || !strings.Contains(errs, big) || !strings.Contains(errs, "-70000") {
 		t.Errorf("build with a new image: exit %d, %q", code, errs)
 	}
-	out, errs, code := run("status", "--json")
-	if code != 0 || !strings.Contains(out, `"images":0`) || !strings.Contains(out, `"failed":0`) {
+	if out, errs, code := run(db, "status", "--json"); code != 0 || !strings.Contains(out, `"images":0`) || !strings.Contains(out, `"failed":0`) {
 		t.Errorf("status after the failed load: exit %d, %q %q", code, out, errs)
 	}
-	// The stored weights load: that index is another one (--weights differs).
-	db2 := filepath.Join(t.TempDir(), "j.db")
-	if out, errs, code := runCLI(t, "--model", model, "--db", db2, "build", "--json", photos); code != 0 || !strings.Contains(out, `"added":1`) {
-		t.Errorf("stored weights: exit %d, %q %q", code, out, errs)
+	// A new index is not created, and --reindex does not reset one, when
+	// the model cannot load.
+	fresh := filepath.Join(t.TempDir(), "new.db")
+	if _, errs, code := run(fresh, "build", photos); code == 0 || !strings.Contains(errs, "-70000") {
+		t.Errorf("build into a new index: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed first build left %s behind: %v", fresh, err)
+	}
+	stored := filepath.Join(t.TempDir(), "stored.db")
+	if out, errs, code := runCLI(t, "--model", model, "--db", stored, "build", "--json", photos); code != 0 || !strings.Contains(out, `"added":1`) {
+		t.Fatalf("stored weights load: exit %d, %q %q", code, out, errs)
+	}
+	if _, errs, code := run(stored, "build", "--reindex", photos); code == 0 || !strings.Contains(errs, "-70000") {
+		t.Errorf("--reindex with a model that cannot load: exit %d, %q", code, errs)
+	}
+	if out, _, code := runCLI(t, "--db", stored, "status", "--json"); code != 0 || !strings.Contains(out, `"images":1`) || !strings.Contains(out, `"weights":"stored"`) {
+		t.Errorf("the index was reset by a build that could not load its model: %s", out)
 	}
 }
 
