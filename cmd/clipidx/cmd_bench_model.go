@@ -71,7 +71,10 @@ warm-up) and prints the time, images/s, prompts/s, the achieved GFLOP/s
 
 --random h14 builds random weights of the exact ViT-H/14 shape in memory, so
 any machine can be measured without a download; --random b32 the ViT-B/32
-shape. Without --random the model folder (--model) is loaded.`,
+shape; --dtype f16 holds them as a 16-bit checkpoint would be. Without
+--random the model folder (--model) is loaded, as stored or with --weights
+f16; ` + "`clipidx model random h14 DIR`" + ` writes a stand-in folder of the size of
+laion's float32 checkpoint.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(cmd.Flags().Changed("dtype")); err != nil {
