@@ -291,6 +291,11 @@ func TestWriteRandom(t *testing.T) {
 			if len(ents) != 2 {
 				t.Errorf("folder holds %d entries, want config.json and model.safetensors only", len(ents))
 			}
+			for _, e := range ents {
+				if fi, err := e.Info(); err != nil || fi.Mode().Perm() != 0o644 {
+					t.Errorf("%s: mode %v, want -rw-r--r--", e.Name(), fi.Mode())
+				}
+			}
 		})
 	}
 	if err := WriteRandom(t.TempDir(), cfg, 1, "f8", 1); err == nil {

@@ -116,6 +116,9 @@ func writeAtomic(path string, fill func(*bufio.Writer) error) error {
 		err = w.Flush()
 	}
 	if err == nil {
+		err = f.Chmod(0o644) // CreateTemp makes 0600; a model is for every user
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -88,7 +88,13 @@ func parseSafetensors(buf []byte, fileSize int64) (*stHeader, error) {
 		FileSize: fileSize,
 	}
 	dataLen := fileSize - h.DataOff
-	for name, msg := range raw {
+	names := make([]string, 0, len(raw))
+	for name := range raw {
+		names = append(names, name)
+	}
+	sort.Strings(names) // errors name the same tensor on every run
+	for _, name := range names {
+		msg := raw[name]
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &h.Metadata); err != nil {
 				return nil, fmt.Errorf("%w: __metadata__: %v", errHeader, err)
@@ -107,8 +113,11 @@ func parseSafetensors(buf []byte, fileSize int64) (*stHeader, error) {
 			return nil, fmt.Errorf("%w: tensor %q lacks dtype, shape or data_offsets", errHeader, name)
 		}
 		b, end := e.Offsets[0], e.Offsets[1]
-		if b < 0 || end < b || end > dataLen {
-			return nil, fmt.Errorf("%w: tensor %q data_offsets [%d, %d] outside the %d data bytes (truncated file?)", errHeader, name, b, end, dataLen)
+		if b < 0 || end < b {
+			return nil, fmt.Errorf("%w: tensor %q has data_offsets [%d, %d]", errHeader, name, b, end)
+		}
+		if end > dataLen {
+			return nil, fmt.Errorf("truncated file: %d bytes, but tensor %q ends at byte %d (is a download incomplete?)", fileSize, name, h.DataOff+end)
 		}
 		elems := int64(1)
 		shape := make([]int, len(e.Shape))

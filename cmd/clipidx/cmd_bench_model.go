@@ -333,7 +333,7 @@ func printBenchModel(w io.Writer, r *benchModelResult) {
 	case r.Dtype != "":
 		name += " (" + r.Dtype + ")"
 	}
-	fmt.Fprintf(w, "model    %s on %s, %d %s; loaded in %.1f s; median of %d runs after a warm-up\n", name, r.Device, r.Threads, plural(r.Threads, "thread", "threads"), r.LoadS, r.Runs)
+	fmt.Fprintf(w, "model    %s on %s, %d %s; loaded in %.1f s; median of %d %s after a warm-up\n", name, r.Device, r.Threads, plural(r.Threads, "thread", "threads"), r.LoadS, r.Runs, plural(r.Runs, "run", "runs"))
 	if r.Images > 0 {
 		fmt.Fprintf(w, "images   pass of %d: %.3f s  %.3f images/s", r.Images, r.ImagePassS, r.ImagesPerS)
 		if r.ImageGFLOP > 0 {

@@ -76,7 +76,7 @@ running.`,
 				fmt.Fprintf(out, "unused:      %d %s no file uses any more (freed by the next build)\n", st.Queued, plural(st.Queued, "vector", "vectors"))
 			}
 			fmt.Fprintf(out, "failed:      %d\n", st.Failed)
-			weights := ""
+			weights := ", weights as stored"
 			if id.Weights != "" {
 				weights = ", weights rounded to " + id.Weights + " at load"
 			}

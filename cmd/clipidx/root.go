@@ -69,7 +69,7 @@ func newRoot() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.model, "model", envOr("CLIPIDX_MODEL", defaultModelDir()), "model folder (HF CLIP layout or taconite bundle) [env CLIPIDX_MODEL]")
 	pf.StringVar(&g.device, "device", envOr("CLIPIDX_DEVICE", "auto"), "where the model runs: auto, cpu, npu, or reference (the plain pure-Go forward) [env CLIPIDX_DEVICE]")
-	pf.IntVar(&g.threads, "threads", envInt("CLIPIDX_THREADS", 0), "CPU threads for the model (0 = all cores)")
+	pf.IntVar(&g.threads, "threads", envInt("CLIPIDX_THREADS", 0), "CPU threads for the model (0 = all cores) [env CLIPIDX_THREADS]")
 	pf.StringVar(&g.weights, "weights", envOr("CLIPIDX_WEIGHTS", "stored"), "how the CPU holds float32 weights: stored (memory-mapped, 4 bytes a weight) or f16 (rounded at load: half the memory, embeddings within cosine 0.99999; indexes built one way are not mixed with the other) [env CLIPIDX_WEIGHTS]")
 	pf.StringVar(&g.db, "db", envOr("CLIPIDX_DB", defaultDBPath()), "index database file [env CLIPIDX_DB]")
 	for _, mk := range subcommands {
