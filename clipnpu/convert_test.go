@@ -292,7 +292,9 @@ func TestWriteRandom(t *testing.T) {
 				t.Errorf("folder holds %d entries, want config.json and model.safetensors only", len(ents))
 			}
 			for _, e := range ents {
-				if fi, err := e.Info(); err != nil || fi.Mode().Perm() != 0o644 {
+				if fi, err := e.Info(); err != nil {
+					t.Error(err)
+				} else if fi.Mode().Perm() != 0o644 {
 					t.Errorf("%s: mode %v, want -rw-r--r--", e.Name(), fi.Mode())
 				}
 			}
