@@ -57,28 +57,7 @@ func TestRoundAtLoad(t *testing.T) {
 			}
 			again.Close()
 
-			want := newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2)
-			px, ids := testInputs(cfg, 2)
-			gi, err := b.EncodeImages(px, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wi, _ := want.EncodeImages(px, 2)
-			gt, err := b.EncodeTexts(ids, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wt, _ := want.EncodeTexts(ids, 2)
-			for _, c := range []struct {
-				name      string
-				got, want []float32
-			}{{"images", gi, wi}, {"texts", gt, wt}} {
-				for i := range c.want {
-					if c.got[i] != c.want[i] || math.IsNaN(float64(c.got[i])) {
-						t.Fatalf("%s[%d] = %v, want %v (the f16 random model)", c.name, i, c.got[i], c.want[i])
-					}
-				}
-			}
+			sameEmbeddings(t, cfg, b, newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2))
 		})
 	}
 }
@@ -255,27 +234,7 @@ func TestWriteRandom(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer want.Close()
-			px, ids := testInputs(cfg, 2)
-			g1, err := b.EncodeImages(px, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w1, _ := want.EncodeImages(px, 2)
-			g2, err := b.EncodeTexts(ids, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w2, _ := want.EncodeTexts(ids, 2)
-			for i := range w1 {
-				if g1[i] != w1[i] {
-					t.Fatalf("image[%d] = %v, NewRandom gives %v", i, g1[i], w1[i])
-				}
-			}
-			for i := range w2 {
-				if g2[i] != w2[i] {
-					t.Fatalf("text[%d] = %v, NewRandom gives %v", i, g2[i], w2[i])
-				}
-			}
+			sameEmbeddings(t, cfg, b, want)
 			dir2 := filepath.Join(t.TempDir(), "m2")
 			if err := WriteRandom(dir2, cfg, 9, dt, 1); err != nil {
 				t.Fatal(err)
@@ -334,26 +293,33 @@ func TestRoundMixedCheckpoint(t *testing.T) {
 	if !m.rounded || m.mapping == nil {
 		t.Fatalf("rounded %v, mapping held %v: want rounded with the mapping kept for the F16 views", m.rounded, m.mapping != nil)
 	}
-	want := newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2)
+	sameEmbeddings(t, cfg, b, newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2))
+}
+
+// sameEmbeddings requires got to embed testInputs(cfg, 2) bit for bit as
+// want does, images and texts.
+func sameEmbeddings(t *testing.T, cfg Config, got, want Backend) {
+	t.Helper()
 	px, ids := testInputs(cfg, 2)
-	gi, err := b.EncodeImages(px, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wi, _ := want.EncodeImages(px, 2)
-	gt, err := b.EncodeTexts(ids, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, _ := want.EncodeTexts(ids, 2)
-	for i := range wi {
-		if gi[i] != wi[i] {
-			t.Fatalf("image[%d] = %v, the all-f16 model gives %v", i, gi[i], wi[i])
+	for _, enc := range []struct {
+		name string
+		run  func(Backend) ([]float32, error)
+	}{
+		{"image", func(b Backend) ([]float32, error) { return b.EncodeImages(px, 2) }},
+		{"text", func(b Backend) ([]float32, error) { return b.EncodeTexts(ids, 2) }},
+	} {
+		g, err := enc.run(got)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for i := range wt {
-		if gt[i] != wt[i] {
-			t.Fatalf("text[%d] = %v, the all-f16 model gives %v", i, gt[i], wt[i])
+		w, err := enc.run(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range w {
+			if g[i] != w[i] || math.IsNaN(float64(g[i])) {
+				t.Fatalf("%s[%d] = %v, want %v", enc.name, i, g[i], w[i])
+			}
 		}
 	}
 }

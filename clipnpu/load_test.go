@@ -1,6 +1,8 @@
 package clipnpu
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -31,84 +33,19 @@ type stTensor struct {
 	data  []byte
 }
 
-// f32Bytes encodes values little-endian.
-func f32Bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-// matTensor encodes a weight matrix in its own dtype.
-func matTensor(name string, t tensor, shape ...int) stTensor {
-	if shape == nil {
-		shape = []int{t.rows, t.cols}
-	}
-	if t.dtype == dtF32 {
-		return stTensor{name, "F32", shape, f32Bytes(t.f32)}
-	}
-	b := make([]byte, 2*len(t.u16))
-	for i, h := range t.u16 {
-		binary.LittleEndian.PutUint16(b[2*i:], h)
-	}
-	dt := "F16"
-	if t.dtype == dtBF16 {
-		dt = "BF16"
-	}
-	return stTensor{name, dt, shape, b}
-}
-
-// hfTensors lists a model's weights under their Hugging Face names.
+// hfTensors lists a model's weights under their Hugging Face names, encoded
+// as WriteRandom writes them.
 func hfTensors(m *model) []stTensor {
 	var ts []stTensor
-	vec := func(name string, v []float32, shape ...int) {
-		if shape == nil {
-			shape = []int{len(v)}
+	for _, t := range namedTensors(m) {
+		var b bytes.Buffer
+		w := bufio.NewWriter(&b)
+		if err := writeElems(w, &t); err != nil {
+			panic(err)
 		}
-		ts = append(ts, stTensor{name, "F32", shape, f32Bytes(v)})
-	}
-	layers := func(prefix string, ls []layerWeights) {
-		for i, l := range ls {
-			p := fmt.Sprintf("%s.encoder.layers.%d.", prefix, i)
-			vec(p+"layer_norm1.weight", l.ln1W)
-			vec(p+"layer_norm1.bias", l.ln1B)
-			vec(p+"layer_norm2.weight", l.ln2W)
-			vec(p+"layer_norm2.bias", l.ln2B)
-			for _, q := range []struct {
-				n string
-				w tensor
-				b []float32
-			}{{"q_proj", l.q, l.qB}, {"k_proj", l.k, l.kB}, {"v_proj", l.v, l.vB}, {"out_proj", l.o, l.oB}} {
-				ts = append(ts, matTensor(p+"self_attn."+q.n+".weight", q.w))
-				vec(p+"self_attn."+q.n+".bias", q.b)
-			}
-			ts = append(ts, matTensor(p+"mlp.fc1.weight", l.fc1), matTensor(p+"mlp.fc2.weight", l.fc2))
-			vec(p+"mlp.fc1.bias", l.fc1B)
-			vec(p+"mlp.fc2.bias", l.fc2B)
-		}
-	}
-	c := m.cfg
-	vec("logit_scale", []float32{float32(math.Log(float64(m.logitScale)))}, []int{}...)
-	if v := m.vision; v != nil {
-		P := c.Vision.Patch
-		ts = append(ts, matTensor("vision_model.embeddings.patch_embedding.weight", v.patch, c.Vision.Hidden, 3, P, P))
-		vec("vision_model.embeddings.class_embedding", v.cls)
-		vec("vision_model.embeddings.position_embedding.weight", v.pos, c.Vision.Tokens(), c.Vision.Hidden)
-		vec("vision_model.pre_layrnorm.weight", v.preW)
-		vec("vision_model.pre_layrnorm.bias", v.preB)
-		layers("vision_model", v.layers)
-		vec("vision_model.post_layernorm.weight", v.postW)
-		vec("vision_model.post_layernorm.bias", v.postB)
-		ts = append(ts, matTensor("visual_projection.weight", v.proj))
-	}
-	if t := m.text; t != nil {
-		ts = append(ts, matTensor("text_model.embeddings.token_embedding.weight", t.tok))
-		vec("text_model.embeddings.position_embedding.weight", t.pos, c.Text.Context, c.Text.Hidden)
-		layers("text_model", t.layers)
-		vec("text_model.final_layer_norm.weight", t.finalW)
-		vec("text_model.final_layer_norm.bias", t.finalB)
-		ts = append(ts, matTensor("text_projection.weight", t.proj))
+		w.Flush()
+		dt := map[dtype]string{dtF32: "F32", dtF16: "F16", dtBF16: "BF16"}[t.dtype]
+		ts = append(ts, stTensor{t.name, dt, t.shape, b.Bytes()})
 	}
 	return ts
 }
@@ -130,21 +67,11 @@ func encodeSafetensors(ts []stTensor, pad int) []byte {
 	return append(out, data...)
 }
 
-// hfConfigJSON renders cfg as a CLIPConfig config.json.
+// hfConfigJSON renders cfg as a CLIPConfig config.json without a model
+// name (so the folder names the model).
 func hfConfigJSON(c Config) []byte {
-	doc := map[string]any{
-		"projection_dim": c.ProjectionDim,
-		"vision_config": map[string]any{
-			"hidden_size": c.Vision.Hidden, "intermediate_size": c.Vision.MLP, "num_hidden_layers": c.Vision.Layers,
-			"num_attention_heads": c.Vision.Heads, "patch_size": c.Vision.Patch, "image_size": c.Vision.ImageSize,
-			"hidden_act": c.Vision.Act, "layer_norm_eps": c.Vision.LayerNormEps,
-		},
-		"text_config": map[string]any{
-			"hidden_size": c.Text.Hidden, "intermediate_size": c.Text.MLP, "num_hidden_layers": c.Text.Layers,
-			"num_attention_heads": c.Text.Heads, "vocab_size": c.Text.Vocab, "max_position_embeddings": c.Text.Context,
-			"hidden_act": c.Text.Act, "layer_norm_eps": c.Text.LayerNormEps, "eos_token_id": c.Text.EOS,
-		},
-	}
+	doc := hfConfigDoc(c)
+	delete(doc, "_name_or_path")
 	b, _ := json.MarshalIndent(doc, "", " ")
 	return b
 }

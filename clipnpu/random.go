@@ -19,19 +19,9 @@ func NewRandom(cfg Config, seed uint64, dt string, opts Options) (Backend, error
 	if opts.Weights != "" && opts.Weights != "stored" {
 		return nil, fmt.Errorf("clipnpu: random model: Options.Weights %q: the dtype argument chooses the storage", opts.Weights)
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("clipnpu: random model: %w", err)
-	}
-	var d dtype
-	switch dt {
-	case "f32", "":
-		d = dtF32
-	case "f16":
-		d = dtF16
-	case "bf16":
-		d = dtBF16
-	default:
-		return nil, fmt.Errorf("clipnpu: random model: dtype %q (want f32, f16 or bf16)", dt)
+	d, err := randomDtype(cfg, dt)
+	if err != nil {
+		return nil, err
 	}
 	switch opts.Device {
 	case "", "auto", "cpu", "reference":
@@ -46,6 +36,23 @@ func NewRandom(cfg Config, seed uint64, dt string, opts Options) (Backend, error
 	}
 	m := randomModel(cfg, seed, d, opts.Towers, threads)
 	return cpuBackend(m, opts)
+}
+
+// randomDtype validates a random model's config and parses its dtype
+// ("" means f32).
+func randomDtype(cfg Config, dt string) (dtype, error) {
+	if err := cfg.Validate(); err != nil {
+		return 0, fmt.Errorf("clipnpu: random model: %w", err)
+	}
+	switch dt {
+	case "f32", "":
+		return dtF32, nil
+	case "f16":
+		return dtF16, nil
+	case "bf16":
+		return dtBF16, nil
+	}
+	return 0, fmt.Errorf("clipnpu: random model: dtype %q (want f32, f16 or bf16)", dt)
 }
 
 // randomModel allocates and fills the weights.

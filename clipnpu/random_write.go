@@ -26,19 +26,9 @@ import (
 // tensor is generated just before it is written and released after, so
 // memory stays near the largest tensor, not the model.
 func WriteRandom(dir string, cfg Config, seed uint64, dt string, threads int) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("clipnpu: random model: %w", err)
-	}
-	var d dtype
-	switch dt {
-	case "f32", "":
-		d = dtF32
-	case "f16":
-		d = dtF16
-	case "bf16":
-		d = dtBF16
-	default:
-		return fmt.Errorf("clipnpu: random model: dtype %q (want f32, f16 or bf16)", dt)
+	d, err := randomDtype(cfg, dt)
+	if err != nil {
+		return err
 	}
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
