@@ -59,14 +59,9 @@ func Identify(dir string, opts Options) (Info, error) {
 		return Info{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer mp.close()
-	size := int64(len(mp.data))
-	n, err := headerLen(mp.data, size)
+	h, err := mappedHeader(path, mp.data)
 	if err != nil {
-		return Info{}, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
-	}
-	h, err := parseSafetensors(mp.data[:8+n], size)
-	if err != nil {
-		return Info{}, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
+		return Info{}, err
 	}
 	ld := &stLoader{path: path, h: h, data: mp.data}
 	ls, err := ld.vec("logit_scale", 1)

@@ -248,14 +248,9 @@ func loadModel(dir string, towers Towers, conv dtype, threads int) (*model, erro
 // convert.go); when every float32 byte the model uses was copied out, the
 // mapping is released before returning.
 func modelFromSafetensors(cfg Config, path string, mp *mapping, towers Towers, conv dtype, threads int) (*model, error) {
-	size := int64(len(mp.data))
-	n, err := headerLen(mp.data, size)
+	h, err := mappedHeader(path, mp.data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
-	}
-	h, err := parseSafetensors(mp.data[:8+n], size)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
+		return nil, err
 	}
 	ld := &stLoader{path: path, h: h, data: mp.data, conv: conv, threads: threads, release: mp.release}
 	m := &model{cfg: cfg, mapping: mp, hash: weightsHash(h, mp.data)}
@@ -296,6 +291,21 @@ func modelFromSafetensors(cfg Config, path string, mp *mapping, towers Towers, c
 		}
 	}
 	return m, nil
+}
+
+// mappedHeader parses the header of a safetensors file held in data (the
+// whole file), with errors naming path and wrapping ErrBadModel.
+func mappedHeader(path string, data []byte) (*stHeader, error) {
+	size := int64(len(data))
+	n, err := headerLen(data, size)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
+	}
+	h, err := parseSafetensors(data[:8+n], size)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
+	}
+	return h, nil
 }
 
 // How much of the weights the identity hash reads: every tensor's first,
