@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/clipidx/clipidx/store"
 )
 
 // globals holds the flags every subcommand shares.
@@ -71,7 +73,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.device, "device", envOr("CLIPIDX_DEVICE", "auto"), "where the model runs: auto, cpu, npu, or reference (the plain pure-Go forward) [env CLIPIDX_DEVICE]")
 	pf.IntVar(&g.threads, "threads", envInt("CLIPIDX_THREADS", 0), "CPU threads for the model (0 = all cores) [env CLIPIDX_THREADS]")
 	pf.StringVar(&g.weights, "weights", envOr("CLIPIDX_WEIGHTS", "stored"), "how the CPU holds float32 weights: stored (memory-mapped, 4 bytes a weight) or f16 (rounded at load: half the memory, embeddings within cosine 0.99999; indexes built one way are not mixed with the other) [env CLIPIDX_WEIGHTS]")
-	pf.StringVar(&g.db, "db", envOr("CLIPIDX_DB", defaultDBPath()), "index database file [env CLIPIDX_DB]")
+	pf.StringVar(&g.db, "db", store.DefaultPath(), "index database file [env CLIPIDX_DB]")
 	for _, mk := range subcommands {
 		root.AddCommand(mk())
 	}
@@ -143,16 +145,4 @@ func modelsRoot() string {
 // defaultModelDir is where `clipidx model pull` puts the default checkpoint.
 func defaultModelDir() string {
 	return filepath.Join(modelsRoot(), "laion", "CLIP-ViT-H-14-laion2B-s32B-b79K")
-}
-
-// defaultDBPath is under the user's data directory ($XDG_DATA_HOME or ~/.local/share).
-func defaultDBPath() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "clipidx", "index.db")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "clipidx-index.db"
-	}
-	return filepath.Join(home, ".local", "share", "clipidx", "index.db")
 }

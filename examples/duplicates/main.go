@@ -34,18 +34,6 @@ func main() {
 	}
 }
 
-// defaultDB is where `clipidx build` writes the index by default.
-func defaultDB() string {
-	if p := os.Getenv("CLIPIDX_DB"); p != "" {
-		return p
-	}
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "clipidx", "index.db")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".local", "share", "clipidx", "index.db")
-}
-
 // group is a set of vectors (and their files) that are near each other.
 type group struct {
 	ids   []store.VecID
@@ -56,7 +44,7 @@ type group struct {
 func run(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("duplicates", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	db := fl.String("db", defaultDB(), "index database file")
+	db := fl.String("db", store.DefaultPath(), "index database file")
 	threshold := fl.Float64("threshold", 0.95, "cosine at or above which two photos are near-duplicates")
 	k := fl.Int("k", 20, "neighbours looked at per photo")
 	under := fl.String("under", "", "only photos inside this folder")

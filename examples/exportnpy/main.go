@@ -38,18 +38,6 @@ func main() {
 	}
 }
 
-// defaultDB is where `clipidx build` writes the index by default.
-func defaultDB() string {
-	if p := os.Getenv("CLIPIDX_DB"); p != "" {
-		return p
-	}
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "clipidx", "index.db")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".local", "share", "clipidx", "index.db")
-}
-
 // row is one output row: a vector and the paths it stands for.
 type row struct {
 	id    store.VecID
@@ -59,7 +47,7 @@ type row struct {
 func run(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("exportnpy", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	db := fl.String("db", defaultDB(), "index database file")
+	db := fl.String("db", store.DefaultPath(), "index database file")
 	out := fl.String("out", "clipidx", "output prefix: writes PREFIX.npy and PREFIX.paths.txt")
 	under := fl.String("under", "", "only photos inside this folder")
 	unique := fl.Bool("unique", false, "one row per distinct vector (identical files share it)")
