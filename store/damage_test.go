@@ -24,11 +24,9 @@ func bigIndex(t *testing.T) (string, int64) {
 			n := c*100 + i
 			b.Put(fmt.Sprintf("/photos/%04d-%s.jpg", n, strings.Repeat("x", 40)), File{Hash: hashOf(fmt.Sprint(n))}, vec(uint64(n+1), 8))
 		}
-		if err := w.Commit(&b); err != nil {
-			t.Fatal(err)
-		}
+		commit(t, w, &b)
 	}
-	w.Close()
+	closeW(t, w)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -52,8 +50,9 @@ func TestTruncatedIndex(t *testing.T) {
 			}
 			if r, err := OpenReader(path, ReaderOptions{}); !errors.Is(err, ErrCorrupt) {
 				if err == nil {
-					r.View(func(s *Snapshot) error { _, err = s.Stats(); return err })
-					r.Close()
+					// Say what reading the damaged file then did.
+					err = r.View(func(s *Snapshot) error { _, err := s.Stats(); return err })
+					err = errors.Join(err, r.Close())
 				}
 				t.Errorf("OpenReader: %v, want ErrCorrupt", err)
 			}
@@ -65,7 +64,7 @@ func TestTruncatedIndex(t *testing.T) {
 			}
 			if w, err := OpenWriter(path, testID, WriterOptions{}); !errors.Is(err, ErrCorrupt) {
 				if err == nil {
-					w.Close()
+					closeW(t, w)
 				}
 				t.Errorf("OpenWriter: %v, want ErrCorrupt", err)
 			}
@@ -73,7 +72,7 @@ func TestTruncatedIndex(t *testing.T) {
 			if err != nil {
 				t.Fatalf("OpenWriter with Reindex: %v", err)
 			}
-			defer w.Close()
+			defer closeW(t, w)
 			if w.Backup() == "" {
 				t.Fatal("Reindex did not move the damaged file aside")
 			}
@@ -82,9 +81,7 @@ func TestTruncatedIndex(t *testing.T) {
 			}
 			var b Batch
 			b.Put("/p/new", File{Hash: hashOf("N")}, vec(3, 8))
-			if err := w.Commit(&b); err != nil {
-				t.Fatal(err)
-			}
+			commit(t, w, &b)
 			mustCheck(t, path, false)
 		})
 	}
@@ -146,7 +143,7 @@ func TestDamagedPages(t *testing.T) {
 			if w.Backup() == "" {
 				t.Errorf("%s: Reindex kept the damaged file", tc.name)
 			}
-			w.Close()
+			closeW(t, w)
 			mustCheck(t, path, false)
 			continue
 		}
@@ -164,7 +161,7 @@ func TestDamagedPages(t *testing.T) {
 		if err == nil {
 			_, err = w.GC()
 		}
-		w.Close()
+		closeW(t, w)
 		if err != nil {
 			t.Errorf("%s: Check passes, a commit fails: %v", tc.name, err)
 			continue
@@ -261,7 +258,7 @@ func TestFaultIsCorrupt(t *testing.T) {
 			err = r.View(func(s *Snapshot) error {
 				return s.Files("", func(string, File) error { return nil })
 			})
-			r.Close()
+			err = errors.Join(err, r.Close())
 		}
 		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%d pages: %v, want ErrCorrupt", pages, err)

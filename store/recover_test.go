@@ -19,40 +19,43 @@ func TestReindexRecoversDamagedIndex(t *testing.T) {
 		damage func(t *testing.T, path string)
 	}{
 		{"not a database", func(t *testing.T, path string) {
-			os.WriteFile(path, []byte(strings.Repeat("garbage!", 2048)), 0o644)
+			if err := os.WriteFile(path, []byte(strings.Repeat("garbage!", 2048)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{"corrupt record", func(t *testing.T, path string) {
 			w := openW(t, path)
 			var b Batch
 			b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
-			if err := w.Commit(&b); err != nil {
-				t.Fatal(err)
-			}
+			commit(t, w, &b)
 			if err := w.update(func(tx *bolt.Tx) error { return tx.Bucket(bFiles).Put([]byte("/p/a"), []byte{9, 9}) }); err != nil {
 				t.Fatal(err)
 			}
-			w.Close()
+			closeW(t, w)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "x.db")
 			tc.damage(t, path)
-			damaged, _ := os.ReadFile(path)
+			damaged, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
 			check := func() error {
 				r, err := OpenReader(path, ReaderOptions{})
 				if err != nil {
 					return err
 				}
-				defer r.Close()
-				return r.View(func(s *Snapshot) error {
+				err = r.View(func(s *Snapshot) error {
 					if err := s.Files("", func(string, File) error { return nil }); err != nil {
 						return err
 					}
 					return s.Check(true)
 				})
+				return errors.Join(err, r.Close())
 			}
-			err := check()
+			err = check()
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "--reindex") {
 				t.Errorf("reading the damaged index: %v, want ErrCorrupt naming --reindex", err)
 			}
@@ -62,17 +65,15 @@ func TestReindexRecoversDamagedIndex(t *testing.T) {
 			}
 			var b Batch
 			b.Put("/p/new", File{Hash: hashOf("N")}, vec(3, 8))
-			if err := w.Commit(&b); err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
+			commit(t, w, &b)
+			closeW(t, w)
 			mustCheck(t, path, false)
-			backups, _ := filepath.Glob(path + ".corrupt-*")
-			if len(backups) != 1 {
-				t.Fatalf("backups %v, want one", backups)
+			backups, err := filepath.Glob(path + ".corrupt-*")
+			if err != nil || len(backups) != 1 {
+				t.Fatalf("backups %v (%v), want one", backups, err)
 			}
-			if kept, _ := os.ReadFile(backups[0]); string(kept) != string(damaged) {
-				t.Errorf("backup differs from the damaged file")
+			if kept, err := os.ReadFile(backups[0]); err != nil || string(kept) != string(damaged) {
+				t.Errorf("backup differs from the damaged file (%v)", err)
 			}
 			if w.Backup() != backups[0] {
 				t.Errorf("Writer.Backup() = %q, want %q", w.Backup(), backups[0])
@@ -90,15 +91,17 @@ func TestGuardLetsCallerPanicsThrough(t *testing.T) {
 	w := openW(t, path)
 	var b Batch
 	b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
-	if err := w.Commit(&b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	commit(t, w, &b)
+	closeW(t, w)
 	r, err := OpenReader(path, ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, tc := range []struct {
 		name string
 		fn   func(s *Snapshot) error

@@ -82,8 +82,65 @@ func openW(t *testing.T, path string) *Writer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Close() })
+	t.Cleanup(func() { closeW(t, w) })
 	return w
+}
+
+// closeW closes w (again: a second Close does nothing) or fails the test.
+func closeW(t testing.TB, w *Writer) {
+	t.Helper()
+	if err := w.Close(); err != nil {
+		t.Errorf("close writer of %s: %v", w.Path(), err)
+	}
+}
+
+// commit commits b or fails the test.
+func commit(t testing.TB, w *Writer, b *Batch) {
+	t.Helper()
+	if err := w.Commit(b); err != nil {
+		t.Fatalf("commit to %s: %v", w.Path(), err)
+	}
+}
+
+// gc runs w.GC and returns how many vectors it freed, or fails the test.
+func gc(t testing.TB, w *Writer) int {
+	t.Helper()
+	n, err := w.GC()
+	if err != nil {
+		t.Fatalf("GC of %s: %v", w.Path(), err)
+	}
+	return n
+}
+
+// stats returns s.Stats() or fails the test.
+func stats(t testing.TB, s *Snapshot) Stats {
+	t.Helper()
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	return st
+}
+
+// file returns the record of path (ok false when there is none) or fails
+// the test.
+func file(t testing.TB, s *Snapshot, path string) (File, bool) {
+	t.Helper()
+	f, ok, err := s.File(path)
+	if err != nil {
+		t.Fatalf("file %s: %v", path, err)
+	}
+	return f, ok
+}
+
+// paths lists the records under root, in order, or fails the test.
+func paths(t testing.TB, s *Snapshot, root string) []string {
+	t.Helper()
+	var got []string
+	if err := s.Files(root, func(p string, _ File) error { got = append(got, p); return nil }); err != nil {
+		t.Fatalf("files under %q: %v", root, err)
+	}
+	return got
 }
 
 func view(t *testing.T, path string, fn func(s *Snapshot)) {
@@ -92,7 +149,11 @@ func view(t *testing.T, path string, fn func(s *Snapshot)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("close reader of %s: %v", path, err)
+		}
+	}()
 	if err := r.View(func(s *Snapshot) error { fn(s); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +182,11 @@ func TestCommitReuseDeleteGC(t *testing.T) {
 	mustCheck(t, path, false)
 	var idA VecID
 	view(t, path, func(s *Snapshot) {
-		st, _ := s.Stats()
-		if st.Images != 3 || st.Failed != 1 || st.Vectors != 2 {
+		if st := stats(t, s); st.Images != 3 || st.Failed != 1 || st.Vectors != 2 {
 			t.Errorf("stats %+v, want 3 images, 1 failed, 2 vectors", st)
 		}
-		fa, _, _ := s.File("/p/a.jpg")
-		fc, _, _ := s.File("/p/a-copy.jpg")
+		fa, _ := file(t, s, "/p/a.jpg")
+		fc, _ := file(t, s, "/p/a-copy.jpg")
 		if fa.Vec == 0 || fa.Vec != fc.Vec {
 			t.Errorf("duplicate content got vectors %d and %d", fa.Vec, fc.Vec)
 		}
@@ -152,7 +212,7 @@ func TestCommitReuseDeleteGC(t *testing.T) {
 		t.Fatalf("commit err %v, want ErrNoVector", err)
 	}
 	view(t, path, func(s *Snapshot) {
-		if _, ok, _ := s.File("/p/c.jpg"); ok {
+		if _, ok := file(t, s, "/p/c.jpg"); ok {
 			t.Error("failed commit left a record behind")
 		}
 	})
@@ -182,12 +242,11 @@ func TestCommitReuseDeleteGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	view(t, path, func(s *Snapshot) {
-		f, _, _ := s.File("/p/e.jpg")
+		f, _ := file(t, s, "/p/e.jpg")
 		if f.Vec != idA {
 			t.Errorf("new vector got id %d, want freed slot %d", f.Vec, idA)
 		}
-		st, _ := s.Stats()
-		if st.Images != 2 || st.Failed != 0 {
+		if st := stats(t, s); st.Images != 2 || st.Failed != 0 {
 			t.Errorf("stats %+v", st)
 		}
 	})
@@ -199,20 +258,18 @@ func TestModifiedFileMovesToNewVector(t *testing.T) {
 	w := openW(t, path)
 	var b Batch
 	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
-	w.Commit(&b)
+	commit(t, w, &b)
 	b.Reset()
 	b.Put("/a", File{Hash: hashOf("2")}, vec(2, 8))
 	b.Put("/b", File{Hash: hashOf("1")}, nil) // reuse the vector /a just dropped
-	if err := w.Commit(&b); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := w.GC(); n != 0 {
+	commit(t, w, &b)
+	if n := gc(t, w); n != 0 {
 		t.Errorf("GC freed %d vectors still in use", n)
 	}
 	b.Reset()
 	b.Put("/a", File{Err: "corrupt"}, nil) // a modified file that now fails
-	w.Commit(&b)
-	if n, _ := w.GC(); n != 1 {
+	commit(t, w, &b)
+	if n := gc(t, w); n != 1 {
 		t.Errorf("GC freed %d, want 1", n)
 	}
 	mustCheck(t, path, false)
@@ -223,8 +280,8 @@ func TestIdentityMismatch(t *testing.T) {
 	w := openW(t, path)
 	var b Batch
 	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
-	w.Commit(&b)
-	w.Close()
+	commit(t, w, &b)
+	closeW(t, w)
 	for _, tc := range []struct {
 		name string
 		mod  func(*Identity)
@@ -237,9 +294,12 @@ func TestIdentityMismatch(t *testing.T) {
 	} {
 		id := testID
 		tc.mod(&id)
-		_, err := OpenWriter(path, id, WriterOptions{})
+		w, err := OpenWriter(path, id, WriterOptions{})
 		if !errors.Is(err, ErrModelMismatch) {
 			t.Errorf("%s: err %v, want ErrModelMismatch", tc.name, err)
+		}
+		if err == nil {
+			closeW(t, w)
 		}
 	}
 	id := testID
@@ -248,9 +308,9 @@ func TestIdentityMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2.Close()
+	closeW(t, w2)
 	view(t, path, func(s *Snapshot) {
-		if st, _ := s.Stats(); st.Images != 0 || s.Dim() != 4 {
+		if st := stats(t, s); st.Images != 0 || s.Dim() != 4 {
 			t.Errorf("reindex kept %d images, dim %d", st.Images, s.Dim())
 		}
 	})
@@ -263,31 +323,34 @@ func TestBuildLockAndReaders(t *testing.T) {
 		t.Errorf("reader on missing file: %v, want ErrNoIndex", err)
 	}
 	w := openW(t, path)
-	if _, err := OpenWriter(path, testID, WriterOptions{}); !errors.Is(err, ErrBuildRunning) {
+	if w2, err := OpenWriter(path, testID, WriterOptions{}); !errors.Is(err, ErrBuildRunning) {
 		t.Errorf("second writer: %v, want ErrBuildRunning", err)
+		if err == nil {
+			closeW(t, w2)
+		}
 	}
 	// A reader opens fine while the build holds its lock between commits.
 	var b Batch
 	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
-	w.Commit(&b)
+	commit(t, w, &b)
 	r, err := OpenReader(path, ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// ...and the build can still commit while the reader is open only if the
 	// reader is closed in time; here we close it first.
-	r.Close()
-	b.Reset()
-	b.Put("/b", File{Hash: hashOf("2")}, vec(2, 8))
-	if err := w.Commit(&b); err != nil {
+	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	b.Reset()
+	b.Put("/b", File{Hash: hashOf("2")}, vec(2, 8))
+	commit(t, w, &b)
+	closeW(t, w)
 	w2, err := OpenWriter(path, testID, WriterOptions{})
 	if err != nil {
 		t.Fatalf("writer after close: %v", err)
 	}
-	w2.Close()
+	closeW(t, w2)
 }
 
 func TestFilesUnder(t *testing.T) {
@@ -297,11 +360,9 @@ func TestFilesUnder(t *testing.T) {
 	for i, p := range []string{"/ph", "/ph-2/x", "/ph/a", "/ph/sub/b", "/ph.old/c", "/phz"} {
 		b.Put(p, File{Hash: hashOf(p)}, vec(uint64(i), 8))
 	}
-	w.Commit(&b)
+	commit(t, w, &b)
 	view(t, path, func(s *Snapshot) {
-		var got []string
-		s.Files("/ph", func(p string, _ File) error { got = append(got, p); return nil })
-		if want := []string{"/ph", "/ph/a", "/ph/sub/b"}; !slices.Equal(got, want) {
+		if got, want := paths(t, s, "/ph"), []string{"/ph", "/ph/a", "/ph/sub/b"}; !slices.Equal(got, want) {
 			t.Errorf("Files(/ph) = %v, want %v", got, want)
 		}
 	})
@@ -316,10 +377,13 @@ func TestQueuedVectorLeavesLiveSet(t *testing.T) {
 	var b Batch
 	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
 	b.Put("/b", File{Hash: hashOf("2")}, vec(2, 8))
-	w.Commit(&b)
+	commit(t, w, &b)
 	live := func() (n int) {
 		view(t, path, func(s *Snapshot) {
-			cs, _ := s.Chunks()
+			cs, err := s.Chunks()
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, c := range cs {
 				n += c.LiveCount()
 			}
@@ -350,8 +414,11 @@ func TestQueuedVectorLeavesLiveSet(t *testing.T) {
 	}
 	mustCheck(t, path, false)
 	view(t, path, func(s *Snapshot) {
-		f, _, _ := s.File("/c")
-		want, _ := normalized(vec(1, 8), 8)
+		f, _ := file(t, s, "/c")
+		want, err := normalized(vec(1, 8), 8)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := s.Vector(f.Vec); !slices.Equal(got, want) {
 			t.Errorf("revived vector %v, want %v", got, want)
 		}
@@ -377,20 +444,17 @@ func TestForget(t *testing.T) {
 	if _, err := Forget(path, []string{"/old"}, WriterOptions{}); !errors.Is(err, ErrBuildRunning) {
 		t.Errorf("forget during a build: %v, want ErrBuildRunning", err)
 	}
-	w.Close()
+	closeW(t, w)
 	n, err := Forget(path, []string{"/old", "/old/sub", "/single", "/nothing/here"}, WriterOptions{})
 	if err != nil || n != 4 {
 		t.Fatalf("Forget = %d, %v; want 4 records", n, err)
 	}
 	mustCheck(t, path, false) // no vector left queued: freed at once
 	view(t, path, func(s *Snapshot) {
-		var left []string
-		s.Files("", func(p string, _ File) error { left = append(left, p); return nil })
-		if want := []string{"/keep/a-copy", "/old2/c"}; !slices.Equal(left, want) {
+		if left, want := paths(t, s, ""), []string{"/keep/a-copy", "/old2/c"}; !slices.Equal(left, want) {
 			t.Errorf("left %v, want %v", left, want)
 		}
-		st, _ := s.Stats()
-		if st.Images != 2 || st.Failed != 0 || st.Vectors != 2 {
+		if st := stats(t, s); st.Images != 2 || st.Failed != 0 || st.Vectors != 2 {
 			t.Errorf("stats %+v, want 2 images, 0 failed, 2 vectors", st)
 		}
 	})
@@ -448,35 +512,26 @@ func TestCompatible(t *testing.T) {
 func TestVectorsCounter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	w := openW(t, path)
-	counter := func() (meta uint64, present bool, stats int) {
+	counter := func() (meta uint64, present bool, vectors int) {
 		view(t, path, func(s *Snapshot) {
 			v := s.tx.Bucket(bMeta).Get(kVectors)
 			meta, present = getU64(v), v != nil
-			st, _ := s.Stats()
-			stats = st.Vectors
+			vectors = stats(t, s).Vectors
 		})
 		return
-	}
-	commit := func(b *Batch) {
-		t.Helper()
-		if err := w.Commit(b); err != nil {
-			t.Fatal(err)
-		}
 	}
 	var b Batch
 	b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
 	b.Put("/p/b", File{Hash: hashOf("B")}, vec(2, 8))
 	b.Put("/p/a2", File{Hash: hashOf("A")}, nil) // same content: no new vector
-	commit(&b)
+	commit(t, w, &b)
 	if m, ok, st := counter(); !ok || m != 2 || st != 2 {
 		t.Errorf("after 2 vectors: counter %d (present %v), Stats %d", m, ok, st)
 	}
 	b.Reset()
 	b.Delete("/p/b")
-	commit(&b)
-	if _, err := w.GC(); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, w, &b)
+	gc(t, w)
 	if m, ok, st := counter(); !ok || m != 1 || st != 1 {
 		t.Errorf("after GC: counter %d (present %v), Stats %d", m, ok, st)
 	}
@@ -491,7 +546,7 @@ func TestVectorsCounter(t *testing.T) {
 	}
 	b.Reset()
 	b.Put("/p/c", File{Hash: hashOf("C")}, vec(3, 8))
-	commit(&b)
+	commit(t, w, &b)
 	if m, ok, st := counter(); !ok || m != 2 || st != 2 {
 		t.Errorf("legacy index after a commit: counter %d (present %v), Stats %d", m, ok, st)
 	}
@@ -547,14 +602,8 @@ func TestNormalize(t *testing.T) {
 func TestStatsQueued(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	w := openW(t, path)
-	stats := func() Stats {
-		var st Stats
-		view(t, path, func(s *Snapshot) {
-			var err error
-			if st, err = s.Stats(); err != nil {
-				t.Fatal(err)
-			}
-		})
+	statsNow := func() (st Stats) {
+		view(t, path, func(s *Snapshot) { st = stats(t, s) })
 		return st
 	}
 	var b Batch
@@ -570,13 +619,13 @@ func TestStatsQueued(t *testing.T) {
 	if err := w.Commit(&b); err != nil {
 		t.Fatal(err)
 	}
-	if st := stats(); st.Images != 2 || st.Vectors != 4 || st.Queued != 2 {
+	if st := statsNow(); st.Images != 2 || st.Vectors != 4 || st.Queued != 2 {
 		t.Errorf("before GC: images %d, vectors %d, queued %d; want 2, 4, 2", st.Images, st.Vectors, st.Queued)
 	}
 	if _, err := w.GC(); err != nil {
 		t.Fatal(err)
 	}
-	if st := stats(); st.Images != 2 || st.Vectors != 2 || st.Queued != 0 {
+	if st := statsNow(); st.Images != 2 || st.Vectors != 2 || st.Queued != 0 {
 		t.Errorf("after GC: images %d, vectors %d, queued %d; want 2, 2, 0", st.Images, st.Vectors, st.Queued)
 	}
 }

@@ -30,6 +30,17 @@ type downloader struct {
 // freeSpace reports the space available in a folder (tests replace it).
 var freeSpace = diskFree
 
+// stallTimer is the part of *time.Timer that stall detection uses.
+type stallTimer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// startStallTimer arms the stall timer of one transfer: f runs once no byte
+// has arrived for d. Tests replace it to declare a stall on an event rather
+// than after wall-clock time, which a busy machine stretches.
+var startStallTimer = func(d time.Duration, f func()) stallTimer { return time.AfterFunc(d, f) }
+
 var defaultClient = &http.Client{Transport: &http.Transport{
 	Proxy:                 http.ProxyFromEnvironment,
 	DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -411,7 +422,7 @@ func (d *downloader) transfer(parent context.Context, w *partWriter, m *meta) er
 	w.total = m.size
 
 	var stalled atomic.Bool
-	timer := time.AfterFunc(d.opts.StallTimeout, func() { stalled.Store(true); cancel() })
+	timer := startStallTimer(d.opts.StallTimeout, func() { stalled.Store(true); cancel() })
 	defer timer.Stop()
 	body := &stallReader{r: resp.Body, timer: timer, timeout: d.opts.StallTimeout}
 	_, err = io.CopyBuffer(w, body, make([]byte, 64<<10))
@@ -489,7 +500,7 @@ func (w *partWriter) reset() error {
 // stallReader re-arms the stall timer on every read that returns data.
 type stallReader struct {
 	r       io.Reader
-	timer   *time.Timer
+	timer   stallTimer
 	timeout time.Duration
 }
 

@@ -18,9 +18,12 @@ const repo = "laion/CLIP-tiny-test"
 
 // newHub serves a repository shaped like a CLIP checkpoint: small JSON/text
 // files served by the hub, and a 300 KB LFS "model.safetensors" redirected
-// to the CDN.
+// to the CDN. It also makes stalls manual for the test (hub.ManualStalls):
+// a transfer never times out because the machine is busy, so the request
+// counts the tests assert do not depend on timing.
 func newHub(t *testing.T) (*hubtest.Server, map[string]hubtest.File) {
 	t.Helper()
+	hub.ManualStalls(t)
 	files := map[string]hubtest.File{
 		"config.json":       {Data: []byte(`{"projection_dim": 1024}` + "\n")},
 		"vocab.json":        {Data: bytes.Repeat([]byte(`"a</w>": 1, `), 2000)},
@@ -36,7 +39,7 @@ func names(files map[string]hubtest.File) []string {
 
 // quick makes retries immediate so that tests stay fast.
 func quick(s *hubtest.Server) hub.Options {
-	return hub.Options{Endpoint: s.Endpoint(), Backoff: time.Millisecond, StallTimeout: 300 * time.Millisecond}
+	return hub.Options{Endpoint: s.Endpoint(), Backoff: time.Millisecond}
 }
 
 func checkFiles(t *testing.T, dir string, files map[string]hubtest.File, which ...string) {
@@ -345,18 +348,52 @@ func TestCorruptPartResumed(t *testing.T) {
 	checkFiles(t, dir, files, "model.safetensors")
 }
 
+// TestStallRetried: the CDN sends 50,000 bytes and hangs; once the client
+// holds them all, the stall timer fires (by hand: see newHub), and the
+// download resumes at byte 50,000.
 func TestStallRetried(t *testing.T) {
 	s, files := newHub(t)
+	stall := hub.ManualStalls(t)
 	dir := t.TempDir()
 	s.StallNext("model.safetensors", 50_000)
 	opts := quick(s)
-	opts.StallTimeout = 100 * time.Millisecond
+	var retries []error
+	opts.OnRetry = func(_ string, err error, _ time.Duration) { retries = append(retries, err) }
+	fired := false
+	opts.Progress = func(p hub.Progress) {
+		if !fired && p.Stage == hub.StageDownloading && p.Done == 50_000 {
+			fired = true
+			if n := stall(); n != 1 {
+				t.Errorf("%d transfers stalled, want 1", n)
+			}
+		}
+	}
 	if _, err := hub.DownloadFile(context.Background(), repo, "model.safetensors", dir, opts); err != nil {
 		t.Fatal(err)
 	}
 	checkFiles(t, dir, files, "model.safetensors")
 	if _, ranges := gets(s.Requests(), true); len(ranges) != 1 || ranges[0] != "bytes=50000-" {
 		t.Errorf("ranges %q, want a resume at 50000", ranges)
+	}
+	if len(retries) != 1 || !strings.Contains(retries[0].Error(), "no data for") {
+		t.Errorf("retried after %v, want one stall", retries)
+	}
+}
+
+// TestStallTimeout: the real clock ends a transfer whose server hangs. The
+// hang never ends, so however busy the machine, the outcome is a stall
+// error (no count of bytes or requests is asserted).
+func TestStallTimeout(t *testing.T) {
+	s := hubtest.New(t, repo, map[string]hubtest.File{"model.safetensors": {Data: hubtest.Random(100_000, 3), LFS: true}})
+	s.StallNext("model.safetensors", 20_000)
+	opts := quick(s)
+	opts.StallTimeout, opts.Attempts = 50*time.Millisecond, 1
+	// Only a stall timer that never fires meets this bound.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := hub.DownloadFile(ctx, repo, "model.safetensors", t.TempDir(), opts)
+	if err == nil || !strings.Contains(err.Error(), "no data for 50ms") {
+		t.Fatalf("err = %v, want a stall after 50ms", err)
 	}
 }
 
@@ -409,8 +446,8 @@ func TestHTTPErrors(t *testing.T) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
 			}
-			if left, _ := os.ReadDir(dir); len(left) != 0 {
-				t.Errorf("files left after an HTTP error: %v", left)
+			if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+				t.Errorf("files left after an HTTP error: %v (%v)", left, err)
 			}
 			if len(s.Requests()) != 1 {
 				t.Errorf("%d requests, want 1 (no retry of a client error)", len(s.Requests()))

@@ -59,6 +59,7 @@ type Server struct {
 	// relative 307 redirect, as after a repository rename.
 	Renamed map[string]string
 
+	t           testing.TB // told about the fake's own failures
 	mu          sync.Mutex
 	cuts        map[string][]int64
 	stalls      map[string][]int64
@@ -71,6 +72,7 @@ type Server struct {
 func New(t testing.TB, repo string, files map[string]File) *Server {
 	t.Helper()
 	s := &Server{
+		t:    t,
 		Repo: repo, Revision: "main", Commit: strings.Repeat("c0ffee", 6) + "abcd", Files: files,
 		cuts: map[string][]int64{}, stalls: map[string][]int64{}, corrupt: map[string]bool{},
 	}
@@ -264,7 +266,12 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name string, 
 	// A fault: announce the whole (remaining) body, send part of it.
 	var from int64
 	if v, ok := strings.CutPrefix(r.Header.Get("Range"), "bytes="); ok && strings.HasSuffix(v, "-") {
-		from, _ = strconv.ParseInt(strings.TrimSuffix(v, "-"), 10, 64)
+		var err error
+		if from, err = strconv.ParseInt(strings.TrimSuffix(v, "-"), 10, 64); err != nil {
+			s.t.Errorf("hubtest: %s: bad Range %q: %v", name, r.Header.Get("Range"), err)
+			http.Error(w, "bad range", http.StatusBadRequest)
+			return
+		}
 		from = min(max(from, 0), int64(len(data)))
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, len(data)-1, len(data)))
 	}
@@ -276,14 +283,27 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name string, 
 		w.WriteHeader(http.StatusOK)
 	}
 	n := max(cut, stall)
-	w.Write(rest[:min(n, int64(len(rest)))])
-	w.(http.Flusher).Flush()
+	// The client reads on: a failed write is the fake's fault, not a fault
+	// it was asked to inject.
+	rc := http.NewResponseController(w)
+	if _, err := w.Write(rest[:min(n, int64(len(rest)))]); err != nil {
+		s.t.Errorf("hubtest: %s: write the first %d bytes: %v", name, n, err)
+		return
+	}
+	if err := rc.Flush(); err != nil {
+		s.t.Errorf("hubtest: %s: flush: %v", name, err)
+		return
+	}
 	if stall >= 0 {
 		<-r.Context().Done() // hang until the client gives up
 		return
 	}
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err == nil {
-		conn.Close()
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		s.t.Errorf("hubtest: %s: hijack to cut the connection: %v", name, err)
+		return
+	}
+	if err := conn.Close(); err != nil {
+		s.t.Errorf("hubtest: %s: cut the connection: %v", name, err)
 	}
 }
