@@ -20,21 +20,21 @@ import (
 	"sync"
 )
 
-// keepStored is the conv value of Options.Weights "" or "stored": float32
+// KeepStored is the conv value of Options.Weights "" or "stored": float32
 // matrices stay float32 views of the mapping. (dtF32 is never a conversion
 // target, so it doubles as "none".)
-const keepStored = dtF32
+const KeepStored = F32
 
 // WeightsChoices lists the values Options.Weights accepts, for help texts.
 const WeightsChoices = "stored or f16"
 
-// parseWeights maps Options.Weights to the rounding target.
-func parseWeights(s string) (dtype, error) {
+// ParseWeights maps Options.Weights to the rounding target.
+func ParseWeights(s string) (Dtype, error) {
 	switch s {
 	case "", "stored":
-		return keepStored, nil
+		return KeepStored, nil
 	case "f16":
-		return dtF16, nil
+		return F16, nil
 	case "bf16":
 		return 0, fmt.Errorf("clipnpu: weights bf16: not offered, its rounding moves embeddings beyond cosine 0.99999; want %s", WeightsChoices)
 	}
@@ -43,7 +43,7 @@ func parseWeights(s string) (dtype, error) {
 
 // convertedHash is the identity of weights rounded to d from the stored
 // weights whose identity is stored.
-func convertedHash(stored string, d dtype) string {
+func convertedHash(stored string, d Dtype) string {
 	sum := sha256.Sum256([]byte("clipidx rounded to " + d.String() + " from " + stored))
 	return hex.EncodeToString(sum[:])
 }
@@ -56,7 +56,7 @@ const roundChunk = 1 << 16
 // overflows binary16 (|x| ≥ 65520, which rounds past the largest half,
 // 65504) is an error: it would become infinite. NaN and infinities are
 // kept as they are.
-func roundF32(src []float32, d dtype, threads int) ([]uint16, error) {
+func roundF32(src []float32, d Dtype, threads int) ([]uint16, error) {
 	dst := make([]uint16, len(src))
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -98,17 +98,17 @@ func roundF32(src []float32, d dtype, threads int) ([]uint16, error) {
 
 // roundRange rounds src into dst and returns the index of the first finite
 // value that overflowed, or -1.
-func roundRange(dst []uint16, src []float32, d dtype) int {
+func roundRange(dst []uint16, src []float32, d Dtype) int {
 	dst = dst[:len(src)]
-	if d == dtBF16 {
+	if d == BF16 {
 		for i, x := range src {
-			dst[i] = f32ToBF16(x)
+			dst[i] = F32ToBF16(x)
 		}
 		return -1
 	}
 	done, over := roundF16Fast(dst, src) // F16C, same rounding as f32ToF16
 	for i := done; i < len(src); i++ {
-		dst[i] = f32ToF16(src[i])
+		dst[i] = F32ToF16(src[i])
 		over = over || dst[i]&0x7fff == 0x7c00
 	}
 	if !over {

@@ -20,7 +20,7 @@ func TestRoundAtLoad(t *testing.T) {
 	cfg := smallConfig()
 	for _, pad := range []int{0, 1} {
 		t.Run(fmt.Sprintf("pad%d", pad), func(t *testing.T) {
-			dir := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 42, dtF32, BothTowers, 2)), pad)
+			dir := writeModelDir(t, cfg, hfTensors(RandomModel(cfg, 42, F32, BothTowers, 2)), pad)
 			stored, err := Load(dir, Options{Device: "reference"})
 			if err != nil {
 				t.Fatal(err)
@@ -31,11 +31,11 @@ func TestRoundAtLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			m := b.(*refBackend).m
-			if m.dtype != dtF16 || !m.rounded {
-				t.Errorf("dtype %s rounded %v, want f16 rounded", m.dtype, m.rounded)
+			m := b.(*RefBackend).m
+			if m.Dtype != F16 || !m.Rounded {
+				t.Errorf("dtype %s rounded %v, want f16 rounded", m.Dtype, m.Rounded)
 			}
-			if m.mapping != nil {
+			if m.Mapping != nil {
 				t.Error("the mapping is still held after every tensor was copied out")
 			}
 			if got, want := b.Info().Weights, "f16 (rounded from f32 at load)"; got != want {
@@ -57,7 +57,7 @@ func TestRoundAtLoad(t *testing.T) {
 			}
 			again.Close()
 
-			sameEmbeddings(t, cfg, b, newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2))
+			sameEmbeddings(t, cfg, b, NewReference(RandomModel(cfg, 42, F16, BothTowers, 2), 2))
 		})
 	}
 }
@@ -66,7 +66,7 @@ func TestRoundAtLoad(t *testing.T) {
 // f16, with the stored identity.
 func TestRoundKeeps16Bit(t *testing.T) {
 	cfg := smallConfig()
-	dir := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 7, dtBF16, BothTowers, 2)), 0)
+	dir := writeModelDir(t, cfg, hfTensors(RandomModel(cfg, 7, BF16, BothTowers, 2)), 0)
 	a, err := Load(dir, Options{Device: "reference"})
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +80,8 @@ func TestRoundKeeps16Bit(t *testing.T) {
 	if b.Info().WeightsHash != a.Info().WeightsHash {
 		t.Error("a bf16 checkpoint changed identity under Weights f16")
 	}
-	if m := b.(*refBackend).m; m.dtype != dtBF16 || m.rounded || m.mapping == nil {
-		t.Errorf("bf16 checkpoint: dtype %s rounded %v mapped %v, want bf16 as stored", m.dtype, m.rounded, m.mapping != nil)
+	if m := b.(*RefBackend).m; m.Dtype != BF16 || m.Rounded || m.Mapping == nil {
+		t.Errorf("bf16 checkpoint: dtype %s rounded %v mapped %v, want bf16 as stored", m.Dtype, m.Rounded, m.Mapping != nil)
 	}
 	if w := b.Info().Weights; !strings.HasPrefix(w, "bf16 (as stored") {
 		t.Errorf("Info().Weights = %q", w)
@@ -92,7 +92,7 @@ func TestRoundKeeps16Bit(t *testing.T) {
 // NPU are refused with errors that name the problem.
 func TestRoundErrors(t *testing.T) {
 	cfg := smallConfig()
-	ts := hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 2))
+	ts := hfTensors(RandomModel(cfg, 3, F32, BothTowers, 2))
 	const big = "text_model.encoder.layers.1.mlp.fc2.weight"
 	for i := range ts {
 		if ts[i].name == big {
@@ -122,7 +122,7 @@ func TestRoundErrors(t *testing.T) {
 		t.Error("NewRandom accepted Options.Weights")
 	}
 	bdir := filepath.Join(t.TempDir(), "bundle")
-	if err := ExportTinyBundle(writeModelDir(t, cfg, hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 2)), 0), bdir); err != nil {
+	if err := ExportTinyBundle(writeModelDir(t, cfg, hfTensors(RandomModel(cfg, 3, F32, BothTowers, 2)), 0), bdir); err != nil {
 		t.Fatalf("export a bundle to try: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(bdir, "manifest.txt")); err != nil {
@@ -157,9 +157,9 @@ func testRoundF32(t *testing.T) {
 	src[roundChunk+3] = float32(math.Inf(-1))
 	src[2*roundChunk] = float32(math.NaN())
 	for _, th := range []int{1, 2, 5} {
-		for _, d := range []dtype{dtF16, dtBF16} {
+		for _, d := range []Dtype{F16, BF16} {
 			limit := src
-			if d == dtF16 {
+			if d == F16 {
 				limit = make([]float32, len(src))
 				for i, x := range src {
 					limit[i] = x / 2 // within ±35000
@@ -170,9 +170,9 @@ func testRoundF32(t *testing.T) {
 				t.Fatalf("%s threads %d: %v", d, th, err)
 			}
 			for i, x := range limit {
-				want := f32ToF16(x)
-				if d == dtBF16 {
-					want = f32ToBF16(x)
+				want := F32ToF16(x)
+				if d == BF16 {
+					want = F32ToBF16(x)
 				}
 				if got[i] != want {
 					t.Fatalf("%s threads %d: element %d = %#04x, want %#04x", d, th, i, got[i], want)
@@ -183,16 +183,16 @@ func testRoundF32(t *testing.T) {
 	over := make([]float32, len(src))
 	over[2*roundChunk+5], over[roundChunk+9] = 1e6, 65520 // 65520 rounds up to inf
 	over[7] = float32(math.Inf(1))                        // kept, not an overflow
-	if _, err := roundF32(over, dtF16, 3); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("element %d is 65520", roundChunk+9)) {
+	if _, err := roundF32(over, F16, 3); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("element %d is 65520", roundChunk+9)) {
 		t.Errorf("overflow: %v", err)
 	}
-	if _, err := roundF32([]float32{65504, 65519.99, -65519.99, 1, 2, 3, 4, 5, float32(math.NaN())}, dtF16, 1); err != nil {
+	if _, err := roundF32([]float32{65504, 65519.99, -65519.99, 1, 2, 3, 4, 5, float32(math.NaN())}, F16, 1); err != nil {
 		t.Errorf("largest halves: %v", err)
 	}
 	for _, at := range []int{0, 7, 8, 15, 16} { // in the 8-wide part and in the tail
 		v := make([]float32, 17)
 		v[at] = -65520
-		if _, err := roundF32(v, dtF16, 1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("element %d is -65520", at)) {
+		if _, err := roundF32(v, F16, 1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("element %d is -65520", at)) {
 			t.Errorf("overflow at %d of 17: %v", at, err)
 		}
 	}
@@ -219,7 +219,7 @@ func TestWriteRandom(t *testing.T) {
 			if got := b.Info().Name; got != cfg.Name {
 				t.Errorf("Name %q, want %q", got, cfg.Name)
 			}
-			if got := b.(*refBackend).m.dtype.String(); got != dt {
+			if got := b.(*RefBackend).m.Dtype.String(); got != dt {
 				t.Errorf("loaded dtype %s, want %s", got, dt)
 			}
 			raw, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
@@ -269,9 +269,9 @@ func TestWriteRandom(t *testing.T) {
 // the mapping stays), and computes what the all-f16 model computes.
 func TestRoundMixedCheckpoint(t *testing.T) {
 	cfg := smallConfig()
-	ts := hfTensors(randomModel(cfg, 42, dtF32, BothTowers, 2))
+	ts := hfTensors(RandomModel(cfg, 42, F32, BothTowers, 2))
 	half := map[string]stTensor{}
-	for _, x := range hfTensors(randomModel(cfg, 42, dtF16, BothTowers, 2)) {
+	for _, x := range hfTensors(RandomModel(cfg, 42, F16, BothTowers, 2)) {
 		half[x.name] = x
 	}
 	n16 := 0
@@ -289,11 +289,11 @@ func TestRoundMixedCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m := b.(*refBackend).m
-	if !m.rounded || m.mapping == nil {
-		t.Fatalf("rounded %v, mapping held %v: want rounded with the mapping kept for the F16 views", m.rounded, m.mapping != nil)
+	m := b.(*RefBackend).m
+	if !m.Rounded || m.Mapping == nil {
+		t.Fatalf("rounded %v, mapping held %v: want rounded with the mapping kept for the F16 views", m.Rounded, m.Mapping != nil)
 	}
-	sameEmbeddings(t, cfg, b, newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2))
+	sameEmbeddings(t, cfg, b, NewReference(RandomModel(cfg, 42, F16, BothTowers, 2), 2))
 }
 
 // sameEmbeddings requires got to embed testInputs(cfg, 2) bit for bit as

@@ -31,8 +31,6 @@ import (
 	"github.com/viterin/vek/vek32"
 )
 
-func init() { newFastCPU = newFast }
-
 // Chunk sizes bound the activation memory: a call with more inputs runs in
 // chunks of at most this many (embeddings do not depend on their batch).
 const (
@@ -42,7 +40,7 @@ const (
 
 // fastCPU is the fast Backend. It owns the model and the worker pool.
 type fastCPU struct {
-	m    *model
+	m    *Model
 	pool *gemm.Pool
 	vis  *fastTower // nil when the image tower was not loaded
 	txt  *fastTower // nil when the text tower was not loaded
@@ -83,12 +81,12 @@ type fastTower struct {
 }
 
 // fastMatrix views a weight tensor as a gemm.Matrix (no copy).
-func fastMatrix(t tensor) gemm.Matrix {
-	m := gemm.Matrix{Rows: t.rows, Cols: t.cols, F32: t.f32, U16: t.u16}
-	switch t.dtype {
-	case dtF16:
+func fastMatrix(t Tensor) gemm.Matrix {
+	m := gemm.Matrix{Rows: t.Rows, Cols: t.Cols, F32: t.F32, U16: t.U16}
+	switch t.Dtype {
+	case F16:
 		m.Dtype = gemm.F16
-	case dtBF16:
+	case BF16:
 		m.Dtype = gemm.BF16
 	default:
 		m.Dtype = gemm.F32
@@ -96,15 +94,15 @@ func fastMatrix(t tensor) gemm.Matrix {
 	return m
 }
 
-func fastLayers(ls []layerWeights) []fastLayer {
+func fastLayers(ls []LayerWeights) []fastLayer {
 	out := make([]fastLayer, len(ls))
 	for i := range ls {
 		l := &ls[i]
 		out[i] = fastLayer{
-			ln1W: l.ln1W, ln1B: l.ln1B, ln2W: l.ln2W, ln2B: l.ln2B,
-			q: fastMatrix(l.q), k: fastMatrix(l.k), v: fastMatrix(l.v), o: fastMatrix(l.o),
-			fc1: fastMatrix(l.fc1), fc2: fastMatrix(l.fc2),
-			qB: l.qB, kB: l.kB, vB: l.vB, oB: l.oB, fc1B: l.fc1B, fc2B: l.fc2B,
+			ln1W: l.LN1W, ln1B: l.LN1B, ln2W: l.LN2W, ln2B: l.LN2B,
+			q: fastMatrix(l.Q), k: fastMatrix(l.K), v: fastMatrix(l.V), o: fastMatrix(l.O),
+			fc1: fastMatrix(l.FC1), fc2: fastMatrix(l.FC2),
+			qB: l.QB, kB: l.KB, vB: l.VB, oB: l.OB, fc1B: l.FC1B, fc2B: l.FC2B,
 		}
 	}
 	return out
@@ -112,27 +110,27 @@ func fastLayers(ls []layerWeights) []fastLayer {
 
 // newFast wraps m in the fast forward on a pool of threads workers
 // (0 = every core). It takes ownership of m.
-func newFast(m *model, threads int) (Backend, error) {
+func NewFast(m *Model, threads int) (Backend, error) {
 	if m == nil {
 		return nil, fmt.Errorf("clipnpu: fast cpu: nil model")
 	}
 	f := &fastCPU{m: m, pool: gemm.NewPool(threads)}
-	if v := m.vision; v != nil {
-		c := m.cfg.Vision
+	if v := m.Vision; v != nil {
+		c := m.Cfg.Vision
 		f.vis = &fastTower{T: c.Tokens(), H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
-			quick: c.Act == "quick_gelu", layers: fastLayers(v.layers), finW: v.postW, finB: v.postB, proj: fastMatrix(v.proj)}
-		f.patch = fastMatrix(v.patch)
+			quick: c.Act == "quick_gelu", layers: fastLayers(v.Layers), finW: v.PostW, finB: v.PostB, proj: fastMatrix(v.Proj)}
+		f.patch = fastMatrix(v.Patch)
 		f.vis.colsPer = c.Grid() * c.Grid() * 3 * c.Patch * c.Patch
 	}
-	if t := m.text; t != nil {
-		c := m.cfg.Text
+	if t := m.Text; t != nil {
+		c := m.Cfg.Text
 		f.txt = &fastTower{T: c.Context, H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
-			quick: c.Act == "quick_gelu", causal: true, layers: fastLayers(t.layers), finW: t.finalW, finB: t.finalB, proj: fastMatrix(t.proj)}
+			quick: c.Act == "quick_gelu", causal: true, layers: fastLayers(t.Layers), finW: t.FinalW, finB: t.FinalB, proj: fastMatrix(t.Proj)}
 	}
 	return f, nil
 }
 
-func (f *fastCPU) Info() Info { return f.m.info(DeviceCPU) }
+func (f *fastCPU) Info() Info { return f.m.Describe(DeviceCPU) }
 
 func (f *fastCPU) Close() error {
 	if f.pool == nil {
@@ -140,7 +138,7 @@ func (f *fastCPU) Close() error {
 	}
 	f.pool.Close()
 	f.pool, f.vis, f.txt = nil, nil, nil
-	return f.m.close()
+	return f.m.Close()
 }
 
 // EncodeImages embeds n images, pixels float32 [n, 3, S, S] → [n, D].
@@ -151,12 +149,12 @@ func (f *fastCPU) EncodeImages(pixels []float32, n int) ([]float32, error) {
 	if f.vis == nil {
 		return nil, fmt.Errorf("encode images: %w (loaded for text only)", ErrNoTower)
 	}
-	S := f.m.cfg.Vision.ImageSize
+	S := f.m.Cfg.Vision.ImageSize
 	per := 3 * S * S
 	if n < 0 || len(pixels) != n*per {
 		return nil, fmt.Errorf("clipnpu: encode images: %d pixel values for n=%d, want n·3·%d·%d", len(pixels), n, S, S)
 	}
-	D := f.m.cfg.ProjectionDim
+	D := f.m.Cfg.ProjectionDim
 	out := make([]float32, n*D)
 	for lo := 0; lo < n; lo += fastImageChunk {
 		hi := min(n, lo+fastImageChunk)
@@ -173,7 +171,7 @@ func (f *fastCPU) EncodeTexts(ids []int32, n int) ([]float32, error) {
 	if f.txt == nil {
 		return nil, fmt.Errorf("encode texts: %w (loaded for images only)", ErrNoTower)
 	}
-	T, V := f.txt.T, f.m.cfg.Text.Vocab
+	T, V := f.txt.T, f.m.Cfg.Text.Vocab
 	if n < 0 || len(ids) != n*T {
 		return nil, fmt.Errorf("clipnpu: encode texts: %d ids for n=%d, want n·%d", len(ids), n, T)
 	}
@@ -182,7 +180,7 @@ func (f *fastCPU) EncodeTexts(ids []int32, n int) ([]float32, error) {
 			return nil, fmt.Errorf("clipnpu: encode texts: token id %d at [%d, %d] outside the vocabulary [0, %d)", id, i/T, i%T, V)
 		}
 	}
-	D := f.m.cfg.ProjectionDim
+	D := f.m.Cfg.ProjectionDim
 	out := make([]float32, n*D)
 	for lo := 0; lo < n; lo += fastTextChunk {
 		hi := min(n, lo+fastTextChunk)
@@ -215,7 +213,7 @@ func (t *fastTower) reserve(n, workers int) {
 
 // images runs the vision tower on n ≤ fastImageChunk images into out [n, D].
 func (f *fastCPU) images(out, pixels []float32, n int) {
-	t, c := f.vis, f.m.cfg.Vision
+	t, c := f.vis, f.m.Cfg.Vision
 	t.reserve(n, f.pool.Threads())
 	T, H, P, G, S := t.T, t.H, c.Patch, c.Grid(), c.ImageSize
 	K := 3 * P * P // im2col row: (channel, ky, kx), the conv weight's column order
@@ -237,8 +235,8 @@ func (f *fastCPU) images(out, pixels []float32, n int) {
 	})
 	f.pool.Linear(emb, cols, np, &f.patch, nil)
 	// x[b, 0] = cls + pos[0]; x[b, 1+p] = emb[b, p] + pos[1+p]; then pre-LN.
-	pos, cls := f.m.vision.pos, f.m.vision.cls
-	vw := f.m.vision
+	pos, cls := f.m.Vision.Pos, f.m.Vision.Cls
+	vw := f.m.Vision
 	f.pool.Parallel(n*T, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			b, tok := r/T, r%T
@@ -248,7 +246,7 @@ func (f *fastCPU) images(out, pixels []float32, n int) {
 			} else {
 				fastAdd(row, emb[(b*G*G+tok-1)*H:(b*G*G+tok)*H], pos[tok*H:(tok+1)*H])
 			}
-			fastLayerNorm(row, row, vw.preW, vw.preB, t.eps)
+			fastLayerNorm(row, row, vw.PreW, vw.PreB, t.eps)
 		}
 	})
 	for b := 0; b < n; b++ { // every token; pool the class token
@@ -264,10 +262,10 @@ func (f *fastCPU) texts(out []float32, ids []int32, n int) {
 	t := f.txt
 	t.reserve(n, f.pool.Threads())
 	T, H := t.T, t.H
-	tw := f.m.text
+	tw := f.m.Text
 	R := 0
 	for b := 0; b < n; b++ { // tokens up to the pooled one
-		t.at[b] = fastPoolIndex(ids[b*T:(b+1)*T], f.m.cfg.Text.EOS)
+		t.at[b] = fastPoolIndex(ids[b*T:(b+1)*T], f.m.Cfg.Text.EOS)
 		t.off[b], t.lens[b] = R, t.at[b]+1
 		R += t.lens[b]
 	}
@@ -276,8 +274,8 @@ func (f *fastCPU) texts(out []float32, ids []int32, n int) {
 		for b := lo; b < hi; b++ {
 			for j := 0; j < t.lens[b]; j++ {
 				row := t.x[(t.off[b]+j)*H : (t.off[b]+j+1)*H]
-				emb := tw.tok.rowInto(int(ids[b*T+j]), row)
-				fastAdd(row, emb, tw.pos[j*H:(j+1)*H])
+				emb := tw.Tok.RowInto(int(ids[b*T+j]), row)
+				fastAdd(row, emb, tw.Pos[j*H:(j+1)*H])
 			}
 		}
 	})

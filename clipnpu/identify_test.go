@@ -23,9 +23,9 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 	}
 	// Only the text tower's matrices stay F32: rounding applies to a text
 	// load, not to an image load.
-	mixed := hfTensors(randomModel(cfg, 5, dtF16, BothTowers, 1))
+	mixed := hfTensors(RandomModel(cfg, 5, F16, BothTowers, 1))
 	f32 := map[string]stTensor{}
-	for _, x := range hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1)) {
+	for _, x := range hfTensors(RandomModel(cfg, 5, F32, BothTowers, 1)) {
 		f32[x.name] = x
 	}
 	for i, x := range mixed {
@@ -37,10 +37,10 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 	// Projections BF16, everything else F32: the rounding target names
 	// the model, not the last matrix read.
 	bf := map[string]stTensor{}
-	for _, x := range hfTensors(randomModel(cfg, 5, dtBF16, BothTowers, 1)) {
+	for _, x := range hfTensors(RandomModel(cfg, 5, BF16, BothTowers, 1)) {
 		bf[x.name] = x
 	}
-	proj := hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1))
+	proj := hfTensors(RandomModel(cfg, 5, F32, BothTowers, 1))
 	for i, x := range proj {
 		if x.name == "visual_projection.weight" || x.name == "text_projection.weight" {
 			proj[i] = bf[x.name]
@@ -72,7 +72,7 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 		}
 	}
 	// A folder Load refuses (a misshapen tensor) is refused by Identify.
-	bad := hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1))
+	bad := hfTensors(RandomModel(cfg, 5, F32, BothTowers, 1))
 	for i := range bad {
 		if bad[i].name == "vision_model.encoder.layers.1.mlp.fc2.weight" {
 			bad[i].shape = []int{bad[i].shape[1], bad[i].shape[0]}

@@ -35,7 +35,7 @@ type stTensor struct {
 
 // hfTensors lists a model's weights under their Hugging Face names, encoded
 // as WriteRandom writes them.
-func hfTensors(m *model) []stTensor {
+func hfTensors(m *Model) []stTensor {
 	var ts []stTensor
 	for _, t := range namedTensors(m) {
 		var b bytes.Buffer
@@ -44,7 +44,7 @@ func hfTensors(m *model) []stTensor {
 			panic(err)
 		}
 		w.Flush()
-		dt := map[dtype]string{dtF32: "F32", dtF16: "F16", dtBF16: "BF16"}[t.dtype]
+		dt := map[Dtype]string{F32: "F32", F16: "F16", BF16: "BF16"}[t.dtype]
 		ts = append(ts, stTensor{t.name, dt, t.shape, b.Bytes()})
 	}
 	return ts
@@ -113,21 +113,21 @@ func testInputs(cfg Config, n int) ([]float32, []int32) {
 func TestLoadRoundTrip(t *testing.T) {
 	cfg := smallConfig()
 	for _, c := range []struct {
-		dt  dtype
+		dt  Dtype
 		pad int
-	}{{dtF32, 0}, {dtF32, 1}, {dtF16, 0}, {dtBF16, 2}, {dtF16, 3}} {
+	}{{F32, 0}, {F32, 1}, {F16, 0}, {BF16, 2}, {F16, 3}} {
 		t.Run(fmt.Sprintf("%s-pad%d", c.dt, c.pad), func(t *testing.T) {
-			src := randomModel(cfg, 42, c.dt, BothTowers, 2)
+			src := RandomModel(cfg, 42, c.dt, BothTowers, 2)
 			dir := writeModelDir(t, cfg, hfTensors(src), c.pad)
 			b, err := Load(dir, Options{Device: "reference"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if got := b.(*refBackend).m.dtype; got != c.dt {
+			if got := b.(*RefBackend).m.Dtype; got != c.dt {
 				t.Errorf("loaded dtype %s, want %s", got, c.dt)
 			}
-			want := newReference(src, 2)
+			want := NewReference(src, 2)
 			px, ids := testInputs(cfg, 2)
 			for _, enc := range []struct {
 				name      string
@@ -150,7 +150,7 @@ func TestLoadRoundTrip(t *testing.T) {
 					}
 				}
 			}
-			if got, want := b.Info().LogitScale, src.logitScale; math.Abs(float64(got-want)) > 1e-4 {
+			if got, want := b.Info().LogitScale, src.LogitScale; math.Abs(float64(got-want)) > 1e-4 {
 				t.Errorf("LogitScale %v, want %v", got, want)
 			}
 		})
@@ -176,7 +176,7 @@ func without(ts []stTensor, names ...string) []stTensor {
 
 func TestLoadErrors(t *testing.T) {
 	cfg := smallConfig()
-	good := hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1))
+	good := hfTensors(RandomModel(cfg, 1, F32, BothTowers, 1))
 	edit := func(name string, f func(*stTensor)) []stTensor {
 		out := append([]stTensor(nil), good...)
 		for i := range out {
@@ -258,7 +258,7 @@ func TestLoadErrors(t *testing.T) {
 // (so it never looks at them), and refuses images; and vice versa.
 func TestTowers(t *testing.T) {
 	cfg := smallConfig()
-	all := hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 1))
+	all := hfTensors(RandomModel(cfg, 3, F32, BothTowers, 1))
 	px, ids := testInputs(cfg, 1)
 	for _, c := range []struct {
 		name   string
@@ -299,7 +299,7 @@ func TestBundleAndDevices(t *testing.T) {
 	saved := openNPU
 	defer func() { openNPU = saved }()
 	cfg := smallConfig()
-	hf := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1)), 0)
+	hf := writeModelDir(t, cfg, hfTensors(RandomModel(cfg, 1, F32, BothTowers, 1)), 0)
 	bundle := t.TempDir()
 	for _, f := range []string{"manifest.txt", "tensors.txt", "tensors.bin"} {
 		os.WriteFile(filepath.Join(bundle, f), []byte("version 1\n"), 0o644)
@@ -378,7 +378,7 @@ func TestInfo(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "my-model")
 	os.Mkdir(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "config.json"), hfConfigJSON(cfg), 0o644)
-	os.WriteFile(filepath.Join(dir, "model.safetensors"), encodeSafetensors(hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1)), 0), 0o644)
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), encodeSafetensors(hfTensors(RandomModel(cfg, 1, F32, BothTowers, 1)), 0), 0o644)
 	b, err := Load(dir, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func Logits(img, txt []float32, nImg, nTxt, dim int, logitScale float32) []float
 	out := make([]float32, nImg*nTxt)
 	for i := 0; i < nImg; i++ {
 		for j := 0; j < nTxt; j++ {
-			d := dot64(img[i*dim:(i+1)*dim], txt[j*dim:(j+1)*dim])
+			d := Dot64(img[i*dim:(i+1)*dim], txt[j*dim:(j+1)*dim])
 			out[i*nTxt+j] = float32(float64(logitScale) * d * ii[i] * it[j])
 		}
 	}

@@ -36,7 +36,7 @@ func TestEOSPosition(t *testing.T) {
 		{[]int32{49406, 2, 320, 49407, 0, 0}, 2, 3}, // legacy eos_token_id 2: argmax of the ids
 		{[]int32{7, 9, 9}, 2, 1},                    // argmax takes the first maximum
 	} {
-		if got := eosPosition(c.ids, c.eos); got != c.want {
+		if got := EOSPosition(c.ids, c.eos); got != c.want {
 			t.Errorf("eosPosition(%v, %d) = %d, want %d", c.ids, c.eos, got, c.want)
 		}
 	}

@@ -11,12 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// canMap: mapFile maps files (it reads them whole on other systems).
-const canMap = true
+// CanMap: mapFile maps files (it reads them whole on other systems).
+const CanMap = true
 
-// mapFile maps path read-only. Pages are faulted in only when a tower reads
+// MapFile maps path read-only. Pages are faulted in only when a tower reads
 // them, so a text-only load never reads the vision weights from disk.
-func mapFile(path string) (*mapping, error) {
+func MapFile(path string) (*Mapping, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -28,7 +28,7 @@ func mapFile(path string) (*mapping, error) {
 	}
 	size := st.Size()
 	if size == 0 {
-		return &mapping{}, nil
+		return &Mapping{}, nil
 	}
 	if int64(int(size)) != size {
 		return nil, fmt.Errorf("map %s: %d bytes do not fit the address space", path, size)
@@ -37,7 +37,7 @@ func mapFile(path string) (*mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", path, err)
 	}
-	return &mapping{data: data, unmap: func() error { return unix.Munmap(data) }}, nil
+	return &Mapping{Data: data, unmap: func() error { return unix.Munmap(data) }}, nil
 }
 
 // dropPages drops the whole pages inside b from the process's resident set

@@ -65,7 +65,7 @@ func readNPUConfig(b *bundle.Bundle, towers Towers) (npuConfig, error) {
 	}
 	i("embed_dim", &c.embedDim)
 	f("logit_scale", &c.logitScale)
-	if towers.image() {
+	if towers.Image() {
 		i("v_layers", &c.vLayers)
 		i("v_dim", &c.vDim)
 		i("v_tokens", &c.vTokens)
@@ -80,7 +80,7 @@ func readNPUConfig(b *bundle.Bundle, towers Towers) (npuConfig, error) {
 	} else {
 		opt("image_size", &c.imageSize, 0)
 	}
-	if towers.text() {
+	if towers.Text() {
 		i("t_layers", &c.tLayers)
 		i("t_dim", &c.tDim)
 		i("t_batch", &c.tBatch)
@@ -109,7 +109,7 @@ func readNPUConfig(b *bundle.Bundle, towers Towers) (npuConfig, error) {
 	if c.embedDim <= 0 {
 		return c, bad("embed_dim %d", c.embedDim)
 	}
-	if towers.image() {
+	if towers.Image() {
 		switch {
 		case c.vLayers <= 0 || c.vDim <= 0 || c.vBatch <= 0 || c.patch <= 0 || c.imageSize%max(c.patch, 1) != 0:
 			return c, bad("vision params v_layers=%d v_dim=%d v_batch=%d patch=%d image_size=%d", c.vLayers, c.vDim, c.vBatch, c.patch, c.imageSize)
@@ -123,7 +123,7 @@ func readNPUConfig(b *bundle.Bundle, towers Towers) (npuConfig, error) {
 			return c, bad("v_heads=%d does not divide v_dim=%d", c.vHeads, c.vDim)
 		}
 	}
-	if towers.text() {
+	if towers.Text() {
 		switch {
 		case c.tLayers <= 0 || c.tDim <= 0 || c.tBatch <= 0 || c.context <= 0:
 			return c, bad("text params t_layers=%d t_dim=%d t_batch=%d context=%d", c.tLayers, c.tDim, c.tBatch, c.context)
@@ -225,14 +225,14 @@ type npuBackend struct {
 	info    Info
 
 	vision *npuTower
-	patchW tensor    // v.patch_w [H, 3·P·P]
+	patchW Tensor    // v.patch_w [H, 3·P·P]
 	cls    []float32 // v.cls [H]
 	vpos   []float32 // v.pos [Tok, H]
 	preW   []float32 // v.ln_pre.{w,b} [H]
 	preB   []float32
 	postW  []float32 // v.ln_post.{w,b} [H]
 	postB  []float32
-	vproj  tensor // v.proj [D, H]
+	vproj  Tensor // v.proj [D, H]
 
 	text   *npuTower
 	tokEmb bundle.Tensor // t.tok_emb [vocab, H], rows read on demand
@@ -240,11 +240,11 @@ type npuBackend struct {
 	tpos   []float32 // t.pos [T, H]
 	finalW []float32 // t.ln_final.{w,b} [H]
 	finalB []float32
-	tproj  tensor // t.proj [D, H]
+	tproj  Tensor // t.proj [D, H]
 }
 
-// openBundle opens the bundle in dir on dev. On error dev is closed.
-func openBundle(dir string, opts Options, dev npuDevice) (_ Backend, err error) {
+// OpenBundle opens the bundle in dir on dev. On error dev is closed.
+func OpenBundle(dir string, opts Options, dev npuDevice) (_ Backend, err error) {
 	nb := &npuBackend{dev: dev, threads: opts.Threads}
 	defer func() {
 		if err != nil {
@@ -274,9 +274,9 @@ func openBundle(dir string, opts Options, dev npuDevice) (_ Backend, err error) 
 		}
 		return t.F32()
 	}
-	mat := func(name string, rows, cols int) (tensor, error) {
+	mat := func(name string, rows, cols int) (Tensor, error) {
 		v, err := f32(name, rows*cols)
-		return tensor{name: name, rows: rows, cols: cols, dtype: dtF32, f32: v}, err
+		return Tensor{Name: name, Rows: rows, Cols: cols, Dtype: F32, F32: v}, err
 	}
 	weights := func(p string) func(l int, name string) ([]byte, error) {
 		return func(l int, name string) ([]byte, error) {
@@ -287,7 +287,7 @@ func openBundle(dir string, opts Options, dev npuDevice) (_ Backend, err error) 
 			return t.U8()
 		}
 	}
-	if opts.Towers.image() {
+	if opts.Towers.Image() {
 		H, K := c.vDim, 3*c.patch*c.patch
 		for _, l := range []struct {
 			dst  *[]float32
@@ -319,7 +319,7 @@ func openBundle(dir string, opts Options, dev npuDevice) (_ Backend, err error) 
 			return nil, err
 		}
 	}
-	if opts.Towers.text() {
+	if opts.Towers.Text() {
 		H := c.tDim
 		if nb.tokEmb, err = b.Tensor("t.tok_emb"); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadModel, err)
@@ -396,7 +396,7 @@ func bundleHash(b *bundle.Bundle) string {
 		if err != nil {
 			return ""
 		}
-		hashTensor(h, t.Bytes())
+		HashTensor(h, t.Bytes())
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -431,7 +431,7 @@ func (nb *npuBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
 	c := nb.cfg
 	S, H, D := c.imageSize, c.vDim, c.embedDim
 	per := 3 * S * S
-	if err := checkBatch(len(pixels), n, per, "pixel values"); err != nil {
+	if err := CheckBatch(len(pixels), n, per, "pixel values"); err != nil {
 		return nil, err
 	}
 	out := make([]float32, 0, n*D)
@@ -446,8 +446,8 @@ func (nb *npuBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
 		e := make([]float32, D)
 		for im := 0; im < ng; im++ {
 			r := im * c.vStride
-			refLayerNorm(pooled, y[r*H:(r+1)*H], 1, H, nb.postW, nb.postB, c.vEps)
-			refLinear(e, pooled, 1, &nb.vproj, nil, 1)
+			LayerNorm(pooled, y[r*H:(r+1)*H], 1, H, nb.postW, nb.postB, c.vEps)
+			Linear(e, pooled, 1, &nb.vproj, nil, 1)
 			out = append(out, e...)
 		}
 	}
@@ -464,10 +464,10 @@ func (nb *npuBackend) visionInput(px []float32, ng int) []float32 {
 	// Patch embedding in float32 (the conv as a GEMM): [ng·G·G, H].
 	patches := patchRows(px, ng, S, P)
 	emb := make([]float32, ng*G*G*H)
-	w := gemm.Matrix{Rows: H, Cols: 3 * P * P, Dtype: gemm.F32, F32: nb.patchW.f32}
+	w := gemm.Matrix{Rows: H, Cols: 3 * P * P, Dtype: gemm.F32, F32: nb.patchW.F32}
 	nb.pool.Linear(emb, patches, ng*G*G, &w, nil)
 	x := make([]float32, c.vRows*H)
-	parallel(ng*c.vTokens, nb.threads, func(lo, hi int) {
+	Parallel(ng*c.vTokens, nb.threads, func(lo, hi int) {
 		tmp := make([]float32, H)
 		for r := lo; r < hi; r++ {
 			im, tok := r/c.vTokens, r%c.vTokens
@@ -479,7 +479,7 @@ func (nb *npuBackend) visionInput(px []float32, ng int) []float32 {
 				tmp[j] = src[j] + nb.vpos[tok*H+j]
 			}
 			row := im*c.vStride + tok
-			refLayerNorm(x[row*H:(row+1)*H], tmp, 1, H, nb.preW, nb.preB, c.vEps)
+			LayerNorm(x[row*H:(row+1)*H], tmp, 1, H, nb.preW, nb.preB, c.vEps)
 		}
 	})
 	return x
@@ -492,10 +492,10 @@ func (nb *npuBackend) EncodeTexts(ids []int32, n int) ([]float32, error) {
 	}
 	c := nb.cfg
 	T, H, D, sp := c.context, c.tDim, c.embedDim, c.tSeqPad
-	if err := checkBatch(len(ids), n, T, "token ids"); err != nil {
+	if err := CheckBatch(len(ids), n, T, "token ids"); err != nil {
 		return nil, err
 	}
-	if err := checkIDs(ids, nb.vocab); err != nil {
+	if err := CheckIDs(ids, nb.vocab); err != nil {
 		return nil, err
 	}
 	out := make([]float32, 0, n*D)
@@ -528,8 +528,8 @@ func (nb *npuBackend) EncodeTexts(ids []int32, n int) ([]float32, error) {
 				end = argmaxFirst(seq)
 			}
 			r := p*sp + end
-			refLayerNorm(pooled, y[r*H:(r+1)*H], 1, H, nb.finalW, nb.finalB, c.tEps)
-			refLinear(e, pooled, 1, &nb.tproj, nil, 1)
+			LayerNorm(pooled, y[r*H:(r+1)*H], 1, H, nb.finalW, nb.finalB, c.tEps)
+			Linear(e, pooled, 1, &nb.tproj, nil, 1)
 			out = append(out, e...)
 		}
 	}

@@ -20,7 +20,7 @@ func hostBenchBackend(threads int) *npuBackend {
 	}
 	nb := &npuBackend{threads: threads, pool: gemm.NewPool(threads)}
 	nb.cfg = npuConfig{vDim: H, patch: P, imageSize: 224, vTokens: Tok, vStride: 264, vRows: 1280, vBatch: 4, vEps: 1e-5}
-	nb.patchW = tensor{name: "v.patch_w", rows: H, cols: 3 * P * P, dtype: dtF32, f32: fill(H*3*P*P, 0.37)}
+	nb.patchW = Tensor{Name: "v.patch_w", Rows: H, Cols: 3 * P * P, Dtype: F32, F32: fill(H*3*P*P, 0.37)}
 	nb.cls, nb.vpos = fill(H, 0.11), fill(Tok*H, 0.13)
 	nb.preW, nb.preB = fill(H, 0.17), fill(H, 0.19)
 	return nb
@@ -50,13 +50,13 @@ func BenchmarkNPUHostImage(b *testing.B) {
 		patches := patchRows(px, 4, 224, 14)
 		emb := make([]float32, 4*256*1280)
 		for i := 0; i < b.N; i++ {
-			refLinear(emb, patches, 4*256, &nb.patchW, nil, nb.pool.Threads())
+			Linear(emb, patches, 4*256, &nb.patchW, nil, nb.pool.Threads())
 		}
 	})
 	b.Run("gemm-patch", func(b *testing.B) {
 		patches := patchRows(px, 4, 224, 14)
 		emb := make([]float32, 4*256*1280)
-		w := gemm.Matrix{Rows: 1280, Cols: 588, Dtype: gemm.F32, F32: nb.patchW.f32}
+		w := gemm.Matrix{Rows: 1280, Cols: 588, Dtype: gemm.F32, F32: nb.patchW.F32}
 		for i := 0; i < b.N; i++ {
 			nb.pool.Linear(emb, patches, 4*256, &w, nil)
 		}

@@ -181,7 +181,7 @@ func decodeBT(w []uint16, p []byte, l packLayout, threads int) error {
 	KB, KS, I := l.K/l.tileK, l.tileK/l.ctK, l.ctK/mmulS
 	CB, TB := l.N/l.tileN, l.tileN/mmulT
 	perCB := l.K * l.tileN / bfpBlock // blocks in one column tile
-	parallel(CB, threads, func(lo, hi int) {
+	Parallel(CB, threads, func(lo, hi int) {
 		for cb := lo; cb < hi; cb++ {
 			blk := p[cb*perCB*bfpBlockBytes:]
 			for kb := 0; kb < KB; kb++ {

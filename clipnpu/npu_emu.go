@@ -37,9 +37,9 @@ type emuDevice struct {
 	held int64           // bytes of decoded weights
 }
 
-// newEmuDevice starts an emulated device on threads workers (0 or less:
+// NewEmuDevice starts an emulated device on threads workers (0 or less:
 // GOMAXPROCS), reporting itself as DeviceEmulatedNPU.
-func newEmuDevice(threads int) *emuDevice {
+func NewEmuDevice(threads int) *emuDevice {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
@@ -169,11 +169,11 @@ func (k *emuKernel) Run(args []bufView) error {
 // getBF16Par and putBF16Par are getBF16 and putBF16 over the device's
 // threads, a row of width values at a time.
 func (d *emuDevice) getBF16Par(dst []float32, src []byte, width int) {
-	parallel(len(dst)/width, d.threads, func(lo, hi int) { getBF16(dst[lo*width:hi*width], src[2*lo*width:]) })
+	Parallel(len(dst)/width, d.threads, func(lo, hi int) { getBF16(dst[lo*width:hi*width], src[2*lo*width:]) })
 }
 
 func (d *emuDevice) putBF16Par(dst []byte, src []float32, width int) {
-	parallel(len(src)/width, d.threads, func(lo, hi int) { putBF16(dst[2*lo*width:], src[lo*width:hi*width]) })
+	Parallel(len(src)/width, d.threads, func(lo, hi int) { putBF16(dst[2*lo*width:], src[lo*width:hi*width]) })
 }
 
 // gemm: C [M, N] = act(A [M, K] · B + bias), float32 accumulation, the
@@ -196,7 +196,7 @@ func (k *emuKernel) gemm(args []bufView) error {
 	C := make([]float32, s.M*s.N)
 	k.d.pool.Linear(C, A, s.M, &ew.w, ew.bias)
 	if s.Act != "" {
-		parallel(s.M, k.d.threads, func(lo, hi int) { refActivate(C[lo*s.N:hi*s.N], s.Act) })
+		Parallel(s.M, k.d.threads, func(lo, hi int) { Activate(C[lo*s.N:hi*s.N], s.Act) })
 	}
 	k.d.putBF16Par(c.bytes(), C, s.N)
 	return nil

@@ -41,7 +41,7 @@ func vitHConfig(layers int) Config {
 func BenchmarkEmulatedViTH(b *testing.B) {
 	cfg := vitHConfig(*emuViTHLayers)
 	dir := b.TempDir()
-	m := randomModel(cfg, 1, dtBF16, BothTowers, runtime.GOMAXPROCS(0))
+	m := RandomModel(cfg, 1, BF16, BothTowers, runtime.GOMAXPROCS(0))
 	if err := exportBundle(m, dir, exportShape{vBatch: 4, vM: 256, vMHAExtra: 8, tBatch: 8, tM: 64}, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -50,8 +50,8 @@ func BenchmarkEmulatedViTH(b *testing.B) {
 	rss0, _ := rss.Current()
 
 	t0 := time.Now()
-	dev := newEmuDevice(0)
-	nb, err := openBundle(dir, Options{}, dev)
+	dev := NewEmuDevice(0)
+	nb, err := OpenBundle(dir, Options{}, dev)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func BenchmarkEmulatedViTH(b *testing.B) {
 // the side-by-side baseline): C [M, N] = A [M, K] · B [K, N] + bias with B
 // decoded to float32, row-parallel scalar loops.
 func naiveGEMM(C, A, B, bias []float32, M, K, N, threads int) {
-	parallel(M, threads, func(lo, hi int) {
+	Parallel(M, threads, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			acc := C[i*N : (i+1)*N]
 			copy(acc, bias)

@@ -50,11 +50,11 @@ func gemmTiles(K, N int) packLayout {
 }
 
 // matF32 returns an [rows, cols] matrix's values as float32.
-func matF32(t *tensor) []float32 {
-	out := make([]float32, t.rows*t.cols)
-	buf := make([]float32, t.cols)
-	for r := 0; r < t.rows; r++ {
-		copy(out[r*t.cols:], t.rowInto(r, buf))
+func matF32(t *Tensor) []float32 {
+	out := make([]float32, t.Rows*t.Cols)
+	buf := make([]float32, t.Cols)
+	for r := 0; r < t.Rows; r++ {
+		copy(out[r*t.Cols:], t.RowInto(r, buf))
 	}
 	return out
 }
@@ -74,20 +74,20 @@ func packGEMM(B []float32, bias []float32, l packLayout) ([]byte, error) {
 
 // exportLayer folds and packs one layer's four GEMMs. H width, M MLP width,
 // N1 fc1's padded N; act is the MLP activation.
-func exportLayer(lw *layerWeights, H, M, N1 int, act string) (qkv, o, fc1, fc2 []byte, err error) {
-	Wq, Wk, Wv, Wo := matF32(&lw.q), matF32(&lw.k), matF32(&lw.v), matF32(&lw.o)
-	W1, W2 := matF32(&lw.fc1), matF32(&lw.fc2)
+func exportLayer(lw *LayerWeights, H, M, N1 int, act string) (qkv, o, fc1, fc2 []byte, err error) {
+	Wq, Wk, Wv, Wo := matF32(&lw.Q), matF32(&lw.K), matF32(&lw.V), matF32(&lw.O)
+	W1, W2 := matF32(&lw.FC1), matF32(&lw.FC2)
 
 	// qkv: (γ1⊙h + β1)·Wᵀ + b = h·(W diag γ1)ᵀ + (W·β1 + b); B [H, 3H].
 	B := make([]float32, H*3*H)
 	bias := make([]float32, 3*H)
 	for part, w := range [][]float32{Wq, Wk, Wv} {
-		b0 := [][]float32{lw.qB, lw.kB, lw.vB}[part]
+		b0 := [][]float32{lw.QB, lw.KB, lw.VB}[part]
 		for n := 0; n < H; n++ {
 			s := float64(b0[n])
 			for k := 0; k < H; k++ {
-				B[k*3*H+part*H+n] = w[n*H+k] * lw.ln1W[k]
-				s += float64(w[n*H+k]) * float64(lw.ln1B[k])
+				B[k*3*H+part*H+n] = w[n*H+k] * lw.LN1W[k]
+				s += float64(w[n*H+k]) * float64(lw.LN1B[k])
 			}
 			bias[part*H+n] = float32(s)
 		}
@@ -102,7 +102,7 @@ func exportLayer(lw *layerWeights, H, M, N1 int, act string) (qkv, o, fc1, fc2 [
 			B[k*H+n] = Wo[n*H+k]
 		}
 	}
-	if o, err = packGEMM(B, lw.oB, gemmTiles(H, H)); err != nil {
+	if o, err = packGEMM(B, lw.OB, gemmTiles(H, H)); err != nil {
 		return
 	}
 
@@ -111,10 +111,10 @@ func exportLayer(lw *layerWeights, H, M, N1 int, act string) (qkv, o, fc1, fc2 [
 	B = make([]float32, H*N1)
 	bias = make([]float32, N1)
 	for n := 0; n < M; n++ {
-		s := float64(lw.fc1B[n])
+		s := float64(lw.FC1B[n])
 		for k := 0; k < H; k++ {
-			B[k*N1+n] = W1[n*H+k] * lw.ln2W[k]
-			s += float64(W1[n*H+k]) * float64(lw.ln2B[k])
+			B[k*N1+n] = W1[n*H+k] * lw.LN2W[k]
+			s += float64(W1[n*H+k]) * float64(lw.LN2B[k])
 		}
 		bias[n] = float32(s)
 	}
@@ -123,15 +123,15 @@ func exportLayer(lw *layerWeights, H, M, N1 int, act string) (qkv, o, fc1, fc2 [
 		return
 	}
 	one := []float32{1}
-	refActivate(one, act)
-	g := bf16ToF32(f32ToBF16(one[0])) // what fc1 stores in column M
+	Activate(one, act)
+	g := Bf16ToF32(F32ToBF16(one[0])) // what fc1 stores in column M
 
 	B = make([]float32, N1*H)
 	for n := 0; n < H; n++ {
 		for k := 0; k < M; k++ {
 			B[k*H+n] = W2[n*M+k]
 		}
-		B[M*H+n] = lw.fc2B[n] / g
+		B[M*H+n] = lw.FC2B[n] / g
 	}
 	fc2, err = packGEMM(B, nil, gemmTiles(N1, H))
 	return
@@ -148,11 +148,11 @@ type bundleExtra struct {
 
 // exportBundle writes m (both towers) as a CLIP bundle into dir, with
 // extra's records and tensors (extra may be nil).
-func exportBundle(m *model, dir string, sh exportShape, extra *bundleExtra) error {
+func exportBundle(m *Model, dir string, sh exportShape, extra *bundleExtra) error {
 	if extra == nil {
 		extra = &bundleExtra{}
 	}
-	cfg := m.cfg
+	cfg := m.Cfg
 	v, tc := cfg.Vision, cfg.Text
 	w := bundle.NewWriter()
 	vTok := v.Tokens()
@@ -174,7 +174,7 @@ func exportBundle(m *model, dir string, sh exportShape, extra *bundleExtra) erro
 		{"patch", v.Patch}, {"image_size", v.ImageSize},
 		{"t_layers", tc.Layers}, {"t_dim", tc.Hidden}, {"t_batch", sh.tBatch}, {"t_seq_pad", tSeq}, {"t_rows", tRows},
 		{"t_eps", tc.LayerNormEps}, {"t_heads", tc.Heads}, {"context", tc.Context},
-		{"embed_dim", cfg.ProjectionDim}, {"logit_scale", m.logitScale}, {"eos_argmax", eosArgmax},
+		{"embed_dim", cfg.ProjectionDim}, {"logit_scale", m.LogitScale}, {"eos_argmax", eosArgmax},
 		{"bos", 49406}, {"eos", tc.EOS}, {"pad", tc.EOS}, {"prompt_template", "a photo of a {}"},
 	} {
 		if _, ok := extra.params[p.k]; !ok {
@@ -203,10 +203,10 @@ func exportBundle(m *model, dir string, sh exportShape, extra *bundleExtra) erro
 		H, M, layers int
 		act          string
 		rows, gm     int
-		lws          []layerWeights
+		lws          []LayerWeights
 	}{
-		{"v", v.Hidden, v.MLP, v.Layers, v.Act, vRows, sh.vM, m.vision.layers},
-		{"t", tc.Hidden, tc.MLP, tc.Layers, tc.Act, tRows, sh.tM, m.text.layers},
+		{"v", v.Hidden, v.MLP, v.Layers, v.Act, vRows, sh.vM, m.Vision.Layers},
+		{"t", tc.Hidden, tc.MLP, tc.Layers, tc.Act, tRows, sh.tM, m.Text.Layers},
 	}
 	for _, tw := range towers {
 		N1 := roundUp(tw.M+1, 16)
@@ -253,20 +253,20 @@ func exportBundle(m *model, dir string, sh exportShape, extra *bundleExtra) erro
 			}
 		}
 	}
-	vw, tw := m.vision, m.text
-	w.F32("v.patch_w", []int{v.Hidden, 3 * v.Patch * v.Patch}, matF32(&vw.patch))
-	w.F32("v.cls", []int{v.Hidden}, vw.cls)
-	w.F32("v.pos", []int{vTok, v.Hidden}, vw.pos)
-	w.F32("v.ln_pre.w", []int{v.Hidden}, vw.preW)
-	w.F32("v.ln_pre.b", []int{v.Hidden}, vw.preB)
-	w.F32("v.ln_post.w", []int{v.Hidden}, vw.postW)
-	w.F32("v.ln_post.b", []int{v.Hidden}, vw.postB)
-	w.F32("v.proj", []int{cfg.ProjectionDim, v.Hidden}, matF32(&vw.proj))
-	w.F32("t.tok_emb", []int{tc.Vocab, tc.Hidden}, matF32(&tw.tok))
-	w.F32("t.pos", []int{tc.Context, tc.Hidden}, tw.pos)
-	w.F32("t.ln_final.w", []int{tc.Hidden}, tw.finalW)
-	w.F32("t.ln_final.b", []int{tc.Hidden}, tw.finalB)
-	w.F32("t.proj", []int{cfg.ProjectionDim, tc.Hidden}, matF32(&tw.proj))
+	vw, tw := m.Vision, m.Text
+	w.F32("v.patch_w", []int{v.Hidden, 3 * v.Patch * v.Patch}, matF32(&vw.Patch))
+	w.F32("v.cls", []int{v.Hidden}, vw.Cls)
+	w.F32("v.pos", []int{vTok, v.Hidden}, vw.Pos)
+	w.F32("v.ln_pre.w", []int{v.Hidden}, vw.PreW)
+	w.F32("v.ln_pre.b", []int{v.Hidden}, vw.PreB)
+	w.F32("v.ln_post.w", []int{v.Hidden}, vw.PostW)
+	w.F32("v.ln_post.b", []int{v.Hidden}, vw.PostB)
+	w.F32("v.proj", []int{cfg.ProjectionDim, v.Hidden}, matF32(&vw.Proj))
+	w.F32("t.tok_emb", []int{tc.Vocab, tc.Hidden}, matF32(&tw.Tok))
+	w.F32("t.pos", []int{tc.Context, tc.Hidden}, tw.Pos)
+	w.F32("t.ln_final.w", []int{tc.Hidden}, tw.FinalW)
+	w.F32("t.ln_final.b", []int{tc.Hidden}, tw.FinalB)
+	w.F32("t.proj", []int{cfg.ProjectionDim, tc.Hidden}, matF32(&tw.Proj))
 	for _, t := range extra.tensors {
 		w.Raw(t.Name, t.Dtype, t.Shape, t.Bytes())
 	}
@@ -290,11 +290,11 @@ var carriedTags = map[string]bool{"tok_test": true, "refset": true, "ref_image":
 // records, tensors, params and reference images are carried over, with the
 // tokenizer and preprocessing files, so `clipidx check dst` runs end to end.
 func ExportTinyBundle(src, dst string) error {
-	m, err := loadModel(src, BothTowers, keepStored, 0)
+	m, err := LoadModel(src, BothTowers, KeepStored, 0)
 	if err != nil {
 		return err
 	}
-	defer m.close()
+	defer m.Close()
 	var extra *bundleExtra
 	var files []string
 	if bundle.IsBundle(src) {

@@ -34,29 +34,29 @@ var onesZeros = func() func(n int) ([]float32, []float32) {
 // (rows split across threads).
 func lnNoAffine(y, x []float32, m, n int, eps float32, threads int) {
 	ones, zeros := onesZeros(n)
-	parallel(m, threads, func(lo, hi int) {
-		refLayerNorm(y[lo*n:hi*n], x[lo*n:hi*n], hi-lo, n, ones, zeros, eps)
+	Parallel(m, threads, func(lo, hi int) {
+		LayerNorm(y[lo*n:hi*n], x[lo*n:hi*n], hi-lo, n, ones, zeros, eps)
 	})
 }
 
 // putBF16 rounds src to bf16 (nearest even) into dst, little-endian.
 func putBF16(dst []byte, src []float32) {
 	for i, v := range src {
-		binary.LittleEndian.PutUint16(dst[2*i:], f32ToBF16(v))
+		binary.LittleEndian.PutUint16(dst[2*i:], F32ToBF16(v))
 	}
 }
 
 // getBF16 widens little-endian bf16 src into dst.
 func getBF16(dst []float32, src []byte) {
 	for i := range dst {
-		dst[i] = bf16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		dst[i] = Bf16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
 	}
 }
 
 // roundBF16 rounds v to the nearest bf16 value, in place.
 func roundBF16(v []float32) {
 	for i, x := range v {
-		v[i] = bf16ToF32(f32ToBF16(x))
+		v[i] = Bf16ToF32(F32ToBF16(x))
 	}
 }
 

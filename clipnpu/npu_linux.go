@@ -7,12 +7,10 @@ import (
 	"github.com/clipidx/clipidx/clipnpu/xdna"
 )
 
-func init() { openNPU = openXDNA }
-
-// openXDNA opens the first amdxdna device and replays the bundle in dir on
+// OpenDevice opens the first amdxdna device and replays the bundle in dir on
 // it. Every failure to get a usable device wraps ErrNoDevice with the
 // driver-level reason (no node, permissions, memlock, contexts, versions).
-func openXDNA(dir string, opts Options) (Backend, error) {
+func OpenDevice(dir string, opts Options) (Backend, error) {
 	dev, err := xdna.Open(xdna.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDevice, err)
@@ -21,7 +19,7 @@ func openXDNA(dir string, opts Options) (Backend, error) {
 		dev.Close()
 		return nil, fmt.Errorf("%w: %s is not a taconite NPU bundle (manifest.txt, tensors.txt, tensors.bin): the NPU runs only bundles exported by IRON", ErrNoDevice, dir)
 	}
-	b, err := openBundle(dir, opts, &xdnaDevice{dev: dev, ctxs: map[string]*xdna.Context{}})
+	b, err := OpenBundle(dir, opts, &xdnaDevice{dev: dev, ctxs: map[string]*xdna.Context{}})
 	if err != nil && !errors.Is(err, ErrBadModel) {
 		return nil, fmt.Errorf("%w: %w", ErrNoDevice, err)
 	}

@@ -114,7 +114,7 @@ func TestShortReason(t *testing.T) {
 			"locked-memory limit too low for NPU buffers"},
 		{ErrNoDevice.Error() + ": load kernel v_qkv: read xclbin: gone", "load kernel v_qkv: read xclbin"},
 	} {
-		if got := shortReason(errors.New(c.in)); got != c.want {
+		if got := ShortReason(errors.New(c.in)); got != c.want {
 			t.Errorf("shortReason(%q)\n = %q\nwant %q", c.in, got, c.want)
 		}
 	}
@@ -150,7 +150,7 @@ func TestDecodeBT(t *testing.T) {
 			}
 			for k := 0; k < l.K; k++ {
 				for n := 0; n < l.N; n++ {
-					got, ref := bf16ToF32(w[n*l.K+k]), want[k*l.N+n]
+					got, ref := Bf16ToF32(w[n*l.K+k]), want[k*l.N+n]
 					if math.Float32bits(got) != math.Float32bits(ref) {
 						t.Fatalf("%+v threads %d: B[%d][%d] = %g (bf16 %#04x), unpackB %g", l, threads, k, n, got, w[n*l.K+k], ref)
 					}
@@ -173,8 +173,8 @@ func TestDecodeBT(t *testing.T) {
 func TestEmulatedWeightMemory(t *testing.T) {
 	cfg := npuTestConfig()
 	_, dir := exportRandom(t, cfg, 2)
-	dev := newEmuDevice(1)
-	b, err := openBundle(dir, Options{Threads: 1}, dev)
+	dev := NewEmuDevice(1)
+	b, err := OpenBundle(dir, Options{Threads: 1}, dev)
 	if err != nil {
 		t.Fatal(err)
 	}

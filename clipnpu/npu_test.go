@@ -104,9 +104,9 @@ func npuTestConfig() Config {
 var npuTestShape = exportShape{vBatch: 4, vM: 8, vMHAExtra: 8, tBatch: 8, tM: 64}
 
 // exportRandom exports a random model and returns it with the bundle dir.
-func exportRandom(t *testing.T, cfg Config, seed uint64) (*model, string) {
+func exportRandom(t *testing.T, cfg Config, seed uint64) (*Model, string) {
 	t.Helper()
-	m := randomModel(cfg, seed, dtF32, BothTowers, 2)
+	m := RandomModel(cfg, seed, F32, BothTowers, 2)
 	dir := t.TempDir()
 	if err := exportBundle(m, dir, npuTestShape, nil); err != nil {
 		t.Fatal(err)
@@ -130,8 +130,8 @@ func cosine(a, b []float32) float64 {
 func TestReplayMatchesReference(t *testing.T) {
 	cfg := npuTestConfig()
 	m, dir := exportRandom(t, cfg, 7)
-	ref := newReference(m, 2)
-	nb, err := openBundle(dir, Options{Threads: 2}, newEmuDevice(2))
+	ref := NewReference(m, 2)
+	nb, err := OpenBundle(dir, Options{Threads: 2}, NewEmuDevice(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +209,8 @@ func TestReplayMatchesReference(t *testing.T) {
 func TestReplaySchedule(t *testing.T) {
 	cfg := npuTestConfig()
 	_, dir := exportRandom(t, cfg, 3)
-	dev := newEmuDevice(1)
-	b, err := openBundle(dir, Options{Threads: 1, Towers: ImageTower}, dev)
+	dev := NewEmuDevice(1)
+	b, err := OpenBundle(dir, Options{Threads: 1, Towers: ImageTower}, dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,10 +270,10 @@ func TestReplayTextOnlyIgnoresVision(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Join(keep, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openBundle(dir, Options{}, newEmuDevice(1)); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "v_") {
+	if _, err := OpenBundle(dir, Options{}, NewEmuDevice(1)); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "v_") {
 		t.Fatalf("both towers without vision records: %v", err)
 	}
-	b, err := openBundle(dir, Options{Towers: TextTower, Threads: 2}, newEmuDevice(2))
+	b, err := OpenBundle(dir, Options{Towers: TextTower, Threads: 2}, NewEmuDevice(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestReplayTextOnlyIgnoresVision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := newReference(m, 2).EncodeTexts(ids, 2)
+	want, _ := NewReference(m, 2).EncodeTexts(ids, 2)
 	if c := cosine(got[:16], want[:16]); c < 0.998 {
 		t.Errorf("text-only cosine %.5f", c)
 	}
@@ -295,7 +295,7 @@ func TestReplayTextOnlyIgnoresVision(t *testing.T) {
 func TestReplayContract(t *testing.T) {
 	cfg := npuTestConfig()
 	_, dir := exportRandom(t, cfg, 9)
-	b, err := openBundle(dir, Options{Threads: 1}, newEmuDevice(1))
+	b, err := OpenBundle(dir, Options{Threads: 1}, NewEmuDevice(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestReplayBadBundle(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "manifest.txt"), []byte(s), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := openBundle(dir, Options{}, newEmuDevice(1))
+			_, err := OpenBundle(dir, Options{}, NewEmuDevice(1))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want it to mention %q", err, c.want)
 			}

@@ -202,7 +202,7 @@ func (t *npuTower) run(x []float32, threads int) ([]float32, error) {
 	// folded into qkv) as the first qkv GEMM's A.
 	xb := make([]float32, R*H)
 	for i, v := range x {
-		xb[i] = bf16ToF32(f32ToBF16(v))
+		xb[i] = Bf16ToF32(F32ToBF16(v))
 	}
 	h := make([]float32, R*H)
 	lnNoAffine(h, xb, R, H, t.eps, threads)

@@ -59,8 +59,8 @@ func TestNewRandom(t *testing.T) {
 	if _, err := NewRandom(cfg, 1, "f32", Options{Device: "npu"}); err == nil {
 		t.Error("random model on the NPU accepted")
 	}
-	m := randomModel(cfg, 1, dtF16, TextTower, 2)
-	if m.vision != nil || m.text == nil || m.text.tok.u16 == nil {
+	m := RandomModel(cfg, 1, F16, TextTower, 2)
+	if m.Vision != nil || m.Text == nil || m.Text.Tok.U16 == nil {
 		t.Error("TextTower random model allocated the wrong towers or dtype")
 	}
 }

@@ -26,7 +26,7 @@ import (
 // tensor is generated just before it is written and released after, so
 // memory stays near the largest tensor, not the model.
 func WriteRandom(dir string, cfg Config, seed uint64, dt string, threads int) error {
-	d, err := randomDtype(cfg, dt)
+	d, err := RandomDtype(cfg, dt)
 	if err != nil {
 		return err
 	}
@@ -143,76 +143,76 @@ func hfConfigDoc(c Config) map[string]any {
 // namedTensor is one tensor to save: float32 values or 16-bit patterns.
 type namedTensor struct {
 	name  string
-	dtype dtype
+	dtype Dtype
 	shape []int
 	f32   []float32
 	u16   []uint16
 }
 
 // namedTensors lists the model's weights under their Hugging Face names.
-func namedTensors(m *model) []namedTensor {
+func namedTensors(m *Model) []namedTensor {
 	var ts []namedTensor
 	vec := func(name string, v []float32, shape ...int) {
 		if shape == nil {
 			shape = []int{len(v)}
 		}
-		ts = append(ts, namedTensor{name: name, dtype: dtF32, shape: shape, f32: v})
+		ts = append(ts, namedTensor{name: name, dtype: F32, shape: shape, f32: v})
 	}
-	mat := func(name string, t tensor, shape ...int) {
+	mat := func(name string, t Tensor, shape ...int) {
 		if shape == nil {
-			shape = []int{t.rows, t.cols}
+			shape = []int{t.Rows, t.Cols}
 		}
-		ts = append(ts, namedTensor{name: name, dtype: t.dtype, shape: shape, f32: t.f32, u16: t.u16})
+		ts = append(ts, namedTensor{name: name, dtype: t.Dtype, shape: shape, f32: t.F32, u16: t.U16})
 	}
-	layers := func(prefix string, ls []layerWeights) {
+	layers := func(prefix string, ls []LayerWeights) {
 		for i, l := range ls {
 			p := fmt.Sprintf("%s.encoder.layers.%d.", prefix, i)
-			vec(p+"layer_norm1.weight", l.ln1W)
-			vec(p+"layer_norm1.bias", l.ln1B)
-			vec(p+"layer_norm2.weight", l.ln2W)
-			vec(p+"layer_norm2.bias", l.ln2B)
-			mat(p+"self_attn.q_proj.weight", l.q)
-			vec(p+"self_attn.q_proj.bias", l.qB)
-			mat(p+"self_attn.k_proj.weight", l.k)
-			vec(p+"self_attn.k_proj.bias", l.kB)
-			mat(p+"self_attn.v_proj.weight", l.v)
-			vec(p+"self_attn.v_proj.bias", l.vB)
-			mat(p+"self_attn.out_proj.weight", l.o)
-			vec(p+"self_attn.out_proj.bias", l.oB)
-			mat(p+"mlp.fc1.weight", l.fc1)
-			vec(p+"mlp.fc1.bias", l.fc1B)
-			mat(p+"mlp.fc2.weight", l.fc2)
-			vec(p+"mlp.fc2.bias", l.fc2B)
+			vec(p+"layer_norm1.weight", l.LN1W)
+			vec(p+"layer_norm1.bias", l.LN1B)
+			vec(p+"layer_norm2.weight", l.LN2W)
+			vec(p+"layer_norm2.bias", l.LN2B)
+			mat(p+"self_attn.q_proj.weight", l.Q)
+			vec(p+"self_attn.q_proj.bias", l.QB)
+			mat(p+"self_attn.k_proj.weight", l.K)
+			vec(p+"self_attn.k_proj.bias", l.KB)
+			mat(p+"self_attn.v_proj.weight", l.V)
+			vec(p+"self_attn.v_proj.bias", l.VB)
+			mat(p+"self_attn.out_proj.weight", l.O)
+			vec(p+"self_attn.out_proj.bias", l.OB)
+			mat(p+"mlp.fc1.weight", l.FC1)
+			vec(p+"mlp.fc1.bias", l.FC1B)
+			mat(p+"mlp.fc2.weight", l.FC2)
+			vec(p+"mlp.fc2.bias", l.FC2B)
 		}
 	}
-	c := m.cfg
-	vec("logit_scale", []float32{float32(math.Log(float64(m.logitScale)))}, []int{}...)
-	if v := m.vision; v != nil {
+	c := m.Cfg
+	vec("logit_scale", []float32{float32(math.Log(float64(m.LogitScale)))}, []int{}...)
+	if v := m.Vision; v != nil {
 		P := c.Vision.Patch
-		mat("vision_model.embeddings.patch_embedding.weight", v.patch, c.Vision.Hidden, 3, P, P)
-		vec("vision_model.embeddings.class_embedding", v.cls)
-		vec("vision_model.embeddings.position_embedding.weight", v.pos, c.Vision.Tokens(), c.Vision.Hidden)
-		vec("vision_model.pre_layrnorm.weight", v.preW)
-		vec("vision_model.pre_layrnorm.bias", v.preB)
-		layers("vision_model", v.layers)
-		vec("vision_model.post_layernorm.weight", v.postW)
-		vec("vision_model.post_layernorm.bias", v.postB)
-		mat("visual_projection.weight", v.proj)
+		mat("vision_model.embeddings.patch_embedding.weight", v.Patch, c.Vision.Hidden, 3, P, P)
+		vec("vision_model.embeddings.class_embedding", v.Cls)
+		vec("vision_model.embeddings.position_embedding.weight", v.Pos, c.Vision.Tokens(), c.Vision.Hidden)
+		vec("vision_model.pre_layrnorm.weight", v.PreW)
+		vec("vision_model.pre_layrnorm.bias", v.PreB)
+		layers("vision_model", v.Layers)
+		vec("vision_model.post_layernorm.weight", v.PostW)
+		vec("vision_model.post_layernorm.bias", v.PostB)
+		mat("visual_projection.weight", v.Proj)
 	}
-	if t := m.text; t != nil {
-		mat("text_model.embeddings.token_embedding.weight", t.tok)
-		vec("text_model.embeddings.position_embedding.weight", t.pos, c.Text.Context, c.Text.Hidden)
-		layers("text_model", t.layers)
-		vec("text_model.final_layer_norm.weight", t.finalW)
-		vec("text_model.final_layer_norm.bias", t.finalB)
-		mat("text_projection.weight", t.proj)
+	if t := m.Text; t != nil {
+		mat("text_model.embeddings.token_embedding.weight", t.Tok)
+		vec("text_model.embeddings.position_embedding.weight", t.Pos, c.Text.Context, c.Text.Hidden)
+		layers("text_model", t.Layers)
+		vec("text_model.final_layer_norm.weight", t.FinalW)
+		vec("text_model.final_layer_norm.bias", t.FinalB)
+		mat("text_projection.weight", t.Proj)
 	}
 	return ts
 }
 
 // byteLen is the tensor's size in the file.
 func (t *namedTensor) byteLen() int {
-	if t.dtype == dtF32 {
+	if t.dtype == F32 {
 		return 4 * len(t.f32)
 	}
 	return 2 * len(t.u16)
@@ -228,7 +228,7 @@ func writeSafetensors(w *bufio.Writer, ts []namedTensor, before, after func(*nam
 	off := 0
 	for i := range ts {
 		t := &ts[i]
-		dt := map[dtype]string{dtF32: "F32", dtF16: "F16", dtBF16: "BF16"}[t.dtype]
+		dt := map[Dtype]string{F32: "F32", F16: "F16", BF16: "BF16"}[t.dtype]
 		hdr[t.name] = map[string]any{"dtype": dt, "shape": t.shape, "data_offsets": []int{off, off + t.byteLen()}}
 		off += t.byteLen()
 	}
@@ -259,10 +259,10 @@ func writeSafetensors(w *bufio.Writer, ts []namedTensor, before, after func(*nam
 
 // writeElems writes t's elements little-endian.
 func writeElems(w *bufio.Writer, t *namedTensor) error {
-	if littleEndian {
+	if LittleEndian {
 		var b []byte
 		switch {
-		case t.dtype == dtF32 && len(t.f32) > 0:
+		case t.dtype == F32 && len(t.f32) > 0:
 			b = unsafe.Slice((*byte)(unsafe.Pointer(&t.f32[0])), 4*len(t.f32))
 		case len(t.u16) > 0:
 			b = unsafe.Slice((*byte)(unsafe.Pointer(&t.u16[0])), 2*len(t.u16))

@@ -16,54 +16,49 @@ package clipnpu
 //	D    projection dim
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 )
 
-// refBackend runs the reference forward on the CPU.
-type refBackend struct {
-	m       *model
+// RefBackend runs the reference forward on the CPU.
+type RefBackend struct {
+	m       *Model
 	threads int
 	closed  bool
 }
 
-func newReference(m *model, threads int) *refBackend {
+func NewReference(m *Model, threads int) *RefBackend {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	return &refBackend{m: m, threads: threads}
+	return &RefBackend{m: m, threads: threads}
 }
 
-func (b *refBackend) Info() Info { return b.m.info(DeviceReference) }
-func (b *refBackend) Close() error {
+func (b *RefBackend) Info() Info { return b.m.Describe(DeviceReference) }
+func (b *RefBackend) Close() error {
 	if b.closed {
 		return nil
 	}
 	b.closed = true
-	return b.m.close()
+	return b.m.Close()
 }
-
-// errClosed is returned by a backend used after Close.
-var errClosed = errors.New("clipnpu: backend is closed")
 
 // EncodeImages embeds pixels float32 [n, 3, S, S] → [n, D], one image at a
 // time (so an embedding cannot depend on its batch).
-func (b *refBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
+func (b *RefBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
 	if b.closed {
-		return nil, errClosed
+		return nil, ErrClosed
 	}
-	if b.m.vision == nil {
+	if b.m.Vision == nil {
 		return nil, fmt.Errorf("encode images: %w (loaded with the text tower only)", ErrNoTower)
 	}
-	S := b.m.cfg.Vision.ImageSize
+	S := b.m.Cfg.Vision.ImageSize
 	per := 3 * S * S
-	if err := checkBatch(len(pixels), n, per, "pixel values"); err != nil {
+	if err := CheckBatch(len(pixels), n, per, "pixel values"); err != nil {
 		return nil, err
 	}
-	D := b.m.cfg.ProjectionDim
+	D := b.m.Cfg.ProjectionDim
 	out := make([]float32, n*D)
 	for i := 0; i < n; i++ {
 		visionForward(b.m, b.threads, pixels[i*per:(i+1)*per], out[i*D:(i+1)*D])
@@ -72,21 +67,21 @@ func (b *refBackend) EncodeImages(pixels []float32, n int) ([]float32, error) {
 }
 
 // EncodeTexts embeds ids int32 [n, T] → [n, D], one sequence at a time.
-func (b *refBackend) EncodeTexts(ids []int32, n int) ([]float32, error) {
+func (b *RefBackend) EncodeTexts(ids []int32, n int) ([]float32, error) {
 	if b.closed {
-		return nil, errClosed
+		return nil, ErrClosed
 	}
-	if b.m.text == nil {
+	if b.m.Text == nil {
 		return nil, fmt.Errorf("encode texts: %w (loaded with the image tower only)", ErrNoTower)
 	}
-	T := b.m.cfg.Text.Context
-	if err := checkBatch(len(ids), n, T, "token ids"); err != nil {
+	T := b.m.Cfg.Text.Context
+	if err := CheckBatch(len(ids), n, T, "token ids"); err != nil {
 		return nil, err
 	}
-	if err := checkIDs(ids, b.m.cfg.Text.Vocab); err != nil {
+	if err := CheckIDs(ids, b.m.Cfg.Text.Vocab); err != nil {
 		return nil, err
 	}
-	D := b.m.cfg.ProjectionDim
+	D := b.m.Cfg.ProjectionDim
 	out := make([]float32, n*D)
 	for i := 0; i < n; i++ {
 		textForward(b.m, b.threads, ids[i*T:(i+1)*T], out[i*D:(i+1)*D])
@@ -94,31 +89,9 @@ func (b *refBackend) EncodeTexts(ids []int32, n int) ([]float32, error) {
 	return out, nil
 }
 
-// checkBatch enforces the Backend error contract on an input of length got
-// holding n items of per values each.
-func checkBatch(got, n, per int, what string) error {
-	if n < 0 {
-		return fmt.Errorf("clipnpu: negative batch size %d", n)
-	}
-	if got != n*per {
-		return fmt.Errorf("clipnpu: %d %s for %d items, want %d (%d each)", got, what, n, n*per, per)
-	}
-	return nil
-}
-
-// checkIDs refuses token ids outside the vocabulary.
-func checkIDs(ids []int32, vocab int) error {
-	for i, id := range ids {
-		if id < 0 || int(id) >= vocab {
-			return fmt.Errorf("clipnpu: token id %d at position %d outside the vocabulary of %d", id, i, vocab)
-		}
-	}
-	return nil
-}
-
 // visionForward embeds one image px [3, S, S] into out [D].
-func visionForward(m *model, threads int, px []float32, out []float32) {
-	c, w := m.cfg.Vision, m.vision
+func visionForward(m *Model, threads int, px []float32, out []float32) {
+	c, w := m.Cfg.Vision, m.Vision
 	H, P, G, Tok := c.Hidden, c.Patch, c.Grid(), c.Tokens()
 	S := c.ImageSize
 
@@ -138,58 +111,58 @@ func visionForward(m *model, threads int, px []float32, out []float32) {
 		}
 	}
 	emb := make([]float32, G*G*H) // [G·G, H]
-	refLinear(emb, patches, G*G, &w.patch, nil, threads)
+	Linear(emb, patches, G*G, &w.Patch, nil, threads)
 
 	// Tokens: class token then patches, plus position embeddings. x [Tok, H]
 	x := make([]float32, Tok*H)
 	for j := 0; j < H; j++ {
-		x[j] = w.cls[j] + w.pos[j]
+		x[j] = w.Cls[j] + w.Pos[j]
 	}
 	for p := 0; p < G*G; p++ {
 		for j := 0; j < H; j++ {
-			x[(p+1)*H+j] = emb[p*H+j] + w.pos[(p+1)*H+j]
+			x[(p+1)*H+j] = emb[p*H+j] + w.Pos[(p+1)*H+j]
 		}
 	}
-	refLayerNorm(x, x, Tok, H, w.preW, w.preB, c.LayerNormEps)
+	LayerNorm(x, x, Tok, H, w.PreW, w.PreB, c.LayerNormEps)
 
-	for i := range w.layers {
-		refEncoderLayer(x, Tok, H, c.Heads, c.MLP, c.Act, c.LayerNormEps, false, &w.layers[i], threads)
+	for i := range w.Layers {
+		refEncoderLayer(x, Tok, H, c.Heads, c.MLP, c.Act, c.LayerNormEps, false, &w.Layers[i], threads)
 	}
 
 	// Pool the class token: post_layernorm(x[0]) [H], then project to [D].
 	pooled := make([]float32, H)
-	refLayerNorm(pooled, x[:H], 1, H, w.postW, w.postB, c.LayerNormEps)
-	refLinear(out, pooled, 1, &w.proj, nil, threads)
+	LayerNorm(pooled, x[:H], 1, H, w.PostW, w.PostB, c.LayerNormEps)
+	Linear(out, pooled, 1, &w.Proj, nil, threads)
 }
 
 // textForward embeds one token sequence ids [T] into out [D].
-func textForward(m *model, threads int, ids []int32, out []float32) {
-	c, w := m.cfg.Text, m.text
+func textForward(m *Model, threads int, ids []int32, out []float32) {
+	c, w := m.Cfg.Text, m.Text
 	H, T := c.Hidden, c.Context
 
 	// x [T, H] = token_embedding[ids] + position_embedding
 	x := make([]float32, T*H)
 	buf := make([]float32, H)
 	for t, id := range ids {
-		tok := w.tok.rowInto(int(id), buf)
+		tok := w.Tok.RowInto(int(id), buf)
 		for j := 0; j < H; j++ {
-			x[t*H+j] = tok[j] + w.pos[t*H+j]
+			x[t*H+j] = tok[j] + w.Pos[t*H+j]
 		}
 	}
-	for i := range w.layers {
-		refEncoderLayer(x, T, H, c.Heads, c.MLP, c.Act, c.LayerNormEps, true, &w.layers[i], threads)
+	for i := range w.Layers {
+		refEncoderLayer(x, T, H, c.Heads, c.MLP, c.Act, c.LayerNormEps, true, &w.Layers[i], threads)
 	}
-	refLayerNorm(x, x, T, H, w.finalW, w.finalB, c.LayerNormEps)
+	LayerNorm(x, x, T, H, w.FinalW, w.FinalB, c.LayerNormEps)
 
-	e := eosPosition(ids, c.EOS)
-	refLinear(out, x[e*H:(e+1)*H], 1, &w.proj, nil, threads)
+	e := EOSPosition(ids, c.EOS)
+	Linear(out, x[e*H:(e+1)*H], 1, &w.Proj, nil, threads)
 }
 
-// eosPosition is where HF's CLIPTextTransformer pools: for the legacy
+// EOSPosition is where HF's CLIPTextTransformer pools: for the legacy
 // eos_token_id 2, the position of the largest id (the first, as torch's
 // argmax); otherwise the first position holding eos, or 0 when there is none
 // (again as argmax of an all-false mask gives).
-func eosPosition(ids []int32, eos int32) int {
+func EOSPosition(ids []int32, eos int32) int {
 	best := 0
 	if eos == 2 {
 		for t, id := range ids {
@@ -211,31 +184,31 @@ func eosPosition(ids []int32, eos int32) int {
 //
 //	x += out_proj(refAttention(layer_norm1(x)))
 //	x += fc2(act(fc1(layer_norm2(x))))
-func refEncoderLayer(x []float32, L, H, nh, M int, act string, eps float32, causal bool, lw *layerWeights, threads int) {
+func refEncoderLayer(x []float32, L, H, nh, M int, act string, eps float32, causal bool, lw *LayerWeights, threads int) {
 	h := make([]float32, L*H) // [L, H]
-	refLayerNorm(h, x, L, H, lw.ln1W, lw.ln1B, eps)
+	LayerNorm(h, x, L, H, lw.LN1W, lw.LN1B, eps)
 
 	q := make([]float32, L*H) // [L, H], heads side by side: column hi·hd+e
 	k := make([]float32, L*H)
 	v := make([]float32, L*H)
-	refLinear(q, h, L, &lw.q, lw.qB, threads)
-	refLinear(k, h, L, &lw.k, lw.kB, threads)
-	refLinear(v, h, L, &lw.v, lw.vB, threads)
+	Linear(q, h, L, &lw.Q, lw.QB, threads)
+	Linear(k, h, L, &lw.K, lw.KB, threads)
+	Linear(v, h, L, &lw.V, lw.VB, threads)
 
 	attn := make([]float32, L*H) // [L, H]
 	refAttention(attn, q, k, v, L, H, nh, causal, threads)
 
 	o := make([]float32, L*H)
-	refLinear(o, attn, L, &lw.o, lw.oB, threads)
+	Linear(o, attn, L, &lw.O, lw.OB, threads)
 	for i := range x {
 		x[i] += o[i]
 	}
 
-	refLayerNorm(h, x, L, H, lw.ln2W, lw.ln2B, eps)
+	LayerNorm(h, x, L, H, lw.LN2W, lw.LN2B, eps)
 	f := make([]float32, L*M) // [L, M]
-	refLinear(f, h, L, &lw.fc1, lw.fc1B, threads)
-	refActivate(f, act)
-	refLinear(o, f, L, &lw.fc2, lw.fc2B, threads)
+	Linear(f, h, L, &lw.FC1, lw.FC1B, threads)
+	Activate(f, act)
+	Linear(o, f, L, &lw.FC2, lw.FC2B, threads)
 	for i := range x {
 		x[i] += o[i]
 	}
@@ -246,7 +219,7 @@ func refEncoderLayer(x []float32, L, H, nh, M int, act string, eps float32, caus
 func refAttention(out, q, k, v []float32, L, H, nh int, causal bool, threads int) {
 	hd := H / nh
 	scale := 1 / math.Sqrt(float64(hd))
-	parallel(nh*L, threads, func(lo, hi int) {
+	Parallel(nh*L, threads, func(lo, hi int) {
 		p := make([]float64, L) // attention weights of one query row [L]
 		for r := lo; r < hi; r++ {
 			head, t := r/L, r%L
@@ -258,7 +231,7 @@ func refAttention(out, q, k, v []float32, L, H, nh int, causal bool, threads int
 			}
 			maxS := math.Inf(-1)
 			for s := 0; s < n; s++ {
-				p[s] = dot64(qt, k[s*H+off:s*H+off+hd]) * scale
+				p[s] = Dot64(qt, k[s*H+off:s*H+off+hd]) * scale
 				maxS = math.Max(maxS, p[s])
 			}
 			var sum float64
@@ -275,97 +248,4 @@ func refAttention(out, q, k, v []float32, L, H, nh int, causal bool, threads int
 			}
 		}
 	})
-}
-
-// refLinear computes y [m, w.rows] = x [m, w.cols] · wᵀ + bias (nn.Linear);
-// bias may be nil. Output columns are split across goroutines; 16-bit
-// weight rows are widened once per call.
-func refLinear(y, x []float32, m int, w *tensor, bias []float32, threads int) {
-	in, outN := w.cols, w.rows
-	parallel(outN, threads, func(lo, hi int) {
-		buf := make([]float32, in)
-		for j := lo; j < hi; j++ {
-			wj := w.rowInto(j, buf) // [in]
-			var b float64
-			if bias != nil {
-				b = float64(bias[j])
-			}
-			for i := 0; i < m; i++ {
-				y[i*outN+j] = float32(dot64(x[i*in:(i+1)*in], wj) + b)
-			}
-		}
-	})
-}
-
-// dot64 is Σ a[i]·b[i] accumulated in float64.
-func dot64(a, b []float32) float64 {
-	b = b[:len(a)]
-	var s float64
-	for i, av := range a {
-		s += float64(av) * float64(b[i])
-	}
-	return s
-}
-
-// refLayerNorm normalises each of the m rows of x [m, n] into y (may alias x):
-// (x − mean)/sqrt(var + eps)·w + b, biased variance as torch computes it.
-func refLayerNorm(y, x []float32, m, n int, w, b []float32, eps float32) {
-	for r := 0; r < m; r++ {
-		row := x[r*n : (r+1)*n]
-		var mean float64
-		for _, v := range row {
-			mean += float64(v)
-		}
-		mean /= float64(n)
-		var variance float64
-		for _, v := range row {
-			d := float64(v) - mean
-			variance += d * d
-		}
-		variance /= float64(n)
-		inv := 1 / math.Sqrt(variance+float64(eps))
-		dst := y[r*n : (r+1)*n]
-		for j, v := range row {
-			dst[j] = float32((float64(v)-mean)*inv*float64(w[j]) + float64(b[j]))
-		}
-	}
-}
-
-// refActivate applies the MLP activation in place: "gelu" is the exact
-// erf form, "quick_gelu" is x·sigmoid(1.702·x).
-func refActivate(x []float32, act string) {
-	switch act {
-	case "quick_gelu":
-		for i, v := range x {
-			f := float64(v)
-			x[i] = float32(f / (1 + math.Exp(-1.702*f)))
-		}
-	default: // "gelu"; Config.Validate refuses anything else
-		for i, v := range x {
-			f := float64(v)
-			x[i] = float32(0.5 * f * (1 + math.Erf(f/math.Sqrt2)))
-		}
-	}
-}
-
-// parallel splits [0, n) into at most threads contiguous ranges and runs fn
-// on each in its own goroutine.
-func parallel(n, threads int, fn func(lo, hi int)) {
-	if threads <= 1 || n < 2 {
-		fn(0, n)
-		return
-	}
-	if threads > n {
-		threads = n
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < threads; i++ {
-		lo, hi := i*n/threads, (i+1)*n/threads
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
-	}
-	wg.Wait()
 }

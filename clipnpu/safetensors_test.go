@@ -97,14 +97,14 @@ func FuzzParseSafetensors(f *testing.F) {
 func TestF16(t *testing.T) {
 	// Every half round-trips exactly through float32.
 	for h := 0; h < 1<<16; h++ {
-		f := f16ToF32(uint16(h))
+		f := F16ToF32(uint16(h))
 		if math.IsNaN(float64(f)) {
 			if uint16(h)&0x7c00 != 0x7c00 || uint16(h)&0x3ff == 0 {
 				t.Fatalf("%#04x widened to NaN", h)
 			}
 			continue
 		}
-		if back := f32ToF16(f); back != uint16(h) {
+		if back := F32ToF16(f); back != uint16(h) {
 			t.Fatalf("%#04x -> %g -> %#04x", h, f, back)
 		}
 	}
@@ -121,11 +121,11 @@ func TestF16(t *testing.T) {
 		{1 + float32(math.Ldexp(3, -11)), 0x3c02},
 		{float32(math.Inf(-1)), 0xfc00},
 	} {
-		if got := f32ToF16(c.f); got != c.h {
+		if got := F32ToF16(c.f); got != c.h {
 			t.Errorf("f32ToF16(%g) = %#04x, want %#04x", c.f, got, c.h)
 		}
 	}
-	if h := f32ToF16(float32(math.NaN())); h&0x7c00 != 0x7c00 || h&0x3ff == 0 {
+	if h := F32ToF16(float32(math.NaN())); h&0x7c00 != 0x7c00 || h&0x3ff == 0 {
 		t.Errorf("NaN -> %#04x", h)
 	}
 }
@@ -141,13 +141,13 @@ func TestBF16(t *testing.T) {
 		{math.Float32frombits(0x3f808001), 0x3f81}, // above the tie
 		{math.MaxFloat32, 0x7f80},                  // rounds to inf
 	} {
-		if got := f32ToBF16(c.f); got != c.h {
+		if got := F32ToBF16(c.f); got != c.h {
 			t.Errorf("f32ToBF16(%g) = %#04x, want %#04x", c.f, got, c.h)
 		}
 	}
 	for h := 0; h < 1<<16; h++ {
-		f := bf16ToF32(uint16(h))
-		if !math.IsNaN(float64(f)) && f32ToBF16(f) != uint16(h) {
+		f := Bf16ToF32(uint16(h))
+		if !math.IsNaN(float64(f)) && F32ToBF16(f) != uint16(h) {
 			t.Fatalf("%#04x does not round-trip", h)
 		}
 	}
@@ -160,18 +160,18 @@ func TestViews(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		binary.LittleEndian.PutUint32(buf[1+4*i:], math.Float32bits(float32(i)+0.5))
 	}
-	mis := f32View(buf[1:])
+	mis := F32View(buf[1:])
 	// Bytes backed by a []float32 are 4-byte aligned (a plain []byte on the
 	// stack need not be).
 	al := unsafe.Slice((*byte)(unsafe.Pointer(&make([]float32, 5)[0])), 20)
 	copy(al, buf[1:])
-	view := f32View(al)
+	view := F32View(al)
 	for i := range 5 {
 		if mis[i] != float32(i)+0.5 || view[i] != mis[i] {
 			t.Fatalf("element %d: misaligned %v, aligned %v", i, mis[i], view[i])
 		}
 	}
-	if littleEndian {
+	if LittleEndian {
 		al[0] ^= 0xff // the aligned result must alias the bytes
 		if view[0] == mis[0] {
 			t.Errorf("aligned f32View copied instead of viewing: %#x %#x", math.Float32bits(view[0]), math.Float32bits(mis[0]))

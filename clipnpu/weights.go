@@ -25,118 +25,118 @@ import (
 	"unsafe"
 )
 
-// dtype is the storage type of a weight matrix.
-type dtype uint8
+// Dtype is the storage type of a weight matrix.
+type Dtype uint8
 
 const (
-	dtF32  dtype = iota // IEEE float32
-	dtF16               // IEEE half precision, raw bits in tensor.u16
-	dtBF16              // bfloat16 (top half of a float32), raw bits in tensor.u16
+	F32  Dtype = iota // IEEE float32
+	F16               // IEEE half precision, raw bits in tensor.u16
+	BF16              // bfloat16 (top half of a float32), raw bits in tensor.u16
 )
 
-func (d dtype) String() string {
+func (d Dtype) String() string {
 	switch d {
-	case dtF32:
+	case F32:
 		return "f32"
-	case dtF16:
+	case F16:
 		return "f16"
-	case dtBF16:
+	case BF16:
 		return "bf16"
 	}
 	return "unknown"
 }
 
-// tensor is a read-only 2-D weight matrix [rows, cols], row-major.
+// Tensor is a read-only 2-D weight matrix [rows, cols], row-major.
 // Exactly one of f32 (dtype dtF32) and u16 (dtF16, dtBF16) is set, with
 // rows·cols elements.
-type tensor struct {
-	name       string // HF name, for error messages
-	rows, cols int
-	dtype      dtype
-	f32        []float32
-	u16        []uint16
+type Tensor struct {
+	Name       string // HF name, for error messages
+	Rows, Cols int
+	Dtype      Dtype
+	F32        []float32
+	U16        []uint16
 }
 
-// rowInto returns row i as float32: the view itself for dtF32 (no copy;
+// RowInto returns row i as float32: the view itself for dtF32 (no copy;
 // do not write to it), else the row widened into buf (len >= cols).
-func (t *tensor) rowInto(i int, buf []float32) []float32 {
-	lo := i * t.cols
-	switch t.dtype {
-	case dtF32:
-		return t.f32[lo : lo+t.cols]
-	case dtF16:
-		for j, h := range t.u16[lo : lo+t.cols] {
-			buf[j] = f16ToF32(h)
+func (t *Tensor) RowInto(i int, buf []float32) []float32 {
+	lo := i * t.Cols
+	switch t.Dtype {
+	case F32:
+		return t.F32[lo : lo+t.Cols]
+	case F16:
+		for j, h := range t.U16[lo : lo+t.Cols] {
+			buf[j] = F16ToF32(h)
 		}
 	default:
-		for j, h := range t.u16[lo : lo+t.cols] {
-			buf[j] = bf16ToF32(h)
+		for j, h := range t.U16[lo : lo+t.Cols] {
+			buf[j] = Bf16ToF32(h)
 		}
 	}
-	return buf[:t.cols]
+	return buf[:t.Cols]
 }
 
-// layerWeights is one pre-LN transformer encoder layer (HF CLIPEncoderLayer).
+// LayerWeights is one pre-LN transformer encoder layer (HF CLIPEncoderLayer).
 // H is the tower width, M its MLP width.
-type layerWeights struct {
-	ln1W, ln1B []float32 // layer_norm1 [H]
-	q, k, v, o tensor    // self_attn.{q,k,v,out}_proj.weight [H, H]
-	qB, kB, vB []float32 // their biases [H]
-	oB         []float32 // out_proj.bias [H]
-	ln2W, ln2B []float32 // layer_norm2 [H]
-	fc1        tensor    // mlp.fc1.weight [M, H]
-	fc1B       []float32 // [M]
-	fc2        tensor    // mlp.fc2.weight [H, M]
-	fc2B       []float32 // [H]
+type LayerWeights struct {
+	LN1W, LN1B []float32 // layer_norm1 [H]
+	Q, K, V, O Tensor    // self_attn.{q,k,v,out}_proj.weight [H, H]
+	QB, KB, VB []float32 // their biases [H]
+	OB         []float32 // out_proj.bias [H]
+	LN2W, LN2B []float32 // layer_norm2 [H]
+	FC1        Tensor    // mlp.fc1.weight [M, H]
+	FC1B       []float32 // [M]
+	FC2        Tensor    // mlp.fc2.weight [H, M]
+	FC2B       []float32 // [H]
 }
 
-// visionWeights is the image tower. Tok = Grid²+1 tokens, H = Vision.Hidden,
+// VisionWeights is the image tower. Tok = Grid²+1 tokens, H = Vision.Hidden,
 // P = patch, D = projection dim.
-type visionWeights struct {
-	// patch is the conv weight [H, 3, P, P] viewed as a matrix [H, 3·P·P];
-	// its columns run (channel, ky, kx), so a patch flattened the same way
-	// times patchᵀ is the convolution (stride P, no bias).
-	patch        tensor
-	cls          []float32 // embeddings.class_embedding [H]
-	pos          []float32 // embeddings.position_embedding.weight [Tok, H]
-	preW, preB   []float32 // pre_layrnorm (sic, HF's spelling) [H]
-	layers       []layerWeights
-	postW, postB []float32 // post_layernorm [H], applied to the class token only
-	proj         tensor    // visual_projection.weight [D, H], no bias
+type VisionWeights struct {
+	// Patch is the conv weight [H, 3, P, P] viewed as a matrix [H, 3·P·P];
+	// its columns run (channel, ky, kx), so a Patch flattened the same way
+	// times Patchᵀ is the convolution (stride P, no bias).
+	Patch        Tensor
+	Cls          []float32 // embeddings.class_embedding [H]
+	Pos          []float32 // embeddings.position_embedding.weight [Tok, H]
+	PreW, PreB   []float32 // pre_layrnorm (sic, HF's spelling) [H]
+	Layers       []LayerWeights
+	PostW, PostB []float32 // post_layernorm [H], applied to the class token only
+	Proj         Tensor    // visual_projection.weight [D, H], no bias
 }
 
-// textWeights is the text tower. T = context (77), H = Text.Hidden.
-type textWeights struct {
-	tok            tensor    // embeddings.token_embedding.weight [Vocab, H]
-	pos            []float32 // embeddings.position_embedding.weight [T, H]
-	layers         []layerWeights
-	finalW, finalB []float32 // final_layer_norm [H]
-	proj           tensor    // text_projection.weight [D, H], no bias
+// TextWeights is the text tower. T = context (77), H = Text.Hidden.
+type TextWeights struct {
+	Tok            Tensor    // embeddings.token_embedding.weight [Vocab, H]
+	Pos            []float32 // embeddings.position_embedding.weight [T, H]
+	Layers         []LayerWeights
+	FinalW, FinalB []float32 // final_layer_norm [H]
+	Proj           Tensor    // text_projection.weight [D, H], no bias
 }
 
-// model is a loaded CLIP: its config, the towers that were requested, and
+// Model is a loaded CLIP: its config, the towers that were requested, and
 // what Info reports.
-type model struct {
-	cfg        Config
-	vision     *visionWeights // nil unless the image tower was loaded
-	text       *textWeights   // nil unless the text tower was loaded
-	logitScale float32        // exp(logit_scale): Logits multiplies cosines by it
-	hash       string         // Info.WeightsHash
-	dtype      dtype          // dtype of the matrices
-	rounded    bool           // float32 matrices were rounded to dtype at load (Options.Weights)
-	mapping    *mapping       // nil for random models
+type Model struct {
+	Cfg        Config
+	Vision     *VisionWeights // nil unless the image tower was loaded
+	Text       *TextWeights   // nil unless the text tower was loaded
+	LogitScale float32        // exp(logit_scale): Logits multiplies cosines by it
+	Hash       string         // Info.WeightsHash
+	Dtype      Dtype          // dtype of the matrices
+	Rounded    bool           // float32 matrices were rounded to dtype at load (Options.Weights)
+	Mapping    *Mapping       // nil for random models
 }
 
-// info describes the model for a backend running on device.
-func (m *model) info(device string) Info {
+// Describe describes the model for a backend running on device.
+func (m *Model) Describe(device string) Info {
 	return Info{
-		Name:           m.cfg.Name,
-		WeightsHash:    m.hash,
+		Name:           m.Cfg.Name,
+		WeightsHash:    m.Hash,
 		Device:         device,
-		Dim:            m.cfg.ProjectionDim,
-		ImageSize:      m.cfg.Vision.ImageSize,
-		Context:        m.cfg.Text.Context,
-		LogitScale:     m.logitScale,
+		Dim:            m.Cfg.ProjectionDim,
+		ImageSize:      m.Cfg.Vision.ImageSize,
+		Context:        m.Cfg.Text.Context,
+		LogitScale:     m.LogitScale,
 		PromptTemplate: DefaultPromptTemplate,
 		Weights:        m.weightsNote(),
 		Rounded:        m.roundedTo(),
@@ -144,36 +144,36 @@ func (m *model) info(device string) Info {
 }
 
 // roundedTo is Info.Rounded.
-func (m *model) roundedTo() string {
-	if m.rounded {
-		return m.dtype.String()
+func (m *Model) roundedTo() string {
+	if m.Rounded {
+		return m.Dtype.String()
 	}
 	return ""
 }
 
 // weightsNote is Info.Weights.
-func (m *model) weightsNote() string {
+func (m *Model) weightsNote() string {
 	switch {
-	case m.rounded:
-		return m.dtype.String() + " (rounded from f32 at load)"
-	case m.mapping == nil:
-		return m.dtype.String() + " (random, in memory)"
-	case m.mapping.unmap == nil:
-		return m.dtype.String() + " (as stored, read into memory)"
-	case m.dtype == dtF32:
+	case m.Rounded:
+		return m.Dtype.String() + " (rounded from f32 at load)"
+	case m.Mapping == nil:
+		return m.Dtype.String() + " (random, in memory)"
+	case m.Mapping.unmap == nil:
+		return m.Dtype.String() + " (as stored, read into memory)"
+	case m.Dtype == F32:
 		return "f32 (as stored, memory-mapped)"
 	}
-	return m.dtype.String() + " (as stored, memory-mapped)"
+	return m.Dtype.String() + " (as stored, memory-mapped)"
 }
 
-// close releases the mapping; the model must not be used afterwards.
-func (m *model) close() error {
-	m.vision, m.text = nil, nil
-	if m.mapping == nil {
+// Close releases the mapping; the model must not be used afterwards.
+func (m *Model) Close() error {
+	m.Vision, m.Text = nil, nil
+	if m.Mapping == nil {
 		return nil
 	}
-	err := m.mapping.close()
-	m.mapping = nil
+	err := m.Mapping.Close()
+	m.Mapping = nil
 	return err
 }
 
@@ -181,46 +181,46 @@ func (m *model) close() error {
 // model does not name its own.
 const DefaultPromptTemplate = "a photo of a {}"
 
-// mapping is a read-only file image: an mmap on unix, a heap copy elsewhere.
-type mapping struct {
-	data  []byte
+// Mapping is a read-only file image: an mmap on unix, a heap copy elsewhere.
+type Mapping struct {
+	Data  []byte
 	unmap func() error // nil when there is nothing to release
 }
 
-// release tells the system that the pages wholly inside b (a sub-slice of
+// Release tells the system that the pages wholly inside b (a sub-slice of
 // m.data) are not needed now, so they leave the process's resident memory;
 // reading them again faults them back in from the file. A no-op where the
 // mapping is a heap copy.
-func (m *mapping) release(b []byte) {
+func (m *Mapping) Release(b []byte) {
 	if m != nil && m.unmap != nil && len(b) > 0 {
 		dropPages(b)
 	}
 }
 
-func (m *mapping) close() error {
+func (m *Mapping) Close() error {
 	if m == nil || m.unmap == nil {
 		return nil
 	}
 	err := m.unmap()
-	m.unmap, m.data = nil, nil
+	m.unmap, m.Data = nil, nil
 	return err
 }
 
-// littleEndian is true on hosts where a float32 view of little-endian file
+// LittleEndian is true on hosts where a float32 view of little-endian file
 // bytes needs no conversion.
-var littleEndian = func() bool {
+var LittleEndian = func() bool {
 	x := uint16(1)
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
 
-// f32View returns b as []float32 without copying when b is 4-byte aligned
+// F32View returns b as []float32 without copying when b is 4-byte aligned
 // on a little-endian host, else a decoded copy.
-func f32View(b []byte) []float32 {
+func F32View(b []byte) []float32 {
 	n := len(b) / 4
 	if n == 0 {
 		return []float32{}
 	}
-	if littleEndian && uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
+	if LittleEndian && uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
 		return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
 	}
 	out := make([]float32, n)
@@ -230,13 +230,13 @@ func f32View(b []byte) []float32 {
 	return out
 }
 
-// u16View is f32View for 16-bit elements.
-func u16View(b []byte) []uint16 {
+// U16View is f32View for 16-bit elements.
+func U16View(b []byte) []uint16 {
 	n := len(b) / 2
 	if n == 0 {
 		return []uint16{}
 	}
-	if littleEndian && uintptr(unsafe.Pointer(&b[0]))%2 == 0 {
+	if LittleEndian && uintptr(unsafe.Pointer(&b[0]))%2 == 0 {
 		return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n)
 	}
 	out := make([]uint16, n)
@@ -246,8 +246,8 @@ func u16View(b []byte) []uint16 {
 	return out
 }
 
-// f16ToF32 widens an IEEE half (exact).
-func f16ToF32(h uint16) float32 {
+// F16ToF32 widens an IEEE half (exact).
+func F16ToF32(h uint16) float32 {
 	sign := uint32(h>>15) << 31
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h) & 0x3ff
@@ -261,11 +261,11 @@ func f16ToF32(h uint16) float32 {
 	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
 }
 
-// bf16ToF32 widens a bfloat16 (exact).
-func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+// Bf16ToF32 widens a bfloat16 (exact).
+func Bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// f32ToF16 rounds to the nearest half, ties to even; overflow gives ±inf.
-func f32ToF16(f float32) uint16 {
+// F32ToF16 rounds to the nearest half, ties to even; overflow gives ±inf.
+func F32ToF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000
 	if b&0x7fffffff > 0x7f800000 {
@@ -297,8 +297,8 @@ func f32ToF16(f float32) uint16 {
 	return sign | uint16(r)
 }
 
-// f32ToBF16 rounds to the nearest bfloat16, ties to even.
-func f32ToBF16(f float32) uint16 {
+// F32ToBF16 rounds to the nearest bfloat16, ties to even.
+func F32ToBF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	if b&0x7fffffff > 0x7f800000 {
 		return uint16(b>>16) | 0x40 // quiet NaN
