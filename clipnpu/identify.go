@@ -3,83 +3,64 @@ package clipnpu
 import (
 	"errors"
 	"fmt"
-	"math"
-	"os"
-	"path/filepath"
+	"strings"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
+	"github.com/clipidx/clipidx/clipnpu/hf"
 )
 
-// hasF32Matrix reports whether a weight matrix of the loaded towers is
-// F32: what stLoader.mat rounds under Options.Weights "f16".
-func hasF32Matrix(m *Model) bool {
-	var ts []*Tensor
-	layers := func(ls []LayerWeights) {
-		for i := range ls {
-			l := &ls[i]
-			ts = append(ts, &l.Q, &l.K, &l.V, &l.O, &l.FC1, &l.FC2)
-		}
+// ErrNotIdentifiable is returned by Identify for folders whose identity
+// needs the device or the whole model: taconite bundles and Device "npu".
+var ErrNotIdentifiable = errors.New("clipnpu: identity needs a full load")
+
+// Identify returns, for a Hugging Face folder on the CPU, the fields of the
+// Info that Load(dir, opts) would report that name the model and its
+// inputs: Name, WeightsHash, Rounded, Dim, ImageSize, Context, LogitScale
+// and Device. It reads config.json and the safetensors header and hashes
+// the same samples Load does, but maps no tower, so a caller can check an
+// index against the model before deciding whether it needs the model at
+// all (see SameModel). Bundles and Device "npu" return ErrNotIdentifiable.
+func Identify(dir string, opts Options) (Info, error) {
+	if err := hf.CheckFolder(dir); err != nil {
+		return Info{}, err
 	}
-	if v := m.Vision; v != nil {
-		ts = append(ts, &v.Patch, &v.Proj)
-		layers(v.Layers)
+	conv, err := hf.ParseWeights(opts.Weights)
+	if err != nil {
+		return Info{}, err
 	}
-	if t := m.Text; t != nil {
-		ts = append(ts, &t.Tok, &t.Proj)
-		layers(t.Layers)
+	device := DeviceCPU
+	switch opts.Device {
+	case "", "auto", "cpu":
+	case "reference":
+		device = DeviceReference
+	case "npu":
+		return Info{}, ErrNotIdentifiable
+	default:
+		return Info{}, fmt.Errorf("clipnpu: unknown device %q (want auto, cpu, reference or npu)", opts.Device)
 	}
-	for _, t := range ts {
-		if t.Dtype == F32 {
-			return true
-		}
+	if IsBundle(dir) || !core.CanMap {
+		// Without mmap the "mapping" is the whole file read into memory:
+		// identifying would cost as much as loading.
+		return Info{}, ErrNotIdentifiable
 	}
-	return false
+	return hf.IdentifyFolder(dir, opts.Towers, conv, device)
 }
 
-// IdentifyFolder is Identify for a Hugging Face folder once the device is
-// known: config.json, the safetensors header and the hash samples, with the
-// towers resolved as views that read no tensor data.
-func IdentifyFolder(dir string, towers Towers, conv Dtype, device string) (Info, error) {
-	cfg, err := LoadConfig(dir)
-	if err != nil {
-		return Info{}, err
-	}
-	path := filepath.Join(dir, "model.safetensors")
-	mp, err := MapFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Info{}, fmt.Errorf("%w: %s is missing", ErrBadModel, path)
-	}
-	if err != nil {
-		return Info{}, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer mp.Close()
-	h, err := mappedHeader(path, mp.Data)
-	if err != nil {
-		return Info{}, err
-	}
-	ld := &stLoader{path: path, h: h, data: mp.Data}
-	ls, err := ld.vec("logit_scale", 1)
-	if err != nil {
-		return Info{}, err
-	}
-	m := &Model{Cfg: cfg, Hash: weightsHash(h, mp.Data), LogitScale: float32(math.Exp(float64(ls[0])))}
-	// The towers as Load resolves them (names, shapes, dtypes), as views of
-	// the mapping that read no tensor data: a folder Load would refuse is
-	// refused here too, and the rounding is decided on the same matrices.
-	if towers.Image() {
-		if m.Vision, err = ld.vision(cfg); err != nil {
-			return Info{}, err
+// SameModel reports how a loaded backend's Info differs from what Identify
+// said, or "" when they agree on every field Identify fills.
+func SameModel(identified, loaded Info) string {
+	var diff []string
+	check := func(what string, a, b any) {
+		if a != b {
+			diff = append(diff, fmt.Sprintf("%s %v, not %v", what, b, a))
 		}
 	}
-	if towers.Text() {
-		if m.Text, err = ld.textTower(cfg); err != nil {
-			return Info{}, err
-		}
-	}
-	if conv != KeepStored && hasF32Matrix(m) {
-		m.Rounded, m.Dtype = true, conv
-		m.Hash = convertedHash(m.Hash, conv)
-	}
-	m.Vision, m.Text = nil, nil // views of mp, unmapped on return
-	info := m.Describe(device)
-	info.Weights = "" // how the matrices are held is known after loading
-	return info, nil
+	check("name", identified.Name, loaded.Name)
+	check("weights hash", identified.WeightsHash, loaded.WeightsHash)
+	check("rounding", identified.Rounded, loaded.Rounded)
+	check("dim", identified.Dim, loaded.Dim)
+	check("image size", identified.ImageSize, loaded.ImageSize)
+	check("context", identified.Context, loaded.Context)
+	check("device", identified.Device, loaded.Device)
+	return strings.Join(diff, ", ")
 }

@@ -1,389 +1,74 @@
 package clipnpu
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"math"
-	"os"
-	"path/filepath"
-	"sort"
+
+	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/clipnpu/core"
+	"github.com/clipidx/clipidx/clipnpu/cpu"
+	"github.com/clipidx/clipidx/clipnpu/hf"
+	"github.com/clipidx/clipidx/clipnpu/npu"
 )
 
-// LoadModel reads config.json and maps model.safetensors, checking every
-// tensor of the requested towers.
-func LoadModel(dir string, towers Towers, conv Dtype, threads int) (*Model, error) {
-	cfg, err := LoadConfig(dir)
-	if err != nil {
+// Load opens a model folder: a Hugging Face CLIP folder (config.json and
+// model.safetensors), or a taconite NPU bundle (manifest.txt, tensors.txt,
+// tensors.bin and no model.safetensors), which runs on the NPU or, slower,
+// with its kernels emulated on the CPU (see Options.Device).
+func Load(dir string, opts Options) (Backend, error) {
+	return load(dir, opts, npu.OpenDevice)
+}
+
+// load is Load with the NPU opener as a parameter: npu.OpenDevice, a fake
+// in tests, nil for a build without NPU support.
+func load(dir string, opts Options, openNPU npu.Opener) (Backend, error) {
+	if err := hf.CheckFolder(dir); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "model.safetensors")
-	mp, err := MapFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s is missing", ErrBadModel, path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	m, err := modelFromSafetensors(cfg, path, mp, towers, conv, threads)
-	if err != nil {
-		mp.Close()
-		return nil, err
-	}
-	return m, nil
-}
-
-// modelFromSafetensors builds the model from a mapped safetensors file.
-// conv other than keepStored rounds float32 matrices to that type (see
-// convert.go); when every float32 byte the model uses was copied out, the
-// mapping is released before returning.
-func modelFromSafetensors(cfg Config, path string, mp *Mapping, towers Towers, conv Dtype, threads int) (*Model, error) {
-	h, err := mappedHeader(path, mp.Data)
-	if err != nil {
-		return nil, err
-	}
-	ld := &stLoader{path: path, h: h, data: mp.Data, conv: conv, threads: threads, release: mp.Release}
-	m := &Model{Cfg: cfg, Mapping: mp, Hash: weightsHash(h, mp.Data)}
-	if conv != KeepStored {
-		// The hash faulted in pages all over the file; when the weights
-		// are copied out, nothing of the mapping needs to stay resident.
-		mp.Release(mp.Data)
-	}
-
-	ls, err := ld.vec("logit_scale", 1)
-	if err != nil {
-		return nil, err
-	}
-	m.LogitScale = float32(math.Exp(float64(ls[0])))
-	if towers.Image() {
-		if m.Vision, err = ld.vision(cfg); err != nil {
-			return nil, err
-		}
-	}
-	if towers.Text() {
-		if m.Text, err = ld.textTower(cfg); err != nil {
-			return nil, err
-		}
-	}
-	m.Dtype = ld.dtype
-	if ld.converted {
-		// The identity changes with the rounding, so an index built with
-		// the stored weights is not silently mixed with these vectors.
-		m.Rounded, m.Dtype = true, conv
-		m.Hash = convertedHash(m.Hash, conv)
-	}
-	if ld.converted && !ld.viewed {
-		// Every matrix and vector is a heap copy: the file's pages need
-		// not stay mapped.
-		m.Mapping = nil
-		if err := mp.Close(); err != nil {
-			return nil, fmt.Errorf("unmap %s: %w", path, err)
-		}
-	}
-	return m, nil
-}
-
-// mappedHeader parses the header of a safetensors file held in data (the
-// whole file), with errors naming path and wrapping ErrBadModel.
-func mappedHeader(path string, data []byte) (*stHeader, error) {
-	size := int64(len(data))
-	n, err := headerLen(data, size)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
-	}
-	h, err := parseSafetensors(data[:8+n], size)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
-	}
-	return h, nil
-}
-
-// How much of the weights the identity hash reads: every tensor's first,
-// middle and last tensorSample bytes (so a change to any one tensor, even a
-// small projection, is seen), plus hashSampleCount blocks of hashBlock bytes
-// spread evenly over the whole data. About 0.5 MB of a 3.9 GB ViT-H/14 file:
-// cheap enough for every load, unlike hashing all of it.
-const (
-	tensorSample    = 256
-	hashSampleCount = 64
-	hashBlock       = 4096
-)
-
-// weightsHash is sha256 over the header bytes, the file size and samples of
-// the tensor data (see hashSamples): it changes whenever a tensor's name,
-// shape, dtype or extent does, and when fine-tuned or re-initialised values
-// of the same shapes replace the old ones.
-func weightsHash(h *stHeader, data []byte) string {
-	s := sha256.New()
-	s.Write(h.Raw)
-	var sz [8]byte
-	binary.LittleEndian.PutUint64(sz[:], uint64(h.FileSize))
-	s.Write(sz[:])
-	names := make([]string, 0, len(h.Tensors))
-	for name := range h.Tensors {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		e := h.Tensors[name]
-		if e.Begin >= 0 && e.End <= int64(len(data)) && e.Begin <= e.End {
-			HashTensor(s, data[e.Begin:e.End])
-		}
-	}
-	body := data[min(h.DataOff, int64(len(data))):]
-	hashSamples(s, body)
-	return hex.EncodeToString(s.Sum(nil))
-}
-
-// HashTensor writes a tensor's first, middle and last tensorSample bytes
-// (all of a small one) into h.
-func HashTensor(h io.Writer, t []byte) {
-	if len(t) <= 3*tensorSample {
-		h.Write(t)
-		return
-	}
-	mid := len(t)/2 - tensorSample/2
-	h.Write(t[:tensorSample])
-	h.Write(t[mid : mid+tensorSample])
-	h.Write(t[len(t)-tensorSample:])
-}
-
-// hashSamples writes into h the whole of data when it is small, else
-// hashSampleCount blocks of hashBlock bytes spread evenly over it, the last
-// one ending at its end.
-func hashSamples(h io.Writer, data []byte) {
-	if len(data) <= hashSampleCount*hashBlock {
-		h.Write(data)
-		return
-	}
-	step := (len(data) - hashBlock) / (hashSampleCount - 1)
-	for i := 0; i < hashSampleCount; i++ {
-		h.Write(data[i*step : i*step+hashBlock])
-	}
-}
-
-// stLoader resolves HF tensor names to views of the mapping.
-type stLoader struct {
-	path  string
-	h     *stHeader
-	data  []byte
-	dtype Dtype // dtype of the last matrix, reported as the model's
-
-	conv      Dtype          // keepStored, or the type float32 matrices are rounded to
-	threads   int            // goroutines for the rounding; 0 = GOMAXPROCS
-	release   func(b []byte) // drops a converted tensor's pages from memory; may be nil
-	converted bool           // some float32 tensor was rounded
-	viewed    bool           // some matrix is a view of the mapping
-}
-
-func (l *stLoader) bad(name, format string, a ...any) error {
-	return fmt.Errorf("%w: %s: tensor %s: %s", ErrBadModel, l.path, name, fmt.Sprintf(format, a...))
-}
-
-// entry finds name and checks its shape against want.
-func (l *stLoader) entry(name string, want ...int) (stEntry, Dtype, error) {
-	e, ok := l.h.Tensors[name]
-	if !ok {
-		return e, 0, fmt.Errorf("%w: %s: tensor %s is missing", ErrBadModel, l.path, name)
-	}
-	var dt Dtype
-	switch e.Dtype {
-	case "F32":
-		dt = F32
-	case "F16":
-		dt = F16
-	case "BF16":
-		dt = BF16
+	switch opts.Device {
+	case "", "auto", "cpu", "reference", "npu":
 	default:
-		return e, 0, l.bad(name, "unsupported dtype %s (want F32, F16 or BF16)", e.Dtype)
+		return nil, fmt.Errorf("clipnpu: unknown device %q (want auto, cpu, reference or npu)", opts.Device)
 	}
-	if !sameShape(e.Shape, want) {
-		return e, 0, l.bad(name, "shape %v, want %v", e.Shape, want)
-	}
-	return e, dt, nil
-}
-
-// sameShape compares shapes, treating a scalar [] like [1].
-func sameShape(got, want []int) bool {
-	if len(got) == 0 && len(want) == 1 && want[0] == 1 {
-		return true
-	}
-	if len(got) != len(want) {
-		return false
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// mat returns a matrix view [rows, cols]; shape is the checkpoint's shape
-// (its product must be rows·cols).
-func (l *stLoader) mat(name string, rows, cols int, shape ...int) (Tensor, error) {
-	if shape == nil {
-		shape = []int{rows, cols}
-	}
-	e, dt, err := l.entry(name, shape...)
-	if err != nil {
-		return Tensor{}, err
-	}
-	b := l.data[e.Begin:e.End]
-	t := Tensor{Name: name, Rows: rows, Cols: cols, Dtype: dt}
-	switch {
-	case dt == F32 && l.conv != KeepStored:
-		u, err := roundF32(F32View(b), l.conv, l.threads)
-		if err != nil {
-			// Not ErrBadModel: the checkpoint is fine as stored.
-			return Tensor{}, fmt.Errorf("clipnpu: %s: tensor %s: %w", l.path, name, err)
-		}
-		t.Dtype, t.U16 = l.conv, u
-		l.converted = true
-		if l.release != nil {
-			l.release(b)
-		}
-	case dt == F32:
-		t.F32 = F32View(b)
-		l.viewed = true
-	default:
-		t.U16 = U16View(b)
-		l.viewed = true
-	}
-	l.dtype = t.Dtype
-	return t, nil
-}
-
-// vec returns a float32 vector of n elements (a view for F32, a widened copy
-// for 16-bit dtypes); shape defaults to [n].
-func (l *stLoader) vec(name string, n int, shape ...int) ([]float32, error) {
-	if shape == nil {
-		shape = []int{n}
-	}
-	e, dt, err := l.entry(name, shape...)
+	conv, err := hf.ParseWeights(opts.Weights)
 	if err != nil {
 		return nil, err
 	}
-	t := Tensor{Name: name, Rows: 1, Cols: n, Dtype: dt}
-	if dt == F32 {
-		t.F32 = F32View(l.data[e.Begin:e.End])
-		if l.conv != KeepStored {
-			// Vectors stay float32 but are copied, so the mapping can go.
-			v := append([]float32(nil), t.F32...)
-			if l.release != nil {
-				l.release(l.data[e.Begin:e.End])
-			}
-			return v, nil
+	if IsBundle(dir) {
+		if conv != hf.KeepStored {
+			return nil, fmt.Errorf("%s is a taconite NPU bundle: weights %q applies to Hugging Face folders only (a bundle keeps its own formats)", dir, opts.Weights)
 		}
-		return t.F32, nil
+		return npu.Route(dir, opts, openNPU)
 	}
-	t.U16 = U16View(l.data[e.Begin:e.End])
-	return t.RowInto(0, make([]float32, n)), nil
+	if opts.Device == "npu" {
+		if conv != hf.KeepStored {
+			return nil, fmt.Errorf("clipnpu: weights %q applies to the CPU (the NPU path converts the weights to its own formats)", opts.Weights)
+		}
+		if openNPU == nil {
+			return nil, fmt.Errorf("this build has no NPU support: %w", ErrNoDevice)
+		}
+		return openNPU(dir, opts)
+	}
+	m, err := hf.LoadModel(dir, opts.Towers, conv, opts.Threads)
+	if err != nil {
+		return nil, err
+	}
+	return cpuBackend(m, opts)
 }
 
-// layers loads the encoder layers under prefix ("vision_model.encoder.layers").
-func (l *stLoader) layers(prefix string, n, hid, mlp int) ([]LayerWeights, error) {
-	out := make([]LayerWeights, n)
-	for i := range out {
-		p := fmt.Sprintf("%s.%d.", prefix, i)
-		lw := &out[i]
-		var err error
-		vec := func(dst *[]float32, name string, size int) {
-			if err == nil {
-				*dst, err = l.vec(p+name, size)
-			}
-		}
-		mat := func(dst *Tensor, name string, rows, cols int) {
-			if err == nil {
-				*dst, err = l.mat(p+name, rows, cols)
-			}
-		}
-		vec(&lw.LN1W, "layer_norm1.weight", hid)
-		vec(&lw.LN1B, "layer_norm1.bias", hid)
-		mat(&lw.Q, "self_attn.q_proj.weight", hid, hid)
-		vec(&lw.QB, "self_attn.q_proj.bias", hid)
-		mat(&lw.K, "self_attn.k_proj.weight", hid, hid)
-		vec(&lw.KB, "self_attn.k_proj.bias", hid)
-		mat(&lw.V, "self_attn.v_proj.weight", hid, hid)
-		vec(&lw.VB, "self_attn.v_proj.bias", hid)
-		mat(&lw.O, "self_attn.out_proj.weight", hid, hid)
-		vec(&lw.OB, "self_attn.out_proj.bias", hid)
-		vec(&lw.LN2W, "layer_norm2.weight", hid)
-		vec(&lw.LN2B, "layer_norm2.bias", hid)
-		mat(&lw.FC1, "mlp.fc1.weight", mlp, hid)
-		vec(&lw.FC1B, "mlp.fc1.bias", mlp)
-		mat(&lw.FC2, "mlp.fc2.weight", hid, mlp)
-		vec(&lw.FC2B, "mlp.fc2.bias", hid)
+// cpuBackend wraps m in the fast CPU path, or the reference for device
+// "reference".
+func cpuBackend(m *core.Model, opts Options) (Backend, error) {
+	if opts.Device != "reference" {
+		b, err := cpu.NewFast(m, opts.Threads)
 		if err != nil {
+			m.Close()
 			return nil, err
 		}
+		return b, nil
 	}
-	return out, nil
+	return cpu.NewReference(m, opts.Threads), nil
 }
 
-func (l *stLoader) vision(cfg Config) (*VisionWeights, error) {
-	v := cfg.Vision
-	H, P, tok := v.Hidden, v.Patch, v.Tokens()
-	w := &VisionWeights{}
-	var err error
-	step := func(f func() error) {
-		if err == nil {
-			err = f()
-		}
-	}
-	const e = "vision_model.embeddings."
-	step(func() (err error) { w.Patch, err = l.mat(e+"patch_embedding.weight", H, 3*P*P, H, 3, P, P); return })
-	step(func() (err error) { w.Cls, err = l.vec(e+"class_embedding", H); return })
-	step(func() (err error) { w.Pos, err = l.vec(e+"position_embedding.weight", tok*H, tok, H); return })
-	step(func() (err error) { w.PreW, err = l.vec("vision_model.pre_layrnorm.weight", H); return })
-	step(func() (err error) { w.PreB, err = l.vec("vision_model.pre_layrnorm.bias", H); return })
-	step(func() (err error) {
-		w.Layers, err = l.layers("vision_model.encoder.layers", v.Layers, H, v.MLP)
-		return
-	})
-	step(func() (err error) { w.PostW, err = l.vec("vision_model.post_layernorm.weight", H); return })
-	step(func() (err error) { w.PostB, err = l.vec("vision_model.post_layernorm.bias", H); return })
-	step(func() (err error) { w.Proj, err = l.mat("visual_projection.weight", cfg.ProjectionDim, H); return })
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := l.h.Tensors[fmt.Sprintf("vision_model.encoder.layers.%d.layer_norm1.weight", v.Layers)]; ok {
-		return nil, fmt.Errorf("%w: %s has more vision layers than config.json's num_hidden_layers %d", ErrBadModel, l.path, v.Layers)
-	}
-	return w, nil
-}
-
-func (l *stLoader) textTower(cfg Config) (*TextWeights, error) {
-	t := cfg.Text
-	H := t.Hidden
-	w := &TextWeights{}
-	var err error
-	step := func(f func() error) {
-		if err == nil {
-			err = f()
-		}
-	}
-	const e = "text_model.embeddings."
-	step(func() (err error) { w.Tok, err = l.mat(e+"token_embedding.weight", t.Vocab, H); return })
-	step(func() (err error) {
-		w.Pos, err = l.vec(e+"position_embedding.weight", t.Context*H, t.Context, H)
-		return
-	})
-	step(func() (err error) {
-		w.Layers, err = l.layers("text_model.encoder.layers", t.Layers, H, t.MLP)
-		return
-	})
-	step(func() (err error) { w.FinalW, err = l.vec("text_model.final_layer_norm.weight", H); return })
-	step(func() (err error) { w.FinalB, err = l.vec("text_model.final_layer_norm.bias", H); return })
-	step(func() (err error) { w.Proj, err = l.mat("text_projection.weight", cfg.ProjectionDim, H); return })
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := l.h.Tensors[fmt.Sprintf("text_model.encoder.layers.%d.layer_norm1.weight", t.Layers)]; ok {
-		return nil, fmt.Errorf("%w: %s has more text layers than config.json's num_hidden_layers %d", ErrBadModel, l.path, t.Layers)
-	}
-	return w, nil
-}
+// IsBundle reports whether dir is a model that runs as a taconite bundle:
+// its three bundle files and no model.safetensors.
+func IsBundle(dir string) bool { return bundle.IsBundle(dir) }
