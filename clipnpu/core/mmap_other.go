@@ -4,17 +4,17 @@ package core
 
 import "os"
 
-// canMap: mapFile reads files whole here (it maps them on unix).
-const canMap = false
+// CanMap: MapFile reads files whole here (it maps them on unix).
+const CanMap = false
 
-// mapFile reads the whole file into memory on systems without mmap support
+// MapFile reads the whole file into memory on systems without mmap support
 // in golang.org/x/sys/unix (Windows, Plan 9, wasm).
-func mapFile(path string) (*mapping, error) {
+func MapFile(path string) (*Mapping, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return &mapping{data: data}, nil
+	return &Mapping{Data: data}, nil
 }
 
 // dropPages does nothing: the mapping is a heap copy, freed as a whole.
