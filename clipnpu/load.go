@@ -72,3 +72,16 @@ func cpuBackend(m *core.Model, opts Options) (Backend, error) {
 // IsBundle reports whether dir is a model that runs as a taconite bundle:
 // its three bundle files and no model.safetensors.
 func IsBundle(dir string) bool { return bundle.IsBundle(dir) }
+
+// AutoDevice names the device Load picks with Device "auto": for a bundle
+// the NPU when one is usable, else DeviceEmulatedNPU (its kernels on the
+// CPU); for a Hugging Face folder DeviceCPU (the NPU runs only bundles).
+func AutoDevice(isBundle, npuUsable bool) string {
+	switch {
+	case !isBundle:
+		return DeviceCPU
+	case npuUsable:
+		return "npu"
+	}
+	return DeviceEmulatedNPU
+}
