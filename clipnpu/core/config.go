@@ -111,3 +111,36 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// linearFLOPs is 2·m·k·n, one multiply and one add per weight and row.
+func linearFLOPs(m, k, n int) float64 { return 2 * float64(m) * float64(k) * float64(n) }
+
+// encoderFLOPs counts L pre-LN layers on T tokens of width H and MLP width
+// M: q, k, v, o (4·H²), fc1 and fc2 (2·H·M) per token, plus the attention
+// products q·kᵀ and p·v (2·T²·H each). LayerNorm, softmax, GELU and the
+// adds are O(T·H) and left out.
+func encoderFLOPs(L, T, H, M int) float64 {
+	perLayer := linearFLOPs(T, H, 4*H) + linearFLOPs(T, H, 2*M) + 2*linearFLOPs(T, H, T)
+	return float64(L) * perLayer
+}
+
+// ImageFLOPs is one image through the vision tower: patch embedding, the
+// encoder on G²+1 tokens and the projection of the class token.
+func (c Config) ImageFLOPs() float64 {
+	v := c.Vision
+	if v.Patch == 0 {
+		return 0 // shape unknown
+	}
+	G := v.Grid()
+	return linearFLOPs(G*G, 3*v.Patch*v.Patch, v.Hidden) +
+		encoderFLOPs(v.Layers, v.Tokens(), v.Hidden, v.MLP) +
+		linearFLOPs(1, v.Hidden, c.ProjectionDim)
+}
+
+// TextFLOPs is one prompt of tokens tokens through the text tower and its
+// projection. HF (and PyTorch) always run the full context; the fast CPU
+// path runs the tokens up to EOS only, which this count assumes.
+func (c Config) TextFLOPs(tokens int) float64 {
+	t := c.Text
+	return encoderFLOPs(t.Layers, tokens, t.Hidden, t.MLP) + linearFLOPs(1, t.Hidden, c.ProjectionDim)
+}
