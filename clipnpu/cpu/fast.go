@@ -19,9 +19,10 @@ import (
 // buffers are allocated once for the largest chunk seen and reused; a pass
 // allocates only its result.
 //
-// Legend (per tower): n sequences in a chunk, T tokens per sequence (257
-// for ViT-H/14 images, 77 for text), H width, M MLP width, A heads,
-// d = H/A head width, D projection dim, R rows of the residual stream.
+// Legend: clipnpu/core's (package doc), and for one tower pass: n
+// sequences in a chunk; T here is the tower's tokens per sequence (Tok =
+// 257 for ViT-H/14 images, T = 77 for text); A = nh heads of width
+// d = hd = H/A; R rows of the residual stream.
 //
 // Sequences are packed: sequence b occupies rows [off[b], off[b]+len[b]).
 // Images keep all T tokens. A prompt keeps only the tokens up to the one it

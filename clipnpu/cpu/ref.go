@@ -9,7 +9,7 @@ import (
 	// products and LayerNorm statistics accumulate in float64, and only rows of
 	// work are split across goroutines.
 	//
-	// Legend for the shapes in comments:
+	// Legend for the shapes in comments (clipnpu/core's):
 	//
 	//	Tok  vision tokens (257 = 16·16 patches + class token for ViT-H/14)
 	//	T    text context (77)

@@ -22,9 +22,9 @@ import (
 // embedding, the final LayerNorm at the end token and the projection
 // (text); the device runs every transformer layer (npu_tower.go).
 //
-// Legend: n images or prompts, S image size, P patch, G = S/P, Tok tokens
-// (G²+1), st v_stride (rows between images), H width, D embed_dim,
-// T context, sp t_seq_pad (rows between prompts).
+// Legend: clipnpu/core's (n, S, P, G, Tok, H, D, T), plus the bundle's
+// st v_stride (rows between images) and sp t_seq_pad (rows between
+// prompts).
 
 // npuConfig is the bundle's param records.
 type npuConfig struct {
