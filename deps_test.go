@@ -77,7 +77,14 @@ func TestImportGraph(t *testing.T) {
 	if len(src) < 8 {
 		t.Fatalf("found only %d packages; is the test running at the repository root?", len(src))
 	}
-	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss"}
+	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/core", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss"}
+	// The model runtime, split by what has run: who each part may import
+	// inside clipnpu. The root (the face) imports them all.
+	runtime := map[string][]string{
+		"clipnpu/hf":  {"clipnpu/core"},                                                                  // the loader imports no engine
+		"clipnpu/cpu": {"clipnpu/core", "internal/gemm"},                                                 // never the NPU path
+		"clipnpu/npu": {"clipnpu/core", "clipnpu/hf", "clipnpu/bundle", "clipnpu/xdna", "internal/gemm"}, // never the CPU engines
+	}
 	for pkg, imps := range src {
 		internal := internalImports(imps)
 		for _, leaf := range leaves {
@@ -89,12 +96,31 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 		}
+		for part, allowed := range runtime {
+			if !under(pkg, part) {
+				continue
+			}
+			for _, p := range internal {
+				ok := under(p, part)
+				for _, a := range allowed {
+					ok = ok || under(p, a)
+				}
+				if !ok {
+					t.Errorf("%s imports %s: %s may import only %v", pkg, p, part, allowed)
+				}
+			}
+		}
 		for _, p := range internal {
+			engine := under(p, "clipnpu/core") || under(p, "clipnpu/hf") || under(p, "clipnpu/cpu") || under(p, "clipnpu/npu")
 			switch {
+			case engine && !under(pkg, "clipnpu"):
+				t.Errorf("%s imports %s: outside clipnpu, only its root (the model face) and its comparison packages are used", pkg, p)
 			case (under(pkg, "index") || under(pkg, "search")) && under(p, "clipnpu"):
 				t.Errorf("%s imports %s: index and search declare the encoder interfaces they need", pkg, p)
-			case under(pkg, "clipnpu") && (p == "tokenizer" || p == "preprocess" || p == "index" || p == "store" || p == "search" || under(p, "cmd")):
-				t.Errorf("%s imports %s: clipnpu takes ids and tensors, nothing above it", pkg, p)
+			case under(pkg, "clipnpu") && pkg != "clipnpu" && (p == "tokenizer" || p == "preprocess" || p == "index" || p == "store" || p == "search" || under(p, "cmd")):
+				t.Errorf("%s imports %s: the model runtime takes ids and tensors, never paths of images or strings of text", pkg, p)
+			case pkg == "clipnpu" && (p == "index" || p == "search" || under(p, "cmd")):
+				t.Errorf("%s imports %s: the model face is below index, search and the commands", pkg, p)
 			case under(p, "cmd") || under(p, "examples"):
 				t.Errorf("%s imports %s: commands are not libraries", pkg, p)
 			}

@@ -10,12 +10,22 @@
 //	tokens            tokenizer    text → 77 CLIP BPE ids, exact with HF
 //	    │
 //	    ▼
-//	forward passes    clipnpu      ids / pixels → projected embeddings
-//	                               (pure-Go reference, fast CPU path, NPU replay)
+//	forward passes    clipnpu      the model face (clipnpu.Model): a model folder's
+//	                               tokenizer, preprocessing, identity and towers;
+//	                               texts / image files → projected embeddings
+//	                    clipnpu/core  what the runtime shares (Backend, Info,
+//	                                  Config, weights in memory, errors)
+//	                    clipnpu/hf    the Hugging Face loader (no engine)
+//	                    clipnpu/cpu   float32 engines: reference + fast path
+//	                    clipnpu/npu   NPU replay (never run on hardware),
+//	                                  its emulator and the bundle exporter
+//	                    clipnpu/compare  the one comparison engine: gates
+//	                                     chosen from how the model runs
 //	    │
 //	    ▼
 //	vectors on disk   store        the bbolt schema (the only bbolt importer)
-//	ranking           search       cosine top-k over the stored vectors
+//	ranking           search       a query in one read session: stored vectors,
+//	                               the model check, cosine top-k
 //	    │
 //	    ▼
 //	CLI               cmd/clipidx  flags, output, progress bars, exit codes
@@ -24,13 +34,19 @@
 //
 //   - tokenizer, preprocess and internal/gemm are leaves: they import no other
 //     clipidx package.
-//   - clipnpu imports internal/gemm (and its own subpackages); it takes token
-//     ids and pixel tensors, never paths of images or strings of text.
+//   - clipnpu's runtime packages take a model folder, token ids and pixel
+//     tensors, never paths of images or strings of text: core is a leaf; hf
+//     (the loader) imports only core; cpu imports core and internal/gemm, never the NPU
+//     path; npu imports core, hf (for its exporter), bundle, xdna and
+//     internal/gemm, never the CPU engines. Only the root, the model face,
+//     imports them all, with tokenizer, preprocess and store (for the
+//     identity an index records); nothing outside clipnpu imports core, hf,
+//     cpu or npu.
 //   - store imports no other clipidx package except leaves; it alone imports
 //     go.etcd.io/bbolt.
-//   - index and search declare the small interfaces they need (an Encoder, a
-//     TextEncoder) and import store; they never import clipnpu, so their tests
-//     run with a fake encoder.
+//   - index and search declare the small interfaces they need (index.Encoder,
+//     search.Encoder), which clipnpu.Model implements, and import store; they
+//     never import clipnpu, so their tests run with a fake encoder.
 //   - cmd/clipidx wires everything together and is the only place that prints,
 //     reads flags or the environment, or exits.
 package clipidx

@@ -9,6 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu/hf"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
+	"github.com/clipidx/clipidx/clipnpu/cpu"
+	"github.com/clipidx/clipidx/clipnpu/npu"
 )
 
 // TestRoundAtLoad saves a random float32 model, loads it with Weights f16
@@ -20,22 +26,22 @@ func TestRoundAtLoad(t *testing.T) {
 	cfg := smallConfig()
 	for _, pad := range []int{0, 1} {
 		t.Run(fmt.Sprintf("pad%d", pad), func(t *testing.T) {
-			dir := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 42, dtF32, BothTowers, 2)), pad)
-			stored, err := Load(dir, Options{Device: "reference"})
+			dir := writeModelDir(t, cfg, hfTensors(hf.RandomModel(cfg, 42, core.F32, core.BothTowers, 2)), pad)
+			stored, err := Load(dir, core.Options{Device: "reference"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer stored.Close()
-			b, err := Load(dir, Options{Device: "reference", Weights: "f16"})
+			b, err := Load(dir, core.Options{Device: "reference", Weights: "f16"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			m := b.(*refBackend).m
-			if m.dtype != dtF16 || !m.rounded {
-				t.Errorf("dtype %s rounded %v, want f16 rounded", m.dtype, m.rounded)
+			m := b.(*cpu.RefBackend).Model()
+			if m.Dtype != core.F16 || !m.Rounded {
+				t.Errorf("dtype %s rounded %v, want f16 rounded", m.Dtype, m.Rounded)
 			}
-			if m.mapping != nil {
+			if m.Mapping != nil {
 				t.Error("the mapping is still held after every tensor was copied out")
 			}
 			if got, want := b.Info().Weights, "f16 (rounded from f32 at load)"; got != want {
@@ -48,7 +54,7 @@ func TestRoundAtLoad(t *testing.T) {
 			if h == hs || len(h) != 64 {
 				t.Errorf("rounded weights hash %q: want 64 hex digits, not the stored %q", h, hs)
 			}
-			again, err := Load(dir, Options{Device: "cpu", Weights: "f16"})
+			again, err := Load(dir, core.Options{Device: "cpu", Weights: "f16"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +63,7 @@ func TestRoundAtLoad(t *testing.T) {
 			}
 			again.Close()
 
-			sameEmbeddings(t, cfg, b, newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2))
+			sameEmbeddings(t, cfg, b, cpu.NewReference(hf.RandomModel(cfg, 42, core.F16, core.BothTowers, 2), 2))
 		})
 	}
 }
@@ -66,13 +72,13 @@ func TestRoundAtLoad(t *testing.T) {
 // f16, with the stored identity.
 func TestRoundKeeps16Bit(t *testing.T) {
 	cfg := smallConfig()
-	dir := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 7, dtBF16, BothTowers, 2)), 0)
-	a, err := Load(dir, Options{Device: "reference"})
+	dir := writeModelDir(t, cfg, hfTensors(hf.RandomModel(cfg, 7, core.BF16, core.BothTowers, 2)), 0)
+	a, err := Load(dir, core.Options{Device: "reference"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := Load(dir, Options{Device: "reference", Weights: "f16"})
+	b, err := Load(dir, core.Options{Device: "reference", Weights: "f16"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +86,8 @@ func TestRoundKeeps16Bit(t *testing.T) {
 	if b.Info().WeightsHash != a.Info().WeightsHash {
 		t.Error("a bf16 checkpoint changed identity under Weights f16")
 	}
-	if m := b.(*refBackend).m; m.dtype != dtBF16 || m.rounded || m.mapping == nil {
-		t.Errorf("bf16 checkpoint: dtype %s rounded %v mapped %v, want bf16 as stored", m.dtype, m.rounded, m.mapping != nil)
+	if m := b.(*cpu.RefBackend).Model(); m.Dtype != core.BF16 || m.Rounded || m.Mapping == nil {
+		t.Errorf("bf16 checkpoint: dtype %s rounded %v mapped %v, want bf16 as stored", m.Dtype, m.Rounded, m.Mapping != nil)
 	}
 	if w := b.Info().Weights; !strings.HasPrefix(w, "bf16 (as stored") {
 		t.Errorf("Info().Weights = %q", w)
@@ -92,7 +98,7 @@ func TestRoundKeeps16Bit(t *testing.T) {
 // NPU are refused with errors that name the problem.
 func TestRoundErrors(t *testing.T) {
 	cfg := smallConfig()
-	ts := hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 2))
+	ts := hfTensors(hf.RandomModel(cfg, 3, core.F32, core.BothTowers, 2))
 	const big = "text_model.encoder.layers.1.mlp.fc2.weight"
 	for i := range ts {
 		if ts[i].name == big {
@@ -100,101 +106,36 @@ func TestRoundErrors(t *testing.T) {
 		}
 	}
 	dir := writeModelDir(t, cfg, ts, 0)
-	_, err := Load(dir, Options{Device: "cpu", Weights: "f16"})
-	if err == nil || errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), big) ||
+	_, err := Load(dir, core.Options{Device: "cpu", Weights: "f16"})
+	if err == nil || errors.Is(err, core.ErrBadModel) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), big) ||
 		!strings.Contains(err.Error(), "element 5 is -70000") || !strings.Contains(err.Error(), "--weights stored") {
 		t.Errorf("overflowing tensor: %v", err)
 	}
-	if b, err := Load(dir, Options{Device: "cpu"}); err != nil {
+	if b, err := Load(dir, core.Options{Device: "cpu"}); err != nil {
 		t.Errorf("the same folder as stored: %v", err)
 	} else {
 		b.Close()
 	}
 	for _, w := range []string{"bf16", "f8", "F16"} {
-		if _, err := Load(dir, Options{Weights: w}); err == nil || !strings.Contains(err.Error(), "weights") {
+		if _, err := Load(dir, core.Options{Weights: w}); err == nil || !strings.Contains(err.Error(), "weights") {
 			t.Errorf("Weights %q: %v", w, err)
 		}
 	}
-	if _, err := Load(dir, Options{Device: "npu", Weights: "f16"}); err == nil || !strings.Contains(err.Error(), "CPU") {
+	if _, err := Load(dir, core.Options{Device: "npu", Weights: "f16"}); err == nil || !strings.Contains(err.Error(), "CPU") {
 		t.Errorf("npu with f16: %v", err)
 	}
-	if _, err := NewRandom(cfg, 1, "f32", Options{Weights: "f16"}); err == nil {
+	if _, err := NewRandom(cfg, 1, "f32", core.Options{Weights: "f16"}); err == nil {
 		t.Error("NewRandom accepted Options.Weights")
 	}
 	bdir := filepath.Join(t.TempDir(), "bundle")
-	if err := ExportTinyBundle(writeModelDir(t, cfg, hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 2)), 0), bdir); err != nil {
+	if err := npu.ExportTinyBundle(writeModelDir(t, cfg, hfTensors(hf.RandomModel(cfg, 3, core.F32, core.BothTowers, 2)), 0), bdir); err != nil {
 		t.Fatalf("export a bundle to try: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(bdir, "manifest.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(bdir, Options{Weights: "f16"}); err == nil || !strings.Contains(err.Error(), "bundle") {
+	if _, err := Load(bdir, core.Options{Weights: "f16"}); err == nil || !strings.Contains(err.Error(), "bundle") {
 		t.Errorf("bundle with f16: %v", err)
-	}
-}
-
-// TestRoundF32 checks the parallel rounding against the scalar one on
-// every chunk boundary, and the overflow report (the first bad element).
-func TestRoundF32(t *testing.T) {
-	for _, hw := range []bool{true, false} {
-		if hw && !hasF16C {
-			continue // no F16C in this build or on this CPU
-		}
-		t.Run(fmt.Sprintf("f16c=%v", hw), func(t *testing.T) {
-			saved := hasF16C
-			hasF16C = hw
-			defer func() { hasF16C = saved }()
-			testRoundF32(t)
-		})
-	}
-}
-
-func testRoundF32(t *testing.T) {
-	src := make([]float32, 3*roundChunk+17)
-	for i := range src {
-		src[i] = float32(math.Sin(float64(i))) * float32(1+i%70000)
-	}
-	src[roundChunk+3] = float32(math.Inf(-1))
-	src[2*roundChunk] = float32(math.NaN())
-	for _, th := range []int{1, 2, 5} {
-		for _, d := range []dtype{dtF16, dtBF16} {
-			limit := src
-			if d == dtF16 {
-				limit = make([]float32, len(src))
-				for i, x := range src {
-					limit[i] = x / 2 // within ±35000
-				}
-			}
-			got, err := roundF32(limit, d, th)
-			if err != nil {
-				t.Fatalf("%s threads %d: %v", d, th, err)
-			}
-			for i, x := range limit {
-				want := f32ToF16(x)
-				if d == dtBF16 {
-					want = f32ToBF16(x)
-				}
-				if got[i] != want {
-					t.Fatalf("%s threads %d: element %d = %#04x, want %#04x", d, th, i, got[i], want)
-				}
-			}
-		}
-	}
-	over := make([]float32, len(src))
-	over[2*roundChunk+5], over[roundChunk+9] = 1e6, 65520 // 65520 rounds up to inf
-	over[7] = float32(math.Inf(1))                        // kept, not an overflow
-	if _, err := roundF32(over, dtF16, 3); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("element %d is 65520", roundChunk+9)) {
-		t.Errorf("overflow: %v", err)
-	}
-	if _, err := roundF32([]float32{65504, 65519.99, -65519.99, 1, 2, 3, 4, 5, float32(math.NaN())}, dtF16, 1); err != nil {
-		t.Errorf("largest halves: %v", err)
-	}
-	for _, at := range []int{0, 7, 8, 15, 16} { // in the 8-wide part and in the tail
-		v := make([]float32, 17)
-		v[at] = -65520
-		if _, err := roundF32(v, dtF16, 1); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("element %d is -65520", at)) {
-			t.Errorf("overflow at %d of 17: %v", at, err)
-		}
 	}
 }
 
@@ -211,7 +152,7 @@ func TestWriteRandom(t *testing.T) {
 			if err := WriteRandom(dir, cfg, 9, dt, 2); err != nil {
 				t.Fatal(err)
 			}
-			b, err := Load(dir, Options{Device: "reference"})
+			b, err := Load(dir, core.Options{Device: "reference"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,7 +160,7 @@ func TestWriteRandom(t *testing.T) {
 			if got := b.Info().Name; got != cfg.Name {
 				t.Errorf("Name %q, want %q", got, cfg.Name)
 			}
-			if got := b.(*refBackend).m.dtype.String(); got != dt {
+			if got := b.(*cpu.RefBackend).Model().Dtype.String(); got != dt {
 				t.Errorf("loaded dtype %s, want %s", got, dt)
 			}
 			raw, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
@@ -229,7 +170,7 @@ func TestWriteRandom(t *testing.T) {
 			if n := binary.LittleEndian.Uint64(raw); (8+n)%8 != 0 {
 				t.Errorf("data starts at byte %d, not 8-byte aligned", 8+n)
 			}
-			want, err := NewRandom(cfg, 9, dt, Options{Device: "reference"})
+			want, err := NewRandom(cfg, 9, dt, core.Options{Device: "reference"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,9 +210,9 @@ func TestWriteRandom(t *testing.T) {
 // the mapping stays), and computes what the all-f16 model computes.
 func TestRoundMixedCheckpoint(t *testing.T) {
 	cfg := smallConfig()
-	ts := hfTensors(randomModel(cfg, 42, dtF32, BothTowers, 2))
+	ts := hfTensors(hf.RandomModel(cfg, 42, core.F32, core.BothTowers, 2))
 	half := map[string]stTensor{}
-	for _, x := range hfTensors(randomModel(cfg, 42, dtF16, BothTowers, 2)) {
+	for _, x := range hfTensors(hf.RandomModel(cfg, 42, core.F16, core.BothTowers, 2)) {
 		half[x.name] = x
 	}
 	n16 := 0
@@ -284,29 +225,29 @@ func TestRoundMixedCheckpoint(t *testing.T) {
 	if n16 == 0 {
 		t.Fatal("no matrix was switched to F16")
 	}
-	b, err := Load(writeModelDir(t, cfg, ts, 0), Options{Device: "reference", Weights: "f16"})
+	b, err := Load(writeModelDir(t, cfg, ts, 0), core.Options{Device: "reference", Weights: "f16"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m := b.(*refBackend).m
-	if !m.rounded || m.mapping == nil {
-		t.Fatalf("rounded %v, mapping held %v: want rounded with the mapping kept for the F16 views", m.rounded, m.mapping != nil)
+	m := b.(*cpu.RefBackend).Model()
+	if !m.Rounded || m.Mapping == nil {
+		t.Fatalf("rounded %v, mapping held %v: want rounded with the mapping kept for the F16 views", m.Rounded, m.Mapping != nil)
 	}
-	sameEmbeddings(t, cfg, b, newReference(randomModel(cfg, 42, dtF16, BothTowers, 2), 2))
+	sameEmbeddings(t, cfg, b, cpu.NewReference(hf.RandomModel(cfg, 42, core.F16, core.BothTowers, 2), 2))
 }
 
 // sameEmbeddings requires got to embed testInputs(cfg, 2) bit for bit as
 // want does, images and texts.
-func sameEmbeddings(t *testing.T, cfg Config, got, want Backend) {
+func sameEmbeddings(t *testing.T, cfg core.Config, got, want core.Backend) {
 	t.Helper()
 	px, ids := testInputs(cfg, 2)
 	for _, enc := range []struct {
 		name string
-		run  func(Backend) ([]float32, error)
+		run  func(core.Backend) ([]float32, error)
 	}{
-		{"image", func(b Backend) ([]float32, error) { return b.EncodeImages(px, 2) }},
-		{"text", func(b Backend) ([]float32, error) { return b.EncodeTexts(ids, 2) }},
+		{"image", func(b core.Backend) ([]float32, error) { return b.EncodeImages(px, 2) }},
+		{"text", func(b core.Backend) ([]float32, error) { return b.EncodeTexts(ids, 2) }},
 	} {
 		g, err := enc.run(got)
 		if err != nil {

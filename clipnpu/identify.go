@@ -3,10 +3,10 @@ package clipnpu
 import (
 	"errors"
 	"fmt"
-	"math"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
+	"github.com/clipidx/clipidx/clipnpu/hf"
 )
 
 // ErrNotIdentifiable is returned by Identify for folders whose identity
@@ -21,19 +21,16 @@ var ErrNotIdentifiable = errors.New("clipnpu: identity needs a full load")
 // index against the model before deciding whether it needs the model at
 // all (see SameModel). Bundles and Device "npu" return ErrNotIdentifiable.
 func Identify(dir string, opts Options) (Info, error) {
-	if err := checkFolder(dir); err != nil {
+	if err := hf.CheckFolder(dir); err != nil {
 		return Info{}, err
 	}
-	conv, err := parseWeights(opts.Weights)
+	conv, err := hf.ParseWeights(opts.Weights)
 	if err != nil {
 		return Info{}, err
 	}
 	device := DeviceCPU
 	switch opts.Device {
 	case "", "auto", "cpu":
-		if newFastCPU == nil {
-			device = DeviceReference
-		}
 	case "reference":
 		device = DeviceReference
 	case "npu":
@@ -41,81 +38,12 @@ func Identify(dir string, opts Options) (Info, error) {
 	default:
 		return Info{}, fmt.Errorf("clipnpu: unknown device %q (want auto, cpu, reference or npu)", opts.Device)
 	}
-	if IsBundle(dir) || !canMap {
+	if IsBundle(dir) || !core.CanMap {
 		// Without mmap the "mapping" is the whole file read into memory:
 		// identifying would cost as much as loading.
 		return Info{}, ErrNotIdentifiable
 	}
-	cfg, err := LoadConfig(dir)
-	if err != nil {
-		return Info{}, err
-	}
-	path := filepath.Join(dir, "model.safetensors")
-	mp, err := mapFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Info{}, fmt.Errorf("%w: %s is missing", ErrBadModel, path)
-	}
-	if err != nil {
-		return Info{}, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer mp.close()
-	h, err := mappedHeader(path, mp.data)
-	if err != nil {
-		return Info{}, err
-	}
-	ld := &stLoader{path: path, h: h, data: mp.data}
-	ls, err := ld.vec("logit_scale", 1)
-	if err != nil {
-		return Info{}, err
-	}
-	m := &model{cfg: cfg, hash: weightsHash(h, mp.data), logitScale: float32(math.Exp(float64(ls[0])))}
-	// The towers as Load resolves them (names, shapes, dtypes), as views of
-	// the mapping that read no tensor data: a folder Load would refuse is
-	// refused here too, and the rounding is decided on the same matrices.
-	if opts.Towers.image() {
-		if m.vision, err = ld.vision(cfg); err != nil {
-			return Info{}, err
-		}
-	}
-	if opts.Towers.text() {
-		if m.text, err = ld.textTower(cfg); err != nil {
-			return Info{}, err
-		}
-	}
-	if conv != keepStored && m.hasF32Matrix() {
-		m.rounded, m.dtype = true, conv
-		m.hash = convertedHash(m.hash, conv)
-	}
-	m.vision, m.text = nil, nil // views of mp, unmapped on return
-	info := m.info(device)
-	info.Weights = "" // how the matrices are held is known after loading
-	return info, nil
-}
-
-// hasF32Matrix reports whether a weight matrix of the loaded towers is
-// F32: what stLoader.mat rounds under Options.Weights "f16".
-func (m *model) hasF32Matrix() bool {
-	var ts []*tensor
-	layers := func(ls []layerWeights) {
-		for i := range ls {
-			l := &ls[i]
-			ts = append(ts, &l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2)
-		}
-	}
-	if v := m.vision; v != nil {
-		ts = append(ts, &v.patch, &v.proj)
-		layers(v.layers)
-	}
-	if t := m.text; t != nil {
-		ts = append(ts, &t.tok, &t.proj)
-		layers(t.layers)
-	}
-	for _, t := range ts {
-		if t.dtype == dtF32 {
-			return true
-		}
-	}
-	return false
+	return hf.IdentifyFolder(dir, opts.Towers, conv, device)
 }
 
 // SameModel reports how a loaded backend's Info differs from what Identify

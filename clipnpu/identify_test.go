@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clipidx/clipidx/clipnpu/core"
+	"github.com/clipidx/clipidx/clipnpu/hf"
+	"github.com/clipidx/clipidx/clipnpu/npu"
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
 
@@ -17,15 +20,15 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 	dirs := map[string]string{"fixture": fixtures.TinyModel(t)}
 	for _, dt := range []string{"f32", "f16", "bf16"} {
 		dirs[dt] = filepath.Join(t.TempDir(), dt)
-		if err := WriteRandom(dirs[dt], cfg, 5, dt, 1); err != nil {
+		if err := hf.WriteRandom(dirs[dt], cfg, 5, dt, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Only the text tower's matrices stay F32: rounding applies to a text
 	// load, not to an image load.
-	mixed := hfTensors(randomModel(cfg, 5, dtF16, BothTowers, 1))
+	mixed := hfTensors(hf.RandomModel(cfg, 5, core.F16, core.BothTowers, 1))
 	f32 := map[string]stTensor{}
-	for _, x := range hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1)) {
+	for _, x := range hfTensors(hf.RandomModel(cfg, 5, core.F32, core.BothTowers, 1)) {
 		f32[x.name] = x
 	}
 	for i, x := range mixed {
@@ -37,10 +40,10 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 	// Projections BF16, everything else F32: the rounding target names
 	// the model, not the last matrix read.
 	bf := map[string]stTensor{}
-	for _, x := range hfTensors(randomModel(cfg, 5, dtBF16, BothTowers, 1)) {
+	for _, x := range hfTensors(hf.RandomModel(cfg, 5, core.BF16, core.BothTowers, 1)) {
 		bf[x.name] = x
 	}
-	proj := hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1))
+	proj := hfTensors(hf.RandomModel(cfg, 5, core.F32, core.BothTowers, 1))
 	for i, x := range proj {
 		if x.name == "visual_projection.weight" || x.name == "text_projection.weight" {
 			proj[i] = bf[x.name]
@@ -49,9 +52,9 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 	dirs["projections bf16, rest f32"] = writeModelDir(t, cfg, proj, 0)
 
 	for name, dir := range dirs {
-		for _, opts := range []Options{
-			{}, {Weights: "f16"}, {Device: "reference"}, {Device: "cpu", Weights: "f16", Towers: ImageTower},
-			{Weights: "f16", Towers: TextTower}, {Weights: "f16", Towers: ImageTower},
+		for _, opts := range []core.Options{
+			{}, {Weights: "f16"}, {Device: "reference"}, {Device: "cpu", Weights: "f16", Towers: core.ImageTower},
+			{Weights: "f16", Towers: core.TextTower}, {Weights: "f16", Towers: core.ImageTower},
 		} {
 			id, err := Identify(dir, opts)
 			if err != nil {
@@ -72,33 +75,33 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 		}
 	}
 	// A folder Load refuses (a misshapen tensor) is refused by Identify.
-	bad := hfTensors(randomModel(cfg, 5, dtF32, BothTowers, 1))
+	bad := hfTensors(hf.RandomModel(cfg, 5, core.F32, core.BothTowers, 1))
 	for i := range bad {
 		if bad[i].name == "vision_model.encoder.layers.1.mlp.fc2.weight" {
 			bad[i].shape = []int{bad[i].shape[1], bad[i].shape[0]}
 		}
 	}
-	if _, err := Identify(writeModelDir(t, cfg, bad, 0), Options{}); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "fc2") {
+	if _, err := Identify(writeModelDir(t, cfg, bad, 0), core.Options{}); !errors.Is(err, core.ErrBadModel) || !strings.Contains(err.Error(), "fc2") {
 		t.Errorf("misshapen tensor: %v", err)
 	}
-	if _, err := Identify(dirs["f32"], Options{Device: "npu"}); !errors.Is(err, ErrNotIdentifiable) {
+	if _, err := Identify(dirs["f32"], core.Options{Device: "npu"}); !errors.Is(err, ErrNotIdentifiable) {
 		t.Errorf("npu: %v", err)
 	}
-	if _, err := Identify(t.TempDir(), Options{}); !errors.Is(err, ErrNoModel) {
+	if _, err := Identify(t.TempDir(), core.Options{}); !errors.Is(err, core.ErrNoModel) {
 		t.Errorf("empty folder: %v", err)
 	}
-	if _, err := Identify(dirs["f32"], Options{Weights: "bf16"}); err == nil {
+	if _, err := Identify(dirs["f32"], core.Options{Weights: "bf16"}); err == nil {
 		t.Error("Weights bf16 accepted")
 	}
 	bdir := filepath.Join(t.TempDir(), "bundle")
-	if err := ExportTinyBundle(dirs["f32"], bdir); err != nil {
+	if err := npu.ExportTinyBundle(dirs["f32"], bdir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Identify(bdir, Options{}); !errors.Is(err, ErrNotIdentifiable) {
+	if _, err := Identify(bdir, core.Options{}); !errors.Is(err, ErrNotIdentifiable) {
 		t.Errorf("bundle: %v", err)
 	}
 	// SameModel names what differs.
-	a := Info{Name: "x", WeightsHash: "h1", Dim: 8}
+	a := core.Info{Name: "x", WeightsHash: "h1", Dim: 8}
 	b := a
 	b.WeightsHash, b.Device = "h2", "cpu"
 	if d := SameModel(a, b); d != "weights hash h2, not h1, device cpu, not " {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
 )
 
 // TestInspectWeights reads the header of written models: the dtype split,
@@ -39,12 +41,12 @@ func TestInspectWeights(t *testing.T) {
 			}
 		}
 	}
-	if _, err := InspectWeights(t.TempDir()); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "model.safetensors is missing") {
+	if _, err := InspectWeights(t.TempDir()); !errors.Is(err, core.ErrBadModel) || !strings.Contains(err.Error(), "model.safetensors is missing") {
 		t.Errorf("missing file: %v", err)
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte("\x10\x00\x00\x00\x00\x00\x00\x00{not json"), 0o644)
-	if _, err := InspectWeights(dir); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), dir) {
+	if _, err := InspectWeights(dir); !errors.Is(err, core.ErrBadModel) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("damaged header: %v", err)
 	}
 }

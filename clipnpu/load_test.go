@@ -13,14 +13,21 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu/hf"
+	"github.com/clipidx/clipidx/clipnpu/internal/cliptest"
+	"github.com/clipidx/clipidx/clipnpu/npu"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
+	"github.com/clipidx/clipidx/clipnpu/cpu"
 )
 
 // smallConfig is a quick shape for loader tests (odd sizes on purpose).
-func smallConfig() Config {
-	return Config{
+func smallConfig() core.Config {
+	return core.Config{
 		Name:          "small",
-		Vision:        VisionConfig{Hidden: 24, Heads: 3, Layers: 2, MLP: 40, Patch: 4, ImageSize: 12, Act: "quick_gelu", LayerNormEps: 1e-5},
-		Text:          TextConfig{Hidden: 16, Heads: 2, Layers: 2, MLP: 36, Vocab: 50, Context: 9, Act: "gelu", LayerNormEps: 1e-5, EOS: 49},
+		Vision:        core.VisionConfig{Hidden: 24, Heads: 3, Layers: 2, MLP: 40, Patch: 4, ImageSize: 12, Act: "quick_gelu", LayerNormEps: 1e-5},
+		Text:          core.TextConfig{Hidden: 16, Heads: 2, Layers: 2, MLP: 36, Vocab: 50, Context: 9, Act: "gelu", LayerNormEps: 1e-5, EOS: 49},
 		ProjectionDim: 8,
 	}
 }
@@ -35,17 +42,17 @@ type stTensor struct {
 
 // hfTensors lists a model's weights under their Hugging Face names, encoded
 // as WriteRandom writes them.
-func hfTensors(m *model) []stTensor {
+func hfTensors(m *core.Model) []stTensor {
 	var ts []stTensor
-	for _, t := range namedTensors(m) {
+	for _, t := range hf.NamedTensors(m) {
 		var b bytes.Buffer
 		w := bufio.NewWriter(&b)
-		if err := writeElems(w, &t); err != nil {
+		if err := hf.WriteElems(w, &t); err != nil {
 			panic(err)
 		}
 		w.Flush()
-		dt := map[dtype]string{dtF32: "F32", dtF16: "F16", dtBF16: "BF16"}[t.dtype]
-		ts = append(ts, stTensor{t.name, dt, t.shape, b.Bytes()})
+		dt := map[core.Dtype]string{core.F32: "F32", core.F16: "F16", core.BF16: "BF16"}[t.Dtype]
+		ts = append(ts, stTensor{t.Name, dt, t.Shape, b.Bytes()})
 	}
 	return ts
 }
@@ -69,15 +76,15 @@ func encodeSafetensors(ts []stTensor, pad int) []byte {
 
 // hfConfigJSON renders cfg as a CLIPConfig config.json without a model
 // name (so the folder names the model).
-func hfConfigJSON(c Config) []byte {
-	doc := hfConfigDoc(c)
+func hfConfigJSON(c core.Config) []byte {
+	doc := hf.ConfigDoc(c)
 	delete(doc, "_name_or_path")
 	b, _ := json.MarshalIndent(doc, "", " ")
 	return b
 }
 
 // writeModelDir writes cfg and ts as a model folder and returns it.
-func writeModelDir(t *testing.T, cfg Config, ts []stTensor, pad int) string {
+func writeModelDir(t *testing.T, cfg core.Config, ts []stTensor, pad int) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), hfConfigJSON(cfg), 0o644); err != nil {
@@ -90,21 +97,7 @@ func writeModelDir(t *testing.T, cfg Config, ts []stTensor, pad int) string {
 }
 
 // testInputs makes n deterministic images and texts for cfg.
-func testInputs(cfg Config, n int) ([]float32, []int32) {
-	S, T := cfg.Vision.ImageSize, cfg.Text.Context
-	px := make([]float32, n*3*S*S)
-	for i := range px {
-		px[i] = float32(math.Sin(float64(i)*0.37)) * 1.5
-	}
-	ids := make([]int32, n*T)
-	for i := 0; i < n; i++ {
-		for p := 0; p < T; p++ {
-			ids[i*T+p] = int32((i*7 + p*3 + 1) % (cfg.Text.Vocab - 1))
-		}
-		ids[i*T+2+i%(T-2)] = cfg.Text.EOS
-	}
-	return px, ids
-}
+func testInputs(cfg core.Config, n int) ([]float32, []int32) { return cliptest.Inputs(cfg, n) }
 
 // TestLoadRoundTrip saves a random model under HF names, loads it back and
 // requires bit-identical embeddings: every tensor lands in the right field.
@@ -113,21 +106,21 @@ func testInputs(cfg Config, n int) ([]float32, []int32) {
 func TestLoadRoundTrip(t *testing.T) {
 	cfg := smallConfig()
 	for _, c := range []struct {
-		dt  dtype
+		dt  core.Dtype
 		pad int
-	}{{dtF32, 0}, {dtF32, 1}, {dtF16, 0}, {dtBF16, 2}, {dtF16, 3}} {
+	}{{core.F32, 0}, {core.F32, 1}, {core.F16, 0}, {core.BF16, 2}, {core.F16, 3}} {
 		t.Run(fmt.Sprintf("%s-pad%d", c.dt, c.pad), func(t *testing.T) {
-			src := randomModel(cfg, 42, c.dt, BothTowers, 2)
+			src := hf.RandomModel(cfg, 42, c.dt, core.BothTowers, 2)
 			dir := writeModelDir(t, cfg, hfTensors(src), c.pad)
-			b, err := Load(dir, Options{Device: "reference"})
+			b, err := Load(dir, core.Options{Device: "reference"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if got := b.(*refBackend).m.dtype; got != c.dt {
+			if got := b.(*cpu.RefBackend).Model().Dtype; got != c.dt {
 				t.Errorf("loaded dtype %s, want %s", got, c.dt)
 			}
-			want := newReference(src, 2)
+			want := cpu.NewReference(src, 2)
 			px, ids := testInputs(cfg, 2)
 			for _, enc := range []struct {
 				name      string
@@ -150,7 +143,7 @@ func TestLoadRoundTrip(t *testing.T) {
 					}
 				}
 			}
-			if got, want := b.Info().LogitScale, src.logitScale; math.Abs(float64(got-want)) > 1e-4 {
+			if got, want := b.Info().LogitScale, src.LogitScale; math.Abs(float64(got-want)) > 1e-4 {
 				t.Errorf("LogitScale %v, want %v", got, want)
 			}
 		})
@@ -176,7 +169,7 @@ func without(ts []stTensor, names ...string) []stTensor {
 
 func TestLoadErrors(t *testing.T) {
 	cfg := smallConfig()
-	good := hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1))
+	good := hfTensors(hf.RandomModel(cfg, 1, core.F32, core.BothTowers, 1))
 	edit := func(name string, f func(*stTensor)) []stTensor {
 		out := append([]stTensor(nil), good...)
 		for i := range out {
@@ -193,48 +186,48 @@ func TestLoadErrors(t *testing.T) {
 	cases := []struct {
 		name  string
 		setup setup
-		opts  Options
+		opts  core.Options
 		want  error
 		msg   string // substring of the error
 	}{
-		{"absent folder", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") }, Options{}, ErrNoModel, "does not exist"},
-		{"empty folder", func(t *testing.T) string { return t.TempDir() }, Options{}, ErrNoModel, "empty"},
+		{"absent folder", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") }, core.Options{}, core.ErrNoModel, "does not exist"},
+		{"empty folder", func(t *testing.T) string { return t.TempDir() }, core.Options{}, core.ErrNoModel, "empty"},
 		{"no config.json", func(t *testing.T) string {
 			d := folder(good)(t)
 			os.Remove(filepath.Join(d, "config.json"))
 			return d
-		}, Options{}, ErrBadModel, "config.json"},
+		}, core.Options{}, core.ErrBadModel, "config.json"},
 		{"no model.safetensors", func(t *testing.T) string {
 			d := folder(good)(t)
 			os.Remove(filepath.Join(d, "model.safetensors"))
 			return d
-		}, Options{}, ErrBadModel, "model.safetensors is missing"},
-		{"missing tensor", folder(without(good, "vision_model.post_layernorm.bias")), Options{}, ErrBadModel, "vision_model.post_layernorm.bias is missing"},
+		}, core.Options{}, core.ErrBadModel, "model.safetensors is missing"},
+		{"missing tensor", folder(without(good, "vision_model.post_layernorm.bias")), core.Options{}, core.ErrBadModel, "vision_model.post_layernorm.bias is missing"},
 		{"misshapen tensor", folder(edit("text_model.encoder.layers.1.mlp.fc1.weight", func(s *stTensor) {
 			s.shape = []int{s.shape[1], s.shape[0]}
-		})), Options{}, ErrBadModel, "text_model.encoder.layers.1.mlp.fc1.weight: shape [16 36]"},
+		})), core.Options{}, core.ErrBadModel, "text_model.encoder.layers.1.mlp.fc1.weight: shape [16 36]"},
 		{"unknown dtype", folder(edit("visual_projection.weight", func(s *stTensor) {
 			s.dtype, s.shape = "I32", []int{s.shape[0], s.shape[1]}
-		})), Options{}, ErrBadModel, "unsupported dtype I32"},
+		})), core.Options{}, core.ErrBadModel, "unsupported dtype I32"},
 		{"truncated file", func(t *testing.T) string {
 			d := folder(good)(t)
 			p := filepath.Join(d, "model.safetensors")
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, b[:len(b)-10], 0o644)
 			return d
-		}, Options{}, ErrBadModel, "truncated"},
+		}, core.Options{}, core.ErrBadModel, "truncated"},
 		{"extra layer", func(t *testing.T) string {
 			c := cfg
 			c.Text.Layers = 1
 			d := writeModelDir(t, c, good, 0)
 			return d
-		}, Options{}, ErrBadModel, "more text layers"},
+		}, core.Options{}, core.ErrBadModel, "more text layers"},
 		{"bad config", func(t *testing.T) string {
 			d := folder(good)(t)
 			os.WriteFile(filepath.Join(d, "config.json"), []byte(`{"vision_config": {"hidden_act": "relu"}}`), 0o644)
 			return d
-		}, Options{}, ErrBadModel, "relu"},
-		{"unknown device", folder(good), Options{Device: "gpu"}, nil, "unknown device"},
+		}, core.Options{}, core.ErrBadModel, "relu"},
+		{"unknown device", folder(good), core.Options{Device: "gpu"}, nil, "unknown device"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -258,33 +251,33 @@ func TestLoadErrors(t *testing.T) {
 // (so it never looks at them), and refuses images; and vice versa.
 func TestTowers(t *testing.T) {
 	cfg := smallConfig()
-	all := hfTensors(randomModel(cfg, 3, dtF32, BothTowers, 1))
+	all := hfTensors(hf.RandomModel(cfg, 3, core.F32, core.BothTowers, 1))
 	px, ids := testInputs(cfg, 1)
 	for _, c := range []struct {
 		name   string
-		towers Towers
+		towers core.Towers
 		drop   []string
 	}{
-		{"text only", TextTower, []string{"vision_model", "visual_projection.weight"}},
-		{"image only", ImageTower, []string{"text_model", "text_projection.weight"}},
+		{"text only", core.TextTower, []string{"vision_model", "visual_projection.weight"}},
+		{"image only", core.ImageTower, []string{"text_model", "text_projection.weight"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := writeModelDir(t, cfg, without(all, c.drop...), 0)
-			if b, err := Load(dir, Options{Device: "reference"}); err == nil {
+			if b, err := Load(dir, core.Options{Device: "reference"}); err == nil {
 				b.Close()
 				t.Fatal("loading both towers from a one-tower file succeeded")
 			}
-			b, err := Load(dir, Options{Device: "reference", Towers: c.towers})
+			b, err := Load(dir, core.Options{Device: "reference", Towers: c.towers})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
 			_, ierr := b.EncodeImages(px, 1)
 			_, terr := b.EncodeTexts(ids, 1)
-			if c.towers == TextTower && (!errors.Is(ierr, ErrNoTower) || terr != nil) {
+			if c.towers == core.TextTower && (!errors.Is(ierr, core.ErrNoTower) || terr != nil) {
 				t.Errorf("text-only: images err %v, texts err %v", ierr, terr)
 			}
-			if c.towers == ImageTower && (!errors.Is(terr, ErrNoTower) || ierr != nil) {
+			if c.towers == core.ImageTower && (!errors.Is(terr, core.ErrNoTower) || ierr != nil) {
 				t.Errorf("image-only: images err %v, texts err %v", ierr, terr)
 			}
 		})
@@ -296,10 +289,9 @@ func TestTowers(t *testing.T) {
 // goes to the emulated replay (which refuses this placeholder bundle as a
 // bad model; npu_load_test.go runs a real one).
 func TestBundleAndDevices(t *testing.T) {
-	saved := openNPU
-	defer func() { openNPU = saved }()
+	var openNPU npu.Opener
 	cfg := smallConfig()
-	hf := writeModelDir(t, cfg, hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1)), 0)
+	hf := writeModelDir(t, cfg, hfTensors(hf.RandomModel(cfg, 1, core.F32, core.BothTowers, 1)), 0)
 	bundle := t.TempDir()
 	for _, f := range []string{"manifest.txt", "tensors.txt", "tensors.bin"} {
 		os.WriteFile(filepath.Join(bundle, f), []byte("version 1\n"), 0o644)
@@ -313,29 +305,29 @@ func TestBundleAndDevices(t *testing.T) {
 		dir, device, msg string
 		want             error
 	}{
-		{bundle, "cpu", "tensors.txt", ErrBadModel},
-		{bundle, "", "tensors.txt", ErrBadModel},
-		{bundle, "npu", "no NPU support", ErrNoDevice},
-		{hf, "npu", "no NPU support", ErrNoDevice},
+		{bundle, "cpu", "tensors.txt", core.ErrBadModel},
+		{bundle, "", "tensors.txt", core.ErrBadModel},
+		{bundle, "npu", "no NPU support", core.ErrNoDevice},
+		{hf, "npu", "no NPU support", core.ErrNoDevice},
 	} {
-		_, err := Load(c.dir, Options{Device: c.device})
+		_, err := load(c.dir, core.Options{Device: c.device}, openNPU)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("Load(%s, %q) with no NPU hook: %v; want %v mentioning %q", filepath.Base(c.dir), c.device, err, c.want, c.msg)
 		}
 	}
 
 	var called []string
-	openNPU = func(dir string, opts Options) (Backend, error) {
+	openNPU = func(dir string, opts core.Options) (core.Backend, error) {
 		called = append(called, opts.Device)
-		return nil, fmt.Errorf("test device: %w", ErrNoDevice)
+		return nil, fmt.Errorf("test device: %w", core.ErrNoDevice)
 	}
-	if _, err := Load(bundle, Options{}); !errors.Is(err, ErrBadModel) {
+	if _, err := load(bundle, core.Options{}, openNPU); !errors.Is(err, core.ErrBadModel) {
 		t.Errorf("bundle with a failing NPU: %v; want the emulated replay's ErrBadModel", err)
 	}
-	if _, err := Load(hf, Options{Device: "npu"}); !errors.Is(err, ErrNoDevice) {
+	if _, err := load(hf, core.Options{Device: "npu"}, openNPU); !errors.Is(err, core.ErrNoDevice) {
 		t.Errorf("--device npu with a failing NPU: %v", err)
 	}
-	b, err := Load(hf, Options{Device: "auto"})
+	b, err := load(hf, core.Options{Device: "auto"}, openNPU)
 	if err != nil {
 		t.Fatalf("auto on an HF folder: %v", err)
 	}
@@ -357,14 +349,14 @@ func TestInfo(t *testing.T) {
 		{"testdata/qgelu-f16", "clipidx-testdata/qgelu-f16", 24, 32, 16, 42},
 		{"testdata/legacy-eos-bf16", "clipidx-testdata/legacy-eos-bf16", 16, 48, 20, 100},
 	} {
-		b, err := Load(c.dir, Options{Device: "reference", Towers: TextTower})
+		b, err := Load(c.dir, core.Options{Device: "reference", Towers: core.TextTower})
 		if err != nil {
 			t.Fatal(err)
 		}
 		in := b.Info()
 		b.Close()
 		if in.Name != c.name || in.Dim != c.dim || in.ImageSize != c.size || in.Context != c.ctx ||
-			math.Abs(float64(in.LogitScale)-c.scale) > 1e-3 || in.Device != DeviceReference ||
+			math.Abs(float64(in.LogitScale)-c.scale) > 1e-3 || in.Device != core.DeviceReference ||
 			in.PromptTemplate != "a photo of a {}" || len(in.WeightsHash) != 64 {
 			t.Errorf("%s: Info %+v", c.dir, in)
 		}
@@ -378,8 +370,8 @@ func TestInfo(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "my-model")
 	os.Mkdir(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "config.json"), hfConfigJSON(cfg), 0o644)
-	os.WriteFile(filepath.Join(dir, "model.safetensors"), encodeSafetensors(hfTensors(randomModel(cfg, 1, dtF32, BothTowers, 1)), 0), 0o644)
-	b, err := Load(dir, Options{})
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), encodeSafetensors(hfTensors(hf.RandomModel(cfg, 1, core.F32, core.BothTowers, 1)), 0), 0o644)
+	b, err := Load(dir, core.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

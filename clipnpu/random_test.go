@@ -3,6 +3,10 @@ package clipnpu
 import (
 	"math"
 	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu/hf"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
 )
 
 // TestNewRandom: same seed → same embeddings whatever the thread count; the
@@ -12,7 +16,7 @@ func TestNewRandom(t *testing.T) {
 	px, ids := testInputs(cfg, 2)
 	embed := func(dt string, seed uint64, threads int) ([]float32, []float32) {
 		t.Helper()
-		b, err := NewRandom(cfg, seed, dt, Options{Device: "reference", Threads: threads})
+		b, err := NewRandom(cfg, seed, dt, core.Options{Device: "reference", Threads: threads})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,14 +57,14 @@ func TestNewRandom(t *testing.T) {
 			t.Errorf("%s text embedding cosine %v to f32", dt, c)
 		}
 	}
-	if _, err := NewRandom(cfg, 1, "f8", Options{}); err == nil {
+	if _, err := NewRandom(cfg, 1, "f8", core.Options{}); err == nil {
 		t.Error("dtype f8 accepted")
 	}
-	if _, err := NewRandom(cfg, 1, "f32", Options{Device: "npu"}); err == nil {
+	if _, err := NewRandom(cfg, 1, "f32", core.Options{Device: "npu"}); err == nil {
 		t.Error("random model on the NPU accepted")
 	}
-	m := randomModel(cfg, 1, dtF16, TextTower, 2)
-	if m.vision != nil || m.text == nil || m.text.tok.u16 == nil {
+	m := hf.RandomModel(cfg, 1, core.F16, core.TextTower, 2)
+	if m.Vision != nil || m.Text == nil || m.Text.Tok.U16 == nil {
 		t.Error("TextTower random model allocated the wrong towers or dtype")
 	}
 }

@@ -81,10 +81,25 @@ type Bundle struct {
 	ops      []Op
 }
 
-// IsBundle reports whether dir looks like a bundle (has a manifest.txt).
-func IsBundle(dir string) bool {
+// HasManifest reports whether dir holds bundle records (a manifest.txt).
+// The test fixtures carry such records beside Hugging Face weights; see
+// IsBundle for whether a folder runs as a bundle.
+func HasManifest(dir string) bool {
 	st, err := os.Stat(filepath.Join(dir, ManifestFile))
 	return err == nil && st.Mode().IsRegular()
+}
+
+// IsBundle reports whether dir is a model that runs as a taconite bundle:
+// its three bundle files and no model.safetensors (a folder with both is a
+// Hugging Face folder carrying reference records).
+func IsBundle(dir string) bool {
+	for _, f := range []string{ManifestFile, IndexFile, BlobFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return false
+		}
+	}
+	_, err := os.Stat(filepath.Join(dir, "model.safetensors"))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // Open reads and validates the bundle in dir.

@@ -321,14 +321,14 @@ func TestOpenErrors(t *testing.T) {
 
 func TestNotBundle(t *testing.T) {
 	dir := t.TempDir()
-	if IsBundle(dir) {
+	if HasManifest(dir) {
 		t.Error("empty dir is a bundle")
 	}
 	if _, err := Open(dir); !errors.Is(err, ErrNotBundle) {
 		t.Errorf("Open(empty) = %v", err)
 	}
 	d2, _ := writeSmall(t)
-	if !IsBundle(d2) {
+	if !HasManifest(d2) {
 		t.Error("small bundle is not a bundle")
 	}
 	if err := os.Remove(filepath.Join(d2, BlobFile)); err != nil {

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"runtime"
-	"slices"
 	"time"
 
 	"github.com/clipidx/clipidx/clipnpu"
@@ -27,37 +24,6 @@ type benchModelOptions struct {
 	tokens int // tokens per prompt incl. BOS and EOS; 0 = the full context
 	runs   int // timed passes after the warm-up
 	json   bool
-}
-
-// benchModelResult is what `bench model --json` prints.
-type benchModelResult struct {
-	Model        string    `json:"model"`
-	Dtype        string    `json:"dtype,omitempty"`
-	Weights      string    `json:"weights,omitempty"` // how the CPU holds the matrices (clipnpu.Info.Weights)
-	Device       string    `json:"device"`
-	Threads      int       `json:"threads"`
-	Images       int       `json:"images"`
-	Texts        int       `json:"texts"`
-	PromptTokens int       `json:"prompt_tokens"`
-	Runs         int       `json:"runs"`
-	LoadS        float64   `json:"load_s"`
-	ImagePassS   float64   `json:"image_pass_s"`
-	TextPassS    float64   `json:"text_pass_s"`
-	ImageRunsS   []float64 `json:"image_runs_s"`
-	TextRunsS    []float64 `json:"text_runs_s"`
-	// Median process CPU seconds (all threads, user+system) of the timed
-	// passes: on a shared machine their ratio to another runtime's is
-	// steadier than the wall times'. 0 where the system cannot tell.
-	ImageCPUS    float64 `json:"image_cpu_s"`
-	TextCPUS     float64 `json:"text_cpu_s"`
-	ImagesPerS   float64 `json:"images_per_s"`
-	PromptsPerS  float64 `json:"prompts_per_s"`
-	ImageGFLOP   float64 `json:"image_gflop"`  // per image
-	TextGFLOP    float64 `json:"text_gflop"`   // per prompt
-	ImageGFLOPS  float64 `json:"image_gflops"` // achieved in the image pass
-	TextGFLOPS   float64 `json:"text_gflops"`
-	GFLOPS       float64 `json:"gflops"` // both passes together
-	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 }
 
 func newBenchModelCmd() *cobra.Command {
@@ -165,7 +131,7 @@ func runBenchModel(w io.Writer, o benchModelOptions) error {
 	}
 	defer b.Close()
 	load := time.Since(t0).Seconds()
-	res, err := benchBackend(b, cfg, o)
+	res, err := clipnpu.Bench(b, cfg, clipnpu.BenchOptions{Images: o.images, Texts: o.texts, PromptTokens: o.tokens, Runs: o.runs, Seed: o.seed, Threads: g.threads})
 	if err != nil {
 		return err
 	}
@@ -188,144 +154,7 @@ func runBenchModel(w io.Writer, o benchModelOptions) error {
 	return nil
 }
 
-// benchBackend times the passes of b, a model of shape cfg.
-func benchBackend(b clipnpu.Backend, cfg clipnpu.Config, o benchModelOptions) (*benchModelResult, error) {
-	info := b.Info()
-	threads := g.threads
-	if threads <= 0 {
-		threads = runtime.NumCPU()
-	}
-	tokens := o.tokens
-	if tokens == 0 {
-		tokens = cfg.Text.Context
-	}
-	if tokens > cfg.Text.Context {
-		return nil, fmt.Errorf("--prompt-tokens %d: the model's context is %d tokens", tokens, cfg.Text.Context)
-	}
-	res := &benchModelResult{Device: info.Device, Threads: threads, Images: o.images, Texts: o.texts, PromptTokens: tokens, Runs: o.runs,
-		ImageGFLOP: imageFLOPs(cfg) / 1e9, TextGFLOP: textFLOPs(cfg, tokens) / 1e9}
-	rng := rand.New(rand.NewPCG(o.seed, 5))
-	if o.images > 0 {
-		S := cfg.Vision.ImageSize
-		px := make([]float32, o.images*3*S*S)
-		for i := range px {
-			px[i] = float32(rng.NormFloat64())
-		}
-		runs, cpu, err := timePasses(o.runs, func() error { _, err := b.EncodeImages(px, o.images); return err })
-		if err != nil {
-			return nil, fmt.Errorf("image pass: %w", err)
-		}
-		res.ImageRunsS, res.ImagePassS, res.ImageCPUS = runs, median(runs), median(cpu)
-		res.ImagesPerS = float64(o.images) / res.ImagePassS
-		res.ImageGFLOPS = res.ImageGFLOP * float64(o.images) / res.ImagePassS
-	}
-	if o.texts > 0 {
-		ids := benchPrompts(rng, o.texts, tokens, cfg.Text)
-		runs, cpu, err := timePasses(o.runs, func() error { _, err := b.EncodeTexts(ids, o.texts); return err })
-		if err != nil {
-			return nil, fmt.Errorf("text pass: %w", err)
-		}
-		res.TextRunsS, res.TextPassS, res.TextCPUS = runs, median(runs), median(cpu)
-		res.PromptsPerS = float64(o.texts) / res.TextPassS
-		res.TextGFLOPS = res.TextGFLOP * float64(o.texts) / res.TextPassS
-	}
-	work := res.ImageGFLOP*float64(o.images) + res.TextGFLOP*float64(o.texts)
-	res.GFLOPS = work / (res.ImagePassS + res.TextPassS)
-	return res, nil
-}
-
-// benchPrompts makes n token sequences [n, T] of tokens ≤ T tokens each:
-// BOS, random word ids, EOS at position tokens-1, then EOS padding.
-func benchPrompts(rng *rand.Rand, n, tokens int, c clipnpu.TextConfig) []int32 {
-	T := c.Context
-	ids := make([]int32, n*T)
-	words := max(c.Vocab-2, 1)
-	end := min(tokens, T) - 1 // EOS position
-	for b := 0; b < n; b++ {
-		seq := ids[b*T : (b+1)*T]
-		for j := range seq {
-			switch {
-			case j == 0:
-				seq[j] = int32(min(49406, c.Vocab-1)) // BOS in CLIP's vocabulary
-			case j < end:
-				seq[j] = int32(rng.IntN(words))
-			default:
-				seq[j] = c.EOS
-			}
-		}
-	}
-	return ids
-}
-
-// timePasses runs pass once to warm up, then runs times, and returns the
-// wall and the process CPU seconds of each timed pass (CPU all 0 where the
-// system cannot tell).
-func timePasses(runs int, pass func() error) (wall, cpu []float64, err error) {
-	if err := pass(); err != nil {
-		return nil, nil, err
-	}
-	wall, cpu = make([]float64, runs), make([]float64, runs)
-	for i := range wall {
-		c0, cerr := rss.CPUTime()
-		t := time.Now()
-		if err := pass(); err != nil {
-			return nil, nil, err
-		}
-		wall[i] = time.Since(t).Seconds()
-		if c1, err := rss.CPUTime(); err == nil && cerr == nil {
-			cpu[i] = (c1 - c0).Seconds()
-		}
-	}
-	return wall, cpu, nil
-}
-
-// median of xs (the mean of the middle two for an even count).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// linearFLOPs is 2·m·k·n, one multiply and one add per weight and row.
-func linearFLOPs(m, k, n int) float64 { return 2 * float64(m) * float64(k) * float64(n) }
-
-// encoderFLOPs counts L pre-LN layers on T tokens of width H and MLP width
-// M: q, k, v, o (4·H²), fc1 and fc2 (2·H·M) per token, plus the attention
-// products q·kᵀ and p·v (2·T²·H each). LayerNorm, softmax, GELU and the
-// adds are O(T·H) and left out.
-func encoderFLOPs(L, T, H, M int) float64 {
-	perLayer := linearFLOPs(T, H, 4*H) + linearFLOPs(T, H, 2*M) + 2*linearFLOPs(T, H, T)
-	return float64(L) * perLayer
-}
-
-// imageFLOPs is one image through the vision tower: patch embedding, the
-// encoder on G²+1 tokens and the projection of the class token.
-func imageFLOPs(c clipnpu.Config) float64 {
-	v := c.Vision
-	if v.Patch == 0 {
-		return 0 // shape unknown
-	}
-	G := v.Grid()
-	return linearFLOPs(G*G, 3*v.Patch*v.Patch, v.Hidden) +
-		encoderFLOPs(v.Layers, v.Tokens(), v.Hidden, v.MLP) +
-		linearFLOPs(1, v.Hidden, c.ProjectionDim)
-}
-
-// textFLOPs is one prompt of tokens tokens through the text tower and its
-// projection. HF (and PyTorch) always run the full context; the fast CPU
-// path runs the tokens up to EOS only, which this count assumes.
-func textFLOPs(c clipnpu.Config, tokens int) float64 {
-	t := c.Text
-	return encoderFLOPs(t.Layers, tokens, t.Hidden, t.MLP) + linearFLOPs(1, t.Hidden, c.ProjectionDim)
-}
-
-func printBenchModel(w io.Writer, r *benchModelResult) {
+func printBenchModel(w io.Writer, r *clipnpu.BenchResult) {
 	name := r.Model
 	switch {
 	case r.Weights != "":

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/index"
-	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
 )
@@ -66,27 +64,24 @@ its entries and is listed with the failures.`,
 			if len(args) == 0 {
 				return missingError(missing)
 			}
-			m, err := openModelLazily(clipnpu.ImageTower)
+			m, err := openFace(clipnpu.ImageTower, true)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			info := m.info
-			proc, err := openPreprocessor(exif)
+			proc, err := m.Processor(exif)
 			if err != nil {
-				return err
-			}
-			if err := checkImageSize(proc, info); err != nil {
 				return err
 			}
 			if _, err := os.Stat(g.db); reindex || errors.Is(err, fs.ErrNotExist) {
 				// The index is about to be created or reset: load the
 				// model first, so that one that cannot load changes
 				// nothing on disk.
-				if err := m.load(); err != nil {
+				if err := m.Load(clipnpu.ImageTower); err != nil {
 					return err
 				}
 			}
+			info := m.Info()
 			if batch <= 0 {
 				batch = info.ImageBatch
 			}
@@ -103,13 +98,13 @@ its entries and is listed with the failures.`,
 					problems = append(problems, index.Failure{Path: path, Error: err.Error()})
 				},
 				Encoder:    m,
-				Ready:      m.load,
+				Ready:      func() error { return m.Load(clipnpu.ImageTower) },
 				Preprocess: proc.Bytes,
-				Identity:   modelIdentity(info, proc, exif),
+				Identity:   m.Identity(exif),
 				Reindex:    reindex,
 				BatchSize:  batch,
 				Workers:    workers,
-				// [3, S, S] per image (checkImageSize matched the crop to S)
+				// [3, S, S] per image (the face matched the crop to S)
 				PixelsPerImage: 3 * info.ImageSize * info.ImageSize,
 				Device:         info.Device,
 				DeviceNote:     info.DeviceNote,
@@ -195,20 +190,6 @@ func announceStop(ctx context.Context, stop func(), finished <-chan struct{}, w 
 // usageError is a bad flag value: exit status 2, like cobra's own.
 func usageError(format string, a ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
-}
-
-// modelIdentity is what the index records about the model and pipeline:
-// vectors from two different identities are never mixed.
-func modelIdentity(info clipnpu.Info, proc *preprocess.Processor, exif bool) store.Identity {
-	cfg, _ := json.Marshal(proc.Config())
-	return store.Identity{
-		Model:       info.Name,
-		WeightsHash: info.WeightsHash,
-		Weights:     info.Rounded,
-		Dim:         info.Dim,
-		Preprocess:  fmt.Sprintf("%s/%x", preprocess.Version, sha256.Sum256(cfg))[:len(preprocess.Version)+9],
-		EXIF:        exif,
-	}
 }
 
 func printBuildSummary(cmd *cobra.Command, s *index.Summary) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strings"
 
@@ -56,48 +55,24 @@ still classified; the exit status is then 1.`,
 // runClassify embeds the prompts once, then each image, printing one line
 // per image as soon as it is known.
 func runClassify(stdout, stderr io.Writer, files, labels []string, template string, exif bool) error {
-	b, err := openModel(clipnpu.BothTowers)
+	m, err := openFace(clipnpu.BothTowers, false)
 	if err != nil {
 		return fmt.Errorf("classify: %w", err)
 	}
-	defer b.Close()
-	tok, err := openTokenizer()
+	defer m.Close()
+	zs, err := m.NewZeroShot(labels, template)
 	if err != nil {
 		return fmt.Errorf("classify: %w", err)
 	}
-	proc, err := openPreprocessor(exif)
-	if err != nil {
-		return fmt.Errorf("classify: %w", err)
-	}
-	info := b.Info()
-	if err := checkImageSize(proc, info); err != nil {
-		return fmt.Errorf("classify: %w", err)
-	}
-	if template == "" {
-		template = info.PromptTemplate
-	}
-	if template == "" {
-		template = clipnpu.DefaultPromptTemplate
-	}
-	prompts := make([]string, len(labels))
-	for i, l := range labels {
-		prompts[i] = fillTemplate(template, l)
-	}
-	_, txt, err := encodeTexts(b, tok, prompts)
-	if err != nil {
-		return fmt.Errorf("classify: %w", err)
-	}
-
 	failed := 0
 	for _, f := range files {
-		img, err := encodeImageFiles(b, proc, []string{f})
+		img, err := m.EncodeImageFiles([]string{f}, exif)
 		if err != nil {
 			fmt.Fprintf(stderr, "clipidx: classify: %v\n", err)
 			failed++
 			continue
 		}
-		logits := clipnpu.Logits(img, txt, 1, len(labels), info.Dim, info.LogitScale)
-		if _, err := fmt.Fprintln(stdout, formatClassification(f, labels, softmax(logits))); err != nil {
+		if _, err := fmt.Fprintln(stdout, formatClassification(f, labels, zs.Probabilities(img))); err != nil {
 			return err
 		}
 	}
@@ -105,24 +80,6 @@ func runClassify(stdout, stderr io.Writer, files, labels []string, template stri
 		return &exitError{code: 1, err: fmt.Errorf("classify: %d of %d images could not be classified", failed, len(files))}
 	}
 	return nil
-}
-
-// softmax turns logits into probabilities (in float64, max-subtracted).
-func softmax(logits []float32) []float64 {
-	p := make([]float64, len(logits))
-	maxL := math.Inf(-1)
-	for _, l := range logits {
-		maxL = math.Max(maxL, float64(l))
-	}
-	var sum float64
-	for i, l := range logits {
-		p[i] = math.Exp(float64(l) - maxL)
-		sum += p[i]
-	}
-	for i := range p {
-		p[i] /= sum
-	}
-	return p
 }
 
 // formatClassification renders "name: label p, label p, ..." by falling

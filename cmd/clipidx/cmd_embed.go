@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clipidx/clipidx/clipnpu"
-	"github.com/clipidx/clipidx/preprocess"
-	"github.com/clipidx/clipidx/tokenizer"
 )
 
 func init() { subcommands = append(subcommands, newEmbedCmd) }
@@ -122,36 +120,22 @@ func runEmbed(inputs []embedInput, exif bool) (*embedResult, error) {
 	case len(texts) == 0:
 		towers = clipnpu.ImageTower
 	}
-	b, err := openModel(towers)
+	m, err := openFace(towers, false)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	var (
-		tok  *tokenizer.Tokenizer
-		proc *preprocess.Processor
-	)
-	if len(texts) > 0 {
-		if tok, err = openTokenizer(); err != nil {
-			return nil, err
-		}
-	}
-	if len(files) > 0 {
-		if proc, err = openPreprocessor(exif); err != nil {
-			return nil, err
-		}
-	}
-	res := &embedResult{info: b.Info(), inputs: inputs}
-	if proc != nil {
-		if err := checkImageSize(proc, res.info); err != nil {
-			return nil, err
-		}
-		if res.images, err = encodeImageFiles(b, proc, files); err != nil {
-			return nil, err
-		}
-	}
-	if res.ids, res.texts, err = encodeTexts(b, tok, texts); err != nil {
+	defer m.Close()
+	res := &embedResult{info: m.Info(), inputs: inputs}
+	if res.images, err = m.EncodeImageFiles(files, exif); err != nil {
 		return nil, err
+	}
+	if len(texts) > 0 {
+		if res.ids, err = m.Tokenize(texts); err != nil {
+			return nil, err
+		}
+		if res.texts, err = m.EncodeTexts(texts); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

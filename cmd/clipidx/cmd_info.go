@@ -197,18 +197,11 @@ func gatherInfo(node, model string) infoJSON {
 	if g.threads > 0 {
 		r.CPU.Threads = g.threads // what --threads / CLIPIDX_THREADS ask for
 	}
-	r.AutoDevice = "cpu"
-	if m.Kind == "bundle" {
-		// A bundle runs on the NPU, else with its kernels emulated on the
-		// CPU (clipnpu.DeviceEmulatedNPU).
-		switch {
-		case m.Error != "":
-			r.AutoDevice = "none (the bundle cannot be read)"
-		case r.NPU.Usable:
-			r.AutoDevice = "npu"
-		default:
-			r.AutoDevice = autoEmulated
-		}
+	switch r.AutoDevice = clipnpu.AutoDevice(m.Kind == "bundle", r.NPU.Usable); {
+	case m.Kind == "bundle" && m.Error != "":
+		r.AutoDevice = "none (the bundle cannot be read)"
+	case r.AutoDevice == clipnpu.DeviceEmulatedNPU:
+		r.AutoDevice = autoEmulated
 	}
 	return r
 }

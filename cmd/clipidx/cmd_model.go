@@ -16,12 +16,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/hub"
 )
 
 // defaultRepo is the checkpoint `clipidx model pull` fetches by default; its
 // folder is defaultModelDir().
-const defaultRepo = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
+const defaultRepo = clipnpu.DefaultRepo
 
 // pullBackoff is the first wait before retrying a failed transfer (doubled
 // each time); tests shorten it.

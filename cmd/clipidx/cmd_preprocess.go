@@ -8,12 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/preprocess"
 )
 
@@ -62,15 +64,14 @@ the stored orientation, as Hugging Face does for a PIL image.`,
 	return c
 }
 
-// loadPreprocessConfig reads dir/preprocessor_config.json, falling back to
-// the laion ViT-H/14 defaults, with a note on w, when the file is absent. A
-// file that exists but is malformed is an error.
+// loadPreprocessConfig is the model folder's preprocessing as every
+// command takes it (clipnpu.PreprocessConfig), with a note on w when the
+// laion ViT-H/14 defaults stand in for an absent preprocessor_config.json.
 func loadPreprocessConfig(w io.Writer, dir string) (preprocess.Config, error) {
-	cfg, err := preprocess.LoadConfig(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	cfg, err := clipnpu.PreprocessConfig(dir)
+	if _, serr := os.Stat(filepath.Join(dir, preprocess.ConfigFile)); err == nil && errors.Is(serr, fs.ErrNotExist) && !clipnpu.IsBundle(dir) {
 		fmt.Fprintf(w, "clipidx: note: %s not found; using the laion ViT-H/14 defaults (shortest edge 224, crop 224x224)\n",
 			filepath.Join(dir, preprocess.ConfigFile))
-		return preprocess.DefaultConfig(), nil
 	}
 	return cfg, err
 }

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/search"
 	"github.com/clipidx/clipidx/store"
-	"github.com/clipidx/clipidx/tokenizer"
 	"github.com/spf13/cobra"
 )
 
@@ -77,18 +74,28 @@ looked up by its content and needs no model at all.`,
 			if cmd.Flags().Changed("threshold") {
 				opts.Threshold = &threshold
 			}
-			q, err := queryVector(terms)
-			if err != nil {
-				return err
-			}
 			r, err := store.OpenReader(g.db, store.ReaderOptions{})
 			if err != nil {
 				return err
 			}
 			defer r.Close()
+			// The model is opened only when a term needs it (an image in
+			// the index is found by its content), and then only the
+			// towers the query needs are loaded.
+			var m *clipnpu.Model
+			defer func() {
+				if m != nil {
+					m.Close()
+				}
+			}()
+			model := func() (search.Encoder, error) {
+				var err error
+				m, err = openFace(clipnpu.TextTower, true)
+				return m, err
+			}
 			var res []search.Result
 			err = r.View(func(s *store.Snapshot) error {
-				res, err = search.Search(s, q, opts)
+				res, err = search.Query(s, terms, model, opts)
 				return err
 			})
 			if err != nil {
@@ -128,101 +135,4 @@ looked up by its content and needs no model at all.`,
 	f.BoolVar(&exact, "exact", false, "scan the full float32 vectors (slower; same results)")
 	f.MarkHidden("exact")
 	return c
-}
-
-// queryVector embeds the query. Image terms already in the index take their
-// stored vector; the model is loaded only for the rest, with the towers
-// they need. The index is opened only briefly, never while the model loads.
-func queryVector(terms []search.Term) ([]float32, error) {
-	r, err := store.OpenReader(g.db, store.ReaderOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var have store.Identity
-	stored := map[string][]float32{}
-	err = r.View(func(s *store.Snapshot) error {
-		have = s.Identity()
-		for _, t := range terms {
-			if t.Image == "" {
-				continue
-			}
-			data, err := os.ReadFile(t.Image)
-			if err != nil {
-				return err
-			}
-			if _, v := s.VectorByHash(sha256.Sum256(data)); v != nil {
-				stored[t.Image] = v
-			}
-		}
-		return nil
-	})
-	r.Close()
-	if err != nil {
-		return nil, err
-	}
-	needText, needImage := false, false
-	for _, t := range terms {
-		needText = needText || t.Image == ""
-		needImage = needImage || (t.Image != "" && stored[t.Image] == nil)
-	}
-	enc := &queryEncoder{stored: stored}
-	if needText || needImage {
-		towers := clipnpu.BothTowers
-		switch {
-		case !needImage:
-			towers = clipnpu.TextTower
-		case !needText:
-			towers = clipnpu.ImageTower
-		}
-		b, err := openModel(towers)
-		if err != nil {
-			return nil, err
-		}
-		defer b.Close()
-		enc.b = b
-		info := b.Info()
-		want := store.Identity{Model: info.Name, WeightsHash: info.WeightsHash, Weights: info.Rounded, Dim: info.Dim}
-		if needImage {
-			proc, err := openPreprocessor(have.EXIF)
-			if err != nil {
-				return nil, err
-			}
-			enc.proc = proc.File
-			want = modelIdentity(info, proc, have.EXIF)
-		}
-		if err := have.Compatible(want, !needImage); err != nil {
-			return nil, err
-		}
-		if needText {
-			if enc.tok, err = openTokenizer(); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return search.Embed(terms, have.Dim, enc, enc)
-}
-
-// queryEncoder adapts the model (and the index's stored vectors) to the
-// search package's TextEncoder and ImageEncoder.
-type queryEncoder struct {
-	b      clipnpu.Backend
-	tok    *tokenizer.Tokenizer
-	proc   func(path string) ([]float32, error)
-	stored map[string][]float32
-}
-
-func (e *queryEncoder) EncodeTexts(texts []string) ([]float32, error) {
-	_, v, err := encodeTexts(e.b, e.tok, texts)
-	return v, err
-}
-
-func (e *queryEncoder) EncodeImageFile(path string) ([]float32, error) {
-	if v := e.stored[path]; v != nil {
-		return v, nil
-	}
-	px, err := e.proc(path)
-	if err != nil {
-		return nil, err
-	}
-	return e.b.EncodeImages(px, 1)
 }

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -134,15 +134,7 @@ func envInt(key string, def int) int {
 }
 
 // modelsRoot holds one folder per pulled repository, <owner>/<name>.
-func modelsRoot() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return filepath.Join(".", "clipidx-models")
-	}
-	return filepath.Join(dir, "clipidx", "models")
-}
+func modelsRoot() string { return clipnpu.ModelsDir() }
 
 // defaultModelDir is where `clipidx model pull` puts the default checkpoint.
-func defaultModelDir() string {
-	return filepath.Join(modelsRoot(), "laion", "CLIP-ViT-H-14-laion2B-s32B-b79K")
-}
+func defaultModelDir() string { return clipnpu.DefaultDir() }

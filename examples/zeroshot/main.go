@@ -1,7 +1,7 @@
 // Command zeroshot sorts the photos of a folder into labels you choose, with
 // no training: CLIP embeds every photo and the prompt "a photo of a LABEL"
 // for each label, and each photo goes to the label whose prompt is closest.
-// It uses the public packages directly: tokenizer, preprocess and clipnpu.
+// It uses the model face every clipidx command uses (clipnpu.Model).
 //
 //	go run ./examples/zeroshot ~/Pictures/2024 cat dog "a beach at sunset" "a birthday cake"
 //	go run ./examples/zeroshot -top 3 -template "{}" -model DIR folder label...
@@ -18,17 +18,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/clipidx/clipidx/clipnpu"
-	"github.com/clipidx/clipidx/preprocess"
-	"github.com/clipidx/clipidx/tokenizer"
 )
 
 func main() {
@@ -42,11 +37,7 @@ func defaultModel() string {
 	if d := os.Getenv("CLIPIDX_MODEL"); d != "" {
 		return d
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(cache, "clipidx", "models", "laion", "CLIP-ViT-H-14-laion2B-s32B-b79K")
+	return clipnpu.DefaultDir()
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -69,57 +60,40 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errors.New("need a folder and at least two labels")
 	}
 	folder, labels := fl.Arg(0), fl.Args()[1:]
-
-	tok, err := tokenizer.Load(*model)
+	m, err := clipnpu.Open(*model, clipnpu.OpenOptions{Options: clipnpu.Options{Device: *device}})
 	if err != nil {
 		return fmt.Errorf("%w (run `clipidx model pull` or pass -model)", err)
 	}
-	cfg, err := preprocess.LoadConfig(*model)
+	defer m.Close()
+	// The labels' prompts are embedded once.
+	zs, err := m.NewZeroShot(labels, *template)
 	if err != nil {
 		return err
 	}
-	proc := preprocess.New(cfg, preprocess.Options{})
-	be, err := clipnpu.Load(*model, clipnpu.Options{Device: *device})
-	if err != nil {
-		return err
-	}
-	defer be.Close()
-	info := be.Info()
-
-	// The labels' text embeddings, L2-normalised: [L, D].
-	tmpl := *template
-	if tmpl == "" {
-		tmpl = info.PromptTemplate
-	}
-	prompts := make([]string, len(labels))
-	for i, l := range labels {
-		prompts[i] = strings.ReplaceAll(tmpl, "{}", l)
-	}
-	txt, err := be.EncodeTexts(tok.EncodeBatch(prompts), len(prompts))
-	if err != nil {
-		return err
-	}
-	clipnpu.Normalize(txt, info.Dim)
-
 	paths, err := images(folder)
 	if err != nil {
 		return err
 	}
+	dim := m.Info().Dim
 	for start := 0; start < len(paths); start += max(*batch, 1) {
 		chunk := paths[start:min(start+max(*batch, 1), len(paths))]
-		ok, pixels := decode(proc, chunk, stderr)
-		if len(ok) == 0 {
-			continue
-		}
-		img, err := be.EncodeImages(pixels, len(ok))
+		img, err := m.EncodeImageFiles(chunk, false)
 		if err != nil {
-			return err
+			// One file is bad: embed the chunk's photos one by one.
+			img = nil
+			var ok []string
+			for _, p := range chunk {
+				v, err := m.EncodeImageFiles([]string{p}, false)
+				if err != nil {
+					fmt.Fprintln(stderr, "skip:", err)
+					continue
+				}
+				ok, img = append(ok, p), append(img, v...)
+			}
+			chunk = ok
 		}
-		clipnpu.Normalize(img, info.Dim)
-		// logits [n, L] = logit_scale · cosine; softmax over the labels.
-		logits := clipnpu.Logits(img, txt, len(ok), len(labels), info.Dim, info.LogitScale)
-		for i, p := range ok {
-			row := softmax(logits[i*len(labels) : (i+1)*len(labels)])
+		for i, p := range chunk {
+			row := zs.Probabilities(img[i*dim : (i+1)*dim])
 			fmt.Fprint(stdout, p)
 			for _, j := range best(row, *top) {
 				fmt.Fprintf(stdout, "\t%s\t%.4f", labels[j], row[j])
@@ -149,57 +123,9 @@ func images(folder string) ([]string, error) {
 	return out, err
 }
 
-// decode preprocesses paths on all cores; files that fail are reported on
-// stderr and left out. It returns the paths that worked and their pixels,
-// [n, 3, H, W] in the same order.
-func decode(proc *preprocess.Processor, paths []string, stderr io.Writer) ([]string, []float32) {
-	px := make([][]float32, len(paths))
-	errs := make([]error, len(paths))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.NumCPU())
-	for i, p := range paths {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			px[i], errs[i] = proc.File(p)
-		}()
-	}
-	wg.Wait()
-	var ok []string
-	var pixels []float32
-	for i, p := range paths {
-		if errs[i] != nil {
-			fmt.Fprintln(stderr, "skip:", errs[i])
-			continue
-		}
-		ok = append(ok, p)
-		pixels = append(pixels, px[i]...)
-	}
-	return ok, pixels
-}
-
-func softmax(x []float32) []float32 {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
-	out := make([]float32, len(x))
-	var sum float64
-	for i, v := range x {
-		e := math.Exp(float64(v - m))
-		out[i] = float32(e)
-		sum += e
-	}
-	for i := range out {
-		out[i] = float32(float64(out[i]) / sum)
-	}
-	return out
-}
-
 // best returns the indices of the k largest values, largest first (ties:
 // the earlier label).
-func best(x []float32, k int) []int {
+func best(x []float64, k int) []int {
 	idx := make([]int, len(x))
 	for i := range idx {
 		idx[i] = i

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
 
@@ -72,15 +73,15 @@ func TestReferenceTop1(t *testing.T) {
 }
 
 func TestSoftmaxAndBest(t *testing.T) {
-	p := softmax([]float32{1, 3, 2, 1000})
-	var sum float32
+	p := clipnpu.Softmax([]float32{1, 3, 2, 1000})
+	var sum float64
 	for _, v := range p {
 		sum += v
 	}
 	if math.Abs(float64(sum-1)) > 1e-6 || p[3] < 0.999 {
 		t.Errorf("softmax = %v", p)
 	}
-	if b := best([]float32{0.1, 0.5, 0.2, 0.5}, 3); b[0] != 1 || b[1] != 3 || b[2] != 2 {
+	if b := best([]float64{0.1, 0.5, 0.2, 0.5}, 3); b[0] != 1 || b[1] != 3 || b[2] != 2 {
 		t.Errorf("best = %v, want [1 3 2]", b)
 	}
 }

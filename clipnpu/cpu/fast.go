@@ -1,0 +1,455 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
+	"github.com/clipidx/clipidx/internal/gemm"
+	"github.com/viterin/vek/vek32"
+) // The fast CPU forward: the same math as the reference forward (ref.go),
+// laid out for speed. Every linear layer, and the patch embedding as a GEMM
+// over im2col'd patches, runs through internal/gemm's Pool.Linear on the
+// stored weights (16-bit matrices stay 16-bit and are widened while packing;
+// float32 matrices are views of the mapping). Attention runs one
+// (sequence, head) pair per task on the pool's workers with single-threaded
+// GEMMs for q·kᵀ (scale folded into alpha) and p·v. LayerNorm, softmax,
+// GELU and the residual adds are vectorised row by row (vek where it
+// serves) and split across the same workers with Pool.Parallel. Activation
+// buffers are allocated once for the largest chunk seen and reused; a pass
+// allocates only its result.
+//
+// Legend: clipnpu/core's (package doc), and for one tower pass: n
+// sequences in a chunk; T here is the tower's tokens per sequence (Tok =
+// 257 for ViT-H/14 images, T = 77 for text); A = nh heads of width
+// d = hd = H/A; R rows of the residual stream.
+//
+// Sequences are packed: sequence b occupies rows [off[b], off[b]+len[b]).
+// Images keep all T tokens. A prompt keeps only the tokens up to the one it
+// pools (its EOS): under the causal mask the later tokens (padding) cannot
+// change that row, so they are never computed and R = Σ len[b] ≤ n·T. The
+// result is the same as HF's full-context forward, at a fraction of the
+// cost for short prompts.
+
+// Chunk sizes bound the activation memory: a call with more inputs runs in
+// chunks of at most this many (embeddings do not depend on their batch).
+const (
+	fastImageChunk = 8  // images: 8·257·5120·4 B ≈ 42 MB MLP buffer for ViT-H/14
+	fastTextChunk  = 32 // prompts: 32·77·4096·4 B ≈ 40 MB
+)
+
+// fastCPU is the fast Backend. It owns the model and the worker pool.
+type fastCPU struct {
+	m    *core.Model
+	pool *gemm.Pool
+	vis  *fastTower // nil when the image tower was not loaded
+	txt  *fastTower // nil when the text tower was not loaded
+	// patch is the patch-embedding conv as a matrix [H, 3·P·P].
+	patch gemm.Matrix
+}
+
+// fastLayer is one encoder layer with its matrices as gemm views.
+type fastLayer struct {
+	ln1W, ln1B, ln2W, ln2B []float32
+	q, k, v, o, fc1, fc2   gemm.Matrix
+	qB, kB, vB, oB         []float32
+	fc1B, fc2B             []float32
+}
+
+// fastTower is one tower's weights as gemm views plus its reusable buffers.
+type fastTower struct {
+	T, H, M, A int
+	eps        float32
+	quick      bool // quick_gelu instead of exact GELU
+	causal     bool // text: token t attends to tokens ≤ t
+	colsPer    int  // vision: im2col values per image (G²·3·P²), kept in mlp
+	layers     []fastLayer
+	finW, finB []float32   // final LayerNorm (post_layernorm / final_layer_norm) [H]
+	proj       gemm.Matrix // [D, H], no bias
+
+	// Buffers for up to cap sequences, reused across passes.
+	cap              int
+	x                []float32 // residual stream [R, H]
+	h, q, k, v       []float32 // LayerNorm output / attention operands [R, H]
+	mlp              []float32 // MLP hidden [R, M]; also im2col and patch scratch
+	scores           []float32 // per worker [T, T]
+	pooled, pooledLN []float32 // [n, H]
+	at               []int     // [n] pooled token of each sequence (within it)
+	off, lens        []int     // [n] first row and row count of each sequence
+	rows             int       // R of the current chunk
+	aux              []float32 // per worker [M] scratch for quick_gelu
+}
+
+// fastMatrix views a weight tensor as a gemm.Matrix (no copy).
+func fastMatrix(t core.Tensor) gemm.Matrix {
+	m := gemm.Matrix{Rows: t.Rows, Cols: t.Cols, F32: t.F32, U16: t.U16}
+	switch t.Dtype {
+	case core.F16:
+		m.Dtype = gemm.F16
+	case core.BF16:
+		m.Dtype = gemm.BF16
+	default:
+		m.Dtype = gemm.F32
+	}
+	return m
+}
+
+func fastLayers(ls []core.LayerWeights) []fastLayer {
+	out := make([]fastLayer, len(ls))
+	for i := range ls {
+		l := &ls[i]
+		out[i] = fastLayer{
+			ln1W: l.LN1W, ln1B: l.LN1B, ln2W: l.LN2W, ln2B: l.LN2B,
+			q: fastMatrix(l.Q), k: fastMatrix(l.K), v: fastMatrix(l.V), o: fastMatrix(l.O),
+			fc1: fastMatrix(l.FC1), fc2: fastMatrix(l.FC2),
+			qB: l.QB, kB: l.KB, vB: l.VB, oB: l.OB, fc1B: l.FC1B, fc2B: l.FC2B,
+		}
+	}
+	return out
+}
+
+// newFast wraps m in the fast forward on a pool of threads workers
+// (0 = every core). It takes ownership of m.
+func NewFast(m *core.Model, threads int) (core.Backend, error) {
+	if m == nil {
+		return nil, fmt.Errorf("clipnpu: fast cpu: nil model")
+	}
+	f := &fastCPU{m: m, pool: gemm.NewPool(threads)}
+	if v := m.Vision; v != nil {
+		c := m.Cfg.Vision
+		f.vis = &fastTower{T: c.Tokens(), H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
+			quick: c.Act == "quick_gelu", layers: fastLayers(v.Layers), finW: v.PostW, finB: v.PostB, proj: fastMatrix(v.Proj)}
+		f.patch = fastMatrix(v.Patch)
+		f.vis.colsPer = c.Grid() * c.Grid() * 3 * c.Patch * c.Patch
+	}
+	if t := m.Text; t != nil {
+		c := m.Cfg.Text
+		f.txt = &fastTower{T: c.Context, H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
+			quick: c.Act == "quick_gelu", causal: true, layers: fastLayers(t.Layers), finW: t.FinalW, finB: t.FinalB, proj: fastMatrix(t.Proj)}
+	}
+	return f, nil
+}
+
+func (f *fastCPU) Info() core.Info { return f.m.Describe(core.DeviceCPU) }
+
+func (f *fastCPU) Close() error {
+	if f.pool == nil {
+		return nil
+	}
+	f.pool.Close()
+	f.pool, f.vis, f.txt = nil, nil, nil
+	return f.m.Close()
+}
+
+// EncodeImages embeds n images, pixels float32 [n, 3, S, S] → [n, D].
+func (f *fastCPU) EncodeImages(pixels []float32, n int) ([]float32, error) {
+	if f.pool == nil {
+		return nil, fmt.Errorf("clipnpu: encode images: backend is closed")
+	}
+	if f.vis == nil {
+		return nil, fmt.Errorf("encode images: %w (loaded for text only)", core.ErrNoTower)
+	}
+	S := f.m.Cfg.Vision.ImageSize
+	per := 3 * S * S
+	if n < 0 || len(pixels) != n*per {
+		return nil, fmt.Errorf("clipnpu: encode images: %d pixel values for n=%d, want n·3·%d·%d", len(pixels), n, S, S)
+	}
+	D := f.m.Cfg.ProjectionDim
+	out := make([]float32, n*D)
+	for lo := 0; lo < n; lo += fastImageChunk {
+		hi := min(n, lo+fastImageChunk)
+		f.images(out[lo*D:hi*D], pixels[lo*per:hi*per], hi-lo)
+	}
+	return out, nil
+}
+
+// EncodeTexts embeds n token sequences, ids int32 [n, T] → [n, D].
+func (f *fastCPU) EncodeTexts(ids []int32, n int) ([]float32, error) {
+	if f.pool == nil {
+		return nil, fmt.Errorf("clipnpu: encode texts: backend is closed")
+	}
+	if f.txt == nil {
+		return nil, fmt.Errorf("encode texts: %w (loaded for images only)", core.ErrNoTower)
+	}
+	T, V := f.txt.T, f.m.Cfg.Text.Vocab
+	if n < 0 || len(ids) != n*T {
+		return nil, fmt.Errorf("clipnpu: encode texts: %d ids for n=%d, want n·%d", len(ids), n, T)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= V {
+			return nil, fmt.Errorf("clipnpu: encode texts: token id %d at [%d, %d] outside the vocabulary [0, %d)", id, i/T, i%T, V)
+		}
+	}
+	D := f.m.Cfg.ProjectionDim
+	out := make([]float32, n*D)
+	for lo := 0; lo < n; lo += fastTextChunk {
+		hi := min(n, lo+fastTextChunk)
+		f.texts(out[lo*D:hi*D], ids[lo*T:hi*T], hi-lo)
+	}
+	return out, nil
+}
+
+// reserve sizes the buffers for n sequences (grow only).
+func (t *fastTower) reserve(n, workers int) {
+	if n <= t.cap {
+		return
+	}
+	R := n * t.T
+	t.cap = n
+	t.x = make([]float32, R*t.H)
+	t.h = make([]float32, R*t.H)
+	t.q = make([]float32, R*t.H)
+	t.k = make([]float32, R*t.H)
+	t.v = make([]float32, R*t.H)
+	t.mlp = make([]float32, max(R*t.M, n*t.colsPer))
+	t.scores = make([]float32, workers*t.T*t.T)
+	t.pooled = make([]float32, n*t.H)
+	t.pooledLN = make([]float32, n*t.H)
+	t.aux = make([]float32, workers*t.M)
+	t.at = make([]int, n)
+	t.off = make([]int, n)
+	t.lens = make([]int, n)
+}
+
+// images runs the vision tower on n ≤ fastImageChunk images into out [n, D].
+func (f *fastCPU) images(out, pixels []float32, n int) {
+	t, c := f.vis, f.m.Cfg.Vision
+	t.reserve(n, f.pool.Threads())
+	T, H, P, G, S := t.T, t.H, c.Patch, c.Grid(), c.ImageSize
+	K := 3 * P * P // im2col row: (channel, ky, kx), the conv weight's column order
+	np := n * G * G
+	cols := t.mlp[:np*K] // [n·G², 3·P·P]
+	emb := t.q[:np*H]    // [n·G², H]
+	f.pool.Parallel(np, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, g := r/(G*G), r%(G*G)
+			gy, gx := g/G, g%G
+			dst := cols[r*K : (r+1)*K]
+			for ch := 0; ch < 3; ch++ {
+				for ky := 0; ky < P; ky++ {
+					src := pixels[((b*3+ch)*S+gy*P+ky)*S+gx*P:]
+					copy(dst[(ch*P+ky)*P:(ch*P+ky+1)*P], src[:P])
+				}
+			}
+		}
+	})
+	f.pool.Linear(emb, cols, np, &f.patch, nil)
+	// x[b, 0] = cls + pos[0]; x[b, 1+p] = emb[b, p] + pos[1+p]; then pre-LN.
+	pos, cls := f.m.Vision.Pos, f.m.Vision.Cls
+	vw := f.m.Vision
+	f.pool.Parallel(n*T, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, tok := r/T, r%T
+			row := t.x[r*H : (r+1)*H]
+			if tok == 0 {
+				fastAdd(row, cls, pos[:H])
+			} else {
+				fastAdd(row, emb[(b*G*G+tok-1)*H:(b*G*G+tok)*H], pos[tok*H:(tok+1)*H])
+			}
+			fastLayerNorm(row, row, vw.PreW, vw.PreB, t.eps)
+		}
+	})
+	for b := 0; b < n; b++ { // every token; pool the class token
+		t.off[b], t.lens[b], t.at[b] = b*T, T, 0
+	}
+	t.rows = n * T
+	f.encode(t, n)
+	f.finish(t, out, n)
+}
+
+// texts runs the text tower on n ≤ fastTextChunk sequences into out [n, D].
+func (f *fastCPU) texts(out []float32, ids []int32, n int) {
+	t := f.txt
+	t.reserve(n, f.pool.Threads())
+	T, H := t.T, t.H
+	tw := f.m.Text
+	R := 0
+	for b := 0; b < n; b++ { // tokens up to the pooled one
+		t.at[b] = fastPoolIndex(ids[b*T:(b+1)*T], f.m.Cfg.Text.EOS)
+		t.off[b], t.lens[b] = R, t.at[b]+1
+		R += t.lens[b]
+	}
+	t.rows = R
+	f.pool.Parallel(n, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			for j := 0; j < t.lens[b]; j++ {
+				row := t.x[(t.off[b]+j)*H : (t.off[b]+j+1)*H]
+				emb := tw.Tok.RowInto(int(ids[b*T+j]), row)
+				fastAdd(row, emb, tw.Pos[j*H:(j+1)*H])
+			}
+		}
+	})
+	f.encode(t, n)
+	f.finish(t, out, n)
+}
+
+// fastPoolIndex is where HF pools a token sequence: the first EOS, or for the
+// legacy eos_token_id 2 the first position of the largest id.
+func fastPoolIndex(seq []int32, eos int32) int {
+	best := 0
+	for i, id := range seq {
+		if eos == 2 {
+			if id > seq[best] {
+				best = i
+			}
+		} else if id == eos {
+			return i
+		}
+	}
+	return best
+}
+
+// finish applies the final LayerNorm to the pooled rows [n, H] and projects
+// them into out [n, D].
+func (f *fastCPU) finish(t *fastTower, out []float32, n int) {
+	H := t.H
+	for b := 0; b < n; b++ {
+		fastLayerNorm(t.pooledLN[b*H:(b+1)*H], t.pooled[b*H:(b+1)*H], t.finW, t.finB, t.eps)
+	}
+	f.pool.Linear(out, t.pooledLN[:n*H], n, &t.proj, nil)
+}
+
+// encode runs the encoder layers on the residual stream t.x [R, H] and
+// leaves in t.pooled [n, H] the output rows the tower pools (token at[b] of
+// sequence b). The last layer computes only what those rows need: keys and
+// values of every token, the rest for the pooled rows alone.
+func (f *fastCPU) encode(t *fastTower, n int) {
+	L := len(t.layers)
+	for i := 0; i < L-1; i++ {
+		f.layer(t, &t.layers[i], n)
+	}
+	f.lastLayer(t, &t.layers[L-1], n)
+}
+
+// lastLayer is layer restricted to the pooled rows: with xp = x[at] [n, H],
+//
+//	h = LN1(x); k, v = h·Wkᵀ+bk, h·Wvᵀ+bv (all rows); qp = h[at]·Wqᵀ + bq
+//	xp += attention(qp, k, v)·Woᵀ + bo; xp += act(LN2(xp)·W1ᵀ + b1)·W2ᵀ + b2
+func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
+	p := f.pool
+	T, H, M, A := t.T, t.H, t.M, t.A
+	R, d := t.rows, H/A
+	x, h, k, v := t.x[:R*H], t.h[:R*H], t.k[:R*H], t.v[:R*H]
+	xp, hp := t.pooled[:n*H], t.pooledLN[:n*H]
+	qp, mlp := t.q[:n*H], t.mlp[:n*M]
+	ctx := h[:n*H] // free once k, v and the pooled rows of h are taken
+
+	p.Parallel(R, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln1W, l.ln1B, t.eps)
+		}
+	})
+	p.Linear(k, h, R, &l.k, l.kB)
+	p.Linear(v, h, R, &l.v, l.vB)
+	for b := 0; b < n; b++ {
+		r := t.off[b] + t.at[b]
+		copy(xp[b*H:(b+1)*H], x[r*H:(r+1)*H])
+		copy(hp[b*H:(b+1)*H], h[r*H:(r+1)*H])
+	}
+	p.Linear(qp, hp, n, &l.q, l.qB)
+	scale := float32(1 / math.Sqrt(float64(d)))
+	p.ParallelWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
+		s := t.scores[w.ID()*T*T : w.ID()*T*T+T]
+		for i := lo; i < hi; i++ {
+			b, a := i/A, i%A
+			// The pooled row attends to the whole kept sequence: all tokens
+			// for an image, those up to and including itself for a prompt.
+			keys := t.lens[b]
+			kv := t.off[b]*H + a*d
+			w.MatMul(s, T, qp[b*H+a*d:], H, k[kv:], H, 1, keys, d, true, scale)
+			fastSoftmax(s[:keys])
+			w.MatMul(ctx[b*H+a*d:], H, s, T, v[kv:], H, 1, d, keys, false, 1)
+		}
+	})
+	p.Linear(hp, ctx, n, &l.o, l.oB)
+	vek32.Add_Inplace(xp, hp)
+	for b := 0; b < n; b++ {
+		fastLayerNorm(hp[b*H:(b+1)*H], xp[b*H:(b+1)*H], l.ln2W, l.ln2B, t.eps)
+	}
+	p.Linear(mlp, hp, n, &l.fc1, l.fc1B)
+	f.activate(t, mlp, n)
+	p.Linear(hp, mlp, n, &l.fc2, l.fc2B)
+	vek32.Add_Inplace(xp, hp)
+}
+
+// activate applies the tower's activation to rows [R, M] of the MLP.
+func (f *fastCPU) activate(t *fastTower, mlp []float32, R int) {
+	M := t.M
+	if t.quick {
+		f.pool.ParallelWorkers(R, func(w *gemm.Worker, lo, hi int) {
+			aux := t.aux[w.ID()*M : (w.ID()+1)*M]
+			for r := lo; r < hi; r++ {
+				fastQuickGELU(mlp[r*M:(r+1)*M], aux)
+			}
+		})
+		return
+	}
+	f.pool.Parallel(R, func(lo, hi int) { fastGELU(mlp[lo*M : hi*M]) })
+}
+
+// layer is one pre-LN encoder layer, in place on t.x [R, H]:
+//
+//	h = LN1(x); q, k, v = h·Wqᵀ+bq, …; x += attention(q, k, v)·Woᵀ + bo
+//	h = LN2(x); x += act(h·W1ᵀ + b1)·W2ᵀ + b2
+func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
+	p := f.pool
+	R, H, M := t.rows, t.H, t.M
+	x, h, q, k, v := t.x[:R*H], t.h[:R*H], t.q[:R*H], t.k[:R*H], t.v[:R*H]
+	mlp := t.mlp[:R*M]
+
+	p.Parallel(R, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln1W, l.ln1B, t.eps)
+		}
+	})
+	p.Linear(q, h, R, &l.q, l.qB)
+	p.Linear(k, h, R, &l.k, l.kB)
+	p.Linear(v, h, R, &l.v, l.vB)
+	f.attention(t, h, q, k, v, n) // context [R, H] into h
+	p.Linear(q, h, R, &l.o, l.oB)
+	fastAddRows(p, x, q, R, H)
+
+	p.Parallel(R, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln2W, l.ln2B, t.eps)
+		}
+	})
+	p.Linear(mlp, h, R, &l.fc1, l.fc1B)
+	f.activate(t, mlp, R)
+	p.Linear(q, mlp, R, &l.fc2, l.fc2B)
+	fastAddRows(p, x, q, R, H)
+}
+
+// fastAddRows does x += y over R rows of width H on the pool.
+func fastAddRows(p *gemm.Pool, x, y []float32, R, H int) {
+	p.Parallel(R, func(lo, hi int) { vek32.Add_Inplace(x[lo*H:hi*H], y[lo*H:hi*H]) })
+}
+
+// attention writes softmax(q·kᵀ/√d [+ causal mask])·v into ctx [R, H], one
+// (sequence, head) pair per task; q, k, v are [R, H] with head a in columns
+// [a·d, (a+1)·d).
+func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
+	T, H, A := t.T, t.H, t.A // T bounds every sequence's length L
+	d := H / A
+	scale := float32(1 / math.Sqrt(float64(d)))
+	f.pool.ParallelWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
+		s := t.scores[w.ID()*T*T : (w.ID()+1)*T*T]
+		for i := lo; i < hi; i++ {
+			b, a := i/A, i%A
+			L, off := t.lens[b], t.off[b]*H+a*d
+			// s [L, L] = scale · q_a · k_aᵀ
+			w.MatMul(s, L, q[off:], H, k[off:], H, L, L, d, true, scale)
+			for r := 0; r < L; r++ {
+				row := s[r*L : (r+1)*L]
+				if t.causal {
+					fastSoftmax(row[:r+1])
+					clear(row[r+1:])
+				} else {
+					fastSoftmax(row)
+				}
+			}
+			// ctx_a [L, d] = s · v_a
+			w.MatMul(ctx[off:], H, s, L, v[off:], H, L, d, L, false, 1)
+		}
+	})
+}
