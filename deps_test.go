@@ -77,13 +77,14 @@ func TestImportGraph(t *testing.T) {
 	if len(src) < 8 {
 		t.Fatalf("found only %d packages; is the test running at the repository root?", len(src))
 	}
-	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/core", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss"}
+	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/core", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss", "internal/termimg"}
 	// The model runtime, split by what has run: who each part may import
 	// inside clipnpu. The root (the face) imports them all.
 	runtime := map[string][]string{
-		"clipnpu/hf":  {"clipnpu/core"},                                                                  // the loader imports no engine
-		"clipnpu/cpu": {"clipnpu/core", "internal/gemm"},                                                 // never the NPU path
-		"clipnpu/npu": {"clipnpu/core", "clipnpu/hf", "clipnpu/bundle", "clipnpu/xdna", "internal/gemm"}, // never the CPU engines
+		"clipnpu/hf":      {"clipnpu/core"},                                                                  // the loader imports no engine
+		"clipnpu/cpu":     {"clipnpu/core", "internal/gemm"},                                                 // never the NPU path
+		"clipnpu/npu":     {"clipnpu/core", "clipnpu/hf", "clipnpu/bundle", "clipnpu/xdna", "internal/gemm"}, // never the CPU engines
+		"clipnpu/compare": {"clipnpu/core"},                                                                  // measures and gates, runs no model
 	}
 	for pkg, imps := range src {
 		internal := internalImports(imps)
@@ -110,6 +111,15 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 		}
+		if under(pkg, "internal/web") {
+			// The server stands on the model face, the one-pass search and
+			// the index; it never reaches the engines or the commands.
+			for _, p := range internal {
+				if !under(p, "internal/web") && p != "clipnpu" && p != "search" && p != "store" && p != "preprocess" {
+					t.Errorf("%s imports %s: the web server may import only clipnpu (the face), search, store and preprocess", pkg, p)
+				}
+			}
+		}
 		for _, p := range internal {
 			engine := under(p, "clipnpu/core") || under(p, "clipnpu/hf") || under(p, "clipnpu/cpu") || under(p, "clipnpu/npu")
 			switch {
@@ -124,6 +134,9 @@ func TestImportGraph(t *testing.T) {
 			case under(p, "cmd") || under(p, "examples"):
 				t.Errorf("%s imports %s: commands are not libraries", pkg, p)
 			}
+		}
+		if under(pkg, "clipnpu/compare") && imps["testing"] {
+			t.Errorf("%s imports testing: compare returns reports, the conformance suite fails tests", pkg)
 		}
 		library := !under(pkg, "cmd") && !under(pkg, "examples")
 		for p := range imps {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/clipnpu/compare"
 	"github.com/clipidx/clipidx/clipnpu/conformance"
 )
 
@@ -105,13 +106,19 @@ func TestFastMatchesReference(t *testing.T) {
 					seq[j] = 999 // EOS then EOS padding
 				}
 			}
-			compare := func(what string, fastOut, refOut []float32) {
+			gates, err := compare.For(fast.Info())
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, fastOut, refOut []float32, g compare.Gate) {
 				t.Helper()
-				for b := 0; b < len(refOut)/D; b++ {
-					c := conformance.Cosine(fastOut[b*D:(b+1)*D], refOut[b*D:(b+1)*D])
-					if !(c >= 0.99999) {
-						t.Errorf("%s %d: cosine to reference %.7f < 0.99999", what, b, c)
-					}
+				s, err := compare.Embeddings(fastOut, refOut, len(refOut)/D, D)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				t.Logf("%s: %v", what, s)
+				for _, v := range s.Check(g) {
+					t.Errorf("%s: %s", what, v)
 				}
 			}
 			fi, err := fast.EncodeImages(px, tc.n)
@@ -122,7 +129,7 @@ func TestFastMatchesReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compare("image", fi, ri)
+			check("image", fi, ri, gates.Image)
 			ft, err := fast.EncodeTexts(ids, tc.n)
 			if err != nil {
 				t.Fatal(err)
@@ -131,19 +138,19 @@ func TestFastMatchesReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compare("text", ft, rt)
+			check("text", ft, rt, gates.Text)
 			// The last item alone equals the last item of the batch.
 			last := tc.n - 1
 			one, err := fast.EncodeImages(px[last*3*S*S:], 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			compare("image alone vs in batch", one, fi[last*D:])
+			check("image alone vs in batch", one, fi[last*D:], gates.Batch)
 			onet, err := fast.EncodeTexts(ids[last*T:], 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			compare("text alone vs in batch", onet, ft[last*D:])
+			check("text alone vs in batch", onet, ft[last*D:], gates.Batch)
 		})
 	}
 }

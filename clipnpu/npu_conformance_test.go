@@ -14,10 +14,9 @@ import (
 // images and 8 prompts a pass, packed bfp16ebs8 weights), replays it on the
 // emulated NPU (Load with device cpu, the CPU path for bundles) and runs the
 // shared conformance suite against the fixture's independent float32
-// references, at the bf16 bars taconite-clip holds the
-// real NPU to (image cosine 0.999, text 0.998). Logits are 100·cosine in
-// this fixture, so a 1e-3 cosine error moves a logit by up to ~1.5; the
-// logit bar is 2.0 and zero-shot top-1 must agree.
+// references, at the bf16 bars compare.NPU chooses (the cosines
+// taconite-clip holds the real NPU to, relative error and max |diff|,
+// a logit bar of 2.0, zero-shot top-1 agreeing).
 func TestNPUEmulatedConformance(t *testing.T) {
 	src := fixtures.TinyModel(t)
 	dir := t.TempDir()
@@ -47,7 +46,6 @@ func TestNPUEmulatedConformance(t *testing.T) {
 	if !clipnpu.IsBundle(dir) {
 		t.Fatal("exported folder is not a bundle")
 	}
-	tol := conformance.Tolerance{ImageCosine: 0.999, TextCosine: 0.998, Logit: 2.0, Batch: 0.99999}
 	conformance.RunDir(t, dir, func(t *testing.T, dir string) clipnpu.Backend {
 		b, err := clipnpu.Load(dir, clipnpu.Options{Device: "cpu"})
 		if err != nil {
@@ -57,5 +55,5 @@ func TestNPUEmulatedConformance(t *testing.T) {
 			t.Fatalf("Load(bundle, cpu) runs on %q, want %q", d, clipnpu.DeviceEmulatedNPU)
 		}
 		return b
-	}, tol)
+	}, conformance.NPU())
 }

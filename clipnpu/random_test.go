@@ -6,6 +6,7 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu/hf"
 
+	"github.com/clipidx/clipidx/clipnpu/compare"
 	"github.com/clipidx/clipidx/clipnpu/core"
 )
 
@@ -44,16 +45,16 @@ func TestNewRandom(t *testing.T) {
 			t.Fatalf("text value %d: %v with 1 thread, %v with 3", i, t1[i], t3[i])
 		}
 	}
-	if cos(i1[:8], i9[:8]) > 0.99 {
+	if compare.Cosine(i1[:8], i9[:8]) > 0.99 {
 		t.Error("different seeds gave the same model")
 	}
 	for _, dt := range []string{"f16", "bf16"} {
 		im, tx := embed(dt, 5, 2)
 		// The same seed draws the same values, rounded to 16 bits.
-		if c := cos(im[:8], i1[:8]); c < 0.99 {
+		if c := compare.Cosine(im[:8], i1[:8]); !(c >= 0.99) {
 			t.Errorf("%s image embedding cosine %v to f32", dt, c)
 		}
-		if c := cos(tx[:8], t1[:8]); c < 0.99 {
+		if c := compare.Cosine(tx[:8], t1[:8]); !(c >= 0.99) {
 			t.Errorf("%s text embedding cosine %v to f32", dt, c)
 		}
 	}
@@ -67,14 +68,4 @@ func TestNewRandom(t *testing.T) {
 	if m.Vision != nil || m.Text == nil || m.Text.Tok.U16 == nil {
 		t.Error("TextTower random model allocated the wrong towers or dtype")
 	}
-}
-
-func cos(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	return ab / math.Sqrt(aa*bb)
 }

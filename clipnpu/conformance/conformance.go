@@ -1,8 +1,9 @@
 // Package conformance is the one test suite every clipnpu backend runs (the
 // reference forward, the fast CPU path, the NPU replay): embeddings against
 // reference outputs of an independent implementation, logits, zero-shot
-// top-1, batch independence and the Backend error contract, with explicit
-// tolerances.
+// top-1, batch independence and the Backend error contract, at the gates
+// package compare chooses (cosine, relative error and max |diff|: a scaled
+// embedding fails, not only a turned one).
 //
 // A backend's test calls
 //
@@ -29,32 +30,24 @@ import (
 	"testing"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/clipnpu/compare"
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
 
-// Tolerance says how close a backend must come to the reference.
-type Tolerance struct {
-	ImageCosine float64 // minimum cosine of each image embedding to the reference
-	TextCosine  float64 // minimum cosine of each text embedding to the reference
-	Logit       float64 // maximum |logit − reference logit|
-	// Batch is the minimum cosine between an item embedded alone and the
-	// same item inside a batch.
-	Batch float64
-}
+// Tolerance says how close a backend must come to the reference: the
+// gates of package compare, where every bound is chosen and explained.
+type Tolerance = compare.Gates
 
-// F32CPU is the bar for a float32 CPU forward (the acceptance
-// thresholds): cosine 0.99999, logits within 1e-3.
-func F32CPU() Tolerance {
-	return Tolerance{ImageCosine: 0.99999, TextCosine: 0.99999, Logit: 1e-3, Batch: 0.99999}
-}
+// F32CPU is the bar for a float32 CPU forward (compare.F32CPU).
+func F32CPU() Tolerance { return compare.F32CPU() }
 
 // F16Weights is the bar for the float32 CPU forward on float32 weights
-// rounded to binary16 at load: the embeddings still within cosine 0.99999;
-// the logits, which multiply a difference of two cosines by the logit
-// scale (100 on the fixture), within 0.2 (0.08 measured).
-func F16Weights() Tolerance {
-	return Tolerance{ImageCosine: 0.99999, TextCosine: 0.99999, Logit: 0.2, Batch: 0.99999}
-}
+// rounded to binary16 at load (compare.F16Weights).
+func F16Weights() Tolerance { return compare.F16Weights() }
+
+// NPU is the bar for a bundle's bf16 numerics, on the NPU or emulated on
+// the CPU (compare.NPU).
+func NPU() Tolerance { return compare.NPU() }
 
 // Reference is a fixture's reference.json (format clip-reference-v1), the
 // parts the suite reads.
@@ -176,41 +169,57 @@ func RunDir(t *testing.T, dir string, open func(t *testing.T, dir string) clipnp
 		t.Fatalf("got %d image and %d text values, want %d and %d", len(img), len(txt), len(ref.Images)*D, len(ref.Texts)*D)
 	}
 
+	t.Run("GateSelection", func(t *testing.T) {
+		// The bar the test chose is the one compare picks for this
+		// backend, so check and the suite hold it to the same gates.
+		g, err := compare.For(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g != tol {
+			t.Errorf("compare.For(Info{Device: %q, Rounded: %q, Precision: %q}) = %+v, the test runs at %+v", info.Device, info.Rounded, info.Precision, g, tol)
+		}
+	})
 	t.Run("ImageEmbeddings", func(t *testing.T) {
 		for i, im := range ref.Images {
-			checkEmbedding(t, "image "+im.Name, img[i*D:(i+1)*D], im.ImageEmbeds, tol.ImageCosine)
+			checkEmbedding(t, "image "+im.Name, img[i*D:(i+1)*D], im.ImageEmbeds, tol.Image)
 		}
 	})
 	t.Run("TextEmbeddings", func(t *testing.T) {
 		for i, tx := range ref.Texts {
-			checkEmbedding(t, "text "+tx.Name, txt[i*D:(i+1)*D], tx.TextEmbeds, tol.TextCosine)
+			checkEmbedding(t, "text "+tx.Name, txt[i*D:(i+1)*D], tx.TextEmbeds, tol.Text)
 		}
 	})
 	t.Run("LogitsAndZeroShot", func(t *testing.T) {
-		logits := clipnpu.Logits(img, txt, len(ref.Images), len(ref.Texts), D, info.LogitScale)
-		var worst float64
-		for i, im := range ref.Images {
-			want, ok := ref.LogitsPerImage[im.Name]
+		nImg, nTxt := len(ref.Images), len(ref.Texts)
+		logits := clipnpu.Logits(img, txt, nImg, nTxt, D, info.LogitScale)
+		want := make([]float32, 0, nImg*nTxt)
+		for _, im := range ref.Images {
+			row, ok := ref.LogitsPerImage[im.Name]
 			if !ok {
 				t.Fatalf("reference has no logits for image %s", im.Name)
 			}
-			best := 0
-			for j, tx := range ref.Texts {
-				got := float64(logits[i*len(ref.Texts)+j])
-				d := math.Abs(got - want[tx.Name])
-				worst = math.Max(worst, d)
-				if !(d <= tol.Logit) {
-					t.Errorf("logit[%s][%s] = %.6f, reference %.6f (|diff| %.2g > %.2g)", im.Name, tx.Name, got, want[tx.Name], d, tol.Logit)
+			for _, tx := range ref.Texts {
+				l, ok := row[tx.Name]
+				if !ok {
+					t.Fatalf("reference has no logit for image %s and text %s", im.Name, tx.Name)
 				}
-				if logits[i*len(ref.Texts)+j] > logits[i*len(ref.Texts)+best] {
-					best = j
-				}
-			}
-			if w := ref.ZeroShotTop1[im.Name]; w != "" && ref.Texts[best].Name != w {
-				t.Errorf("zero-shot top-1 of %s = %s, reference %s", im.Name, ref.Texts[best].Name, w)
+				want = append(want, float32(l))
 			}
 		}
-		t.Logf("max |logit diff| %.3g", worst)
+		s, err := compare.Logits(logits, want, nImg, nTxt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range s.CheckValues(tol.Logit) {
+			t.Errorf("logits: %s", v)
+		}
+		for i, im := range ref.Images {
+			if w := ref.ZeroShotTop1[im.Name]; w != "" && ref.Texts[s.Top1[i]].Name != w {
+				t.Errorf("zero-shot top-1 of %s = %s, reference %s", im.Name, ref.Texts[s.Top1[i]].Name, w)
+			}
+		}
+		t.Logf("max |logit diff| %.3g, max |probability diff| %.3g", s.MaxAbsDiff, s.MaxProbDiff)
 	})
 	t.Run("BatchIndependence", func(t *testing.T) {
 		checkBatch(t, b, ref, img, txt, D, tol.Batch)
@@ -221,21 +230,31 @@ func RunDir(t *testing.T, dir string, open func(t *testing.T, dir string) clipnp
 }
 
 // checkEmbedding compares one embedding with its reference.
-func checkEmbedding(t *testing.T, what string, got, want []float32, minCos float64) {
+func checkEmbedding(t *testing.T, what string, got, want []float32, g compare.Gate) {
 	t.Helper()
-	if len(want) != len(got) {
-		t.Errorf("%s: reference has %d values, backend %d", what, len(want), len(got))
+	compareRows(t, what, got, want, 1, g)
+}
+
+// compareRows compares got with want, both [n, len/n], at gate g.
+func compareRows(t *testing.T, what string, got, want []float32, n int, g compare.Gate) {
+	t.Helper()
+	if len(want) != len(got) || n <= 0 || len(got)%n != 0 {
+		t.Errorf("%s: reference has %d values, backend %d, in %d rows", what, len(want), len(got), n)
 		return
 	}
-	c := Cosine(got, want)
-	t.Logf("%s: 1-cosine %.2g, max |diff| %.3g", what, 1-c, MaxAbsDiff(got, want))
-	if !(c >= minCos) {
-		t.Errorf("%s: cosine to reference %.7f < %.7f", what, c, minCos)
+	s, err := compare.Embeddings(got, want, n, len(got)/n)
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
+	}
+	t.Logf("%s: 1-cosine %.2g, rel err %.2g, max |diff| %.3g (%.2g of max |ref|)", what, 1-s.MinCosine, s.MaxRelErr, s.MaxAbsDiff, s.DiffRatio())
+	for _, v := range s.Check(g) {
+		t.Errorf("%s: %s", what, v)
 	}
 }
 
 // checkBatch embeds the first item alone and in the middle of a batch of 3.
-func checkBatch(t *testing.T, b clipnpu.Backend, ref *Reference, img, txt []float32, D int, minCos float64) {
+func checkBatch(t *testing.T, b clipnpu.Backend, ref *Reference, img, txt []float32, D int, g compare.Gate) {
 	if len(ref.Images) < 3 || len(ref.Texts) < 3 {
 		t.Skip("fixture has fewer than 3 images or texts")
 	}
@@ -251,19 +270,6 @@ func checkBatch(t *testing.T, b clipnpu.Backend, ref *Reference, img, txt []floa
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		what string
-		a, b []float32
-	}{
-		{"image 0 alone vs in the full batch", alone, img[:D]},
-		{"image 0 alone vs in a batch of 3", alone, three[D : 2*D]},
-		{"image 2 in a batch of 3 vs in the full batch", three[:D], img[2*D : 3*D]},
-	} {
-		if cs := Cosine(c.a, c.b); !(cs >= minCos) {
-			t.Errorf("%s: cosine %.7f < %.7f (max |diff| %.3g)", c.what, cs, minCos, MaxAbsDiff(c.a, c.b))
-		}
-	}
-
 	talone, err := b.EncodeTexts(ref.Texts[0].IDs, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -280,13 +286,14 @@ func checkBatch(t *testing.T, b clipnpu.Backend, ref *Reference, img, txt []floa
 		what string
 		a, b []float32
 	}{
+		{"image 0 alone vs in the full batch", alone, img[:D]},
+		{"image 0 alone vs in a batch of 3", alone, three[D : 2*D]},
+		{"image 2 in a batch of 3 vs in the full batch", three[:D], img[2*D : 3*D]},
 		{"text 0 alone vs in the full batch", talone, txt[:D]},
 		{"text 0 alone vs in a batch of 3", talone, tthree[D : 2*D]},
 		{"text 2 in a batch of 3 vs in the full batch", tthree[:D], txt[2*D : 3*D]},
 	} {
-		if cs := Cosine(c.a, c.b); !(cs >= minCos) {
-			t.Errorf("%s: cosine %.7f < %.7f (max |diff| %.3g)", c.what, cs, minCos, MaxAbsDiff(c.a, c.b))
-		}
+		compareRows(t, c.what, c.a, c.b, 1, g)
 	}
 }
 
@@ -329,28 +336,4 @@ func checkContract(t *testing.T, b clipnpu.Backend, info clipnpu.Info) {
 			t.Errorf("EncodeTexts %s: got %d values, err %v; want nil and an error", c.name, len(out), err)
 		}
 	}
-}
-
-// Cosine is the cosine similarity of a and b in float64 (0 if either is 0).
-func Cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		ab += x * y
-		aa += x * x
-		bb += y * y
-	}
-	if aa == 0 || bb == 0 {
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
-}
-
-// MaxAbsDiff is max |a[i] − b[i]|.
-func MaxAbsDiff(a, b []float32) float64 {
-	var m float64
-	for i := range a {
-		m = math.Max(m, math.Abs(float64(a[i])-float64(b[i])))
-	}
-	return m
 }

@@ -62,6 +62,10 @@ type Info struct {
 	// Rounded is the type float32 weights were rounded to at load
 	// (Options.Weights "f16"), "" when they are used as stored.
 	Rounded string
+	// Precision is the arithmetic of a CPU forward: "" (float32
+	// throughout, as every engine computes today) or "bf16"; it chooses the
+	// comparison gates (compare.For).
+	Precision string
 	// PromptTemplate has one "{}" where the label goes; "a photo of a {}" by default.
 	PromptTemplate string
 	// Pass sizes the device prefers (4 images and 8 prompts on the NPU); 0 = any.

@@ -51,3 +51,22 @@ func Normalize(v []float32, dim int) {
 		}
 	}
 }
+
+// Softmax turns one row of logits into probabilities (in float64,
+// max-subtracted).
+func Softmax(logits []float32) []float64 {
+	p := make([]float64, len(logits))
+	maxL := math.Inf(-1)
+	for _, l := range logits {
+		maxL = math.Max(maxL, float64(l))
+	}
+	var sum float64
+	for i, l := range logits {
+		p[i] = math.Exp(float64(l) - maxL)
+		sum += p[i]
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	return p
+}

@@ -2,7 +2,6 @@ package npu
 
 import (
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu/internal/cliptest"
 
+	"github.com/clipidx/clipidx/clipnpu/compare"
 	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/clipnpu/cpu"
 	"github.com/clipidx/clipidx/clipnpu/hf"
@@ -120,19 +120,22 @@ func exportRandom(t *testing.T, cfg core.Config, seed uint64) (*core.Model, stri
 	return m, dir
 }
 
-func cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
+// checkGate compares got with want, both [n, D], at gate g.
+func checkGate(t *testing.T, what string, got, want []float32, n, D int, g compare.Gate) {
+	t.Helper()
+	s, err := compare.Embeddings(got, want, n, D)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
-	return ab / math.Sqrt(aa*bb)
+	t.Logf("%s: %v", what, s)
+	for _, v := range s.Check(g) {
+		t.Errorf("%s, to the float32 reference: %s", what, v)
+	}
 }
 
 // TestReplayMatchesReference runs the replay on the emulated NPU and
 // compares every embedding with the float32 reference forward of the same
-// weights, at the bf16 bars taconite-clip holds real hardware to.
+// weights, at the bf16 gates compare chooses for the NPU.
 func TestReplayMatchesReference(t *testing.T) {
 	cfg := npuTestConfig()
 	m, dir := exportRandom(t, cfg, 7)
@@ -151,17 +154,21 @@ func TestReplayMatchesReference(t *testing.T) {
 	px, ids := cliptest.Inputs(cfg, nTxt)
 	px = px[:nImg*3*32*32]
 	D := cfg.ProjectionDim
+	gates, err := compare.For(info)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
-		name   string
-		n      int
-		got    func() ([]float32, error)
-		want   func() ([]float32, error)
-		minCos float64
+		name string
+		n    int
+		got  func() ([]float32, error)
+		want func() ([]float32, error)
+		gate compare.Gate
 	}{
 		{"image", nImg, func() ([]float32, error) { return nb.EncodeImages(px, nImg) },
-			func() ([]float32, error) { return ref.EncodeImages(px, nImg) }, 0.999},
+			func() ([]float32, error) { return ref.EncodeImages(px, nImg) }, gates.Image},
 		{"text", nTxt, func() ([]float32, error) { return nb.EncodeTexts(ids, nTxt) },
-			func() ([]float32, error) { return ref.EncodeTexts(ids, nTxt) }, 0.998},
+			func() ([]float32, error) { return ref.EncodeTexts(ids, nTxt) }, gates.Text},
 	} {
 		got, err := c.got()
 		if err != nil {
@@ -171,15 +178,7 @@ func TestReplayMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		worst := 1.0
-		for i := 0; i < c.n; i++ {
-			cs := cosine(got[i*D:(i+1)*D], want[i*D:(i+1)*D])
-			worst = math.Min(worst, cs)
-			if !(cs >= c.minCos) {
-				t.Errorf("%s %d: cosine to the float32 reference %.6f < %.3f", c.name, i, cs, c.minCos)
-			}
-		}
-		t.Logf("%s: worst cosine to float32 reference %.6f over %d", c.name, worst, c.n)
+		checkGate(t, c.name, got, want, c.n, D, c.gate)
 	}
 
 	// Padding never leaks between items: image 5 alone (a pass padded with
@@ -290,9 +289,7 @@ func TestReplayTextOnlyIgnoresVision(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := cpu.NewReference(m, 2).EncodeTexts(ids, 2)
-	if c := cosine(got[:16], want[:16]); c < 0.998 {
-		t.Errorf("text-only cosine %.5f", c)
-	}
+	checkGate(t, "text-only", got, want, 2, 16, compare.NPU().Text)
 	if _, err := b.EncodeImages(make([]float32, 3*32*32), 1); !errors.Is(err, core.ErrNoTower) {
 		t.Errorf("EncodeImages on a text-only replay: %v", err)
 	}

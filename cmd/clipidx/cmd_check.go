@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -18,23 +17,9 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/clipnpu/compare"
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/tokenizer"
-)
-
-// Gates, as taconite-clip's check uses them: float32 CPU runs must match the
-// float32 reference to cosine 0.99999; bf16 NPU runs to 0.999 (image) and
-// 0.998 (text).
-const (
-	cpuMinCosine      = 0.99999
-	npuMinCosineImage = 0.999
-	npuMinCosineText  = 0.998
-	cpuMaxLogitDiff   = 1e-3
-	// f16MaxLogitDiff is the logit gate for float32 weights rounded to f16
-	// at load (--weights f16), conformance.F16Weights' bar: the embeddings
-	// still pass 0.99999, but a logit multiplies a difference of cosines by
-	// the logit scale (0.078 measured on the fixture at scale 100).
-	f16MaxLogitDiff = 0.2
 )
 
 func init() {
@@ -80,11 +65,12 @@ ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1).`,
 	}
 }
 
-// checker prints results and counts them.
+// checker prints results and counts them; the comparisons and their gates
+// are package compare's.
 type checker struct {
 	w              io.Writer
 	passed, failed int
-	maxLogitDiff   float64 // gate of float32 runs' logits; 0 = cpuMaxLogitDiff
+	gates          compare.Gates // chosen by compare.For from the model's Info
 }
 
 func (c *checker) ok(format string, a ...any) {
@@ -160,9 +146,12 @@ func (c *checker) run(dir string) error {
 		weights = ", weights " + info.Weights
 	}
 	c.info("model %s on %s%s, dim %d, logit scale %.4f%s", info.Name, info.Device, note, info.Dim, info.LogitScale, weights)
+	if c.gates, err = compare.For(info); err != nil {
+		c.fail("%v", err)
+		return nil
+	}
 	if info.Rounded != "" {
-		c.maxLogitDiff = f16MaxLogitDiff
-		c.info("weights rounded to %s at load (--weights %s): logits gated at %g instead of %g; embeddings keep cosine %g", info.Rounded, info.Rounded, f16MaxLogitDiff, cpuMaxLogitDiff, cpuMinCosine)
+		c.info("weights rounded to %s at load (--weights %s): logits gated at %g instead of %g; embeddings keep cosine %g", info.Rounded, info.Rounded, c.gates.Logit, compare.F32CPU().Logit, c.gates.Image.MinCosine)
 	}
 	for _, rs := range refsets {
 		c.refset(b, rs, model, proc, tok)
@@ -196,11 +185,6 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 	info := model.Info()
 	S, D, T := info.ImageSize, info.Dim, info.Context
 	nImg, nTxt := len(rs.Images), len(rs.Labels)
-	minImg, minTxt := cpuMinCosine, cpuMinCosine
-	npu := strings.HasPrefix(info.Device, "npu") || info.Device == clipnpu.DeviceEmulatedNPU // bf16 bundle numerics
-	if npu {
-		minImg, minTxt = npuMinCosineImage, npuMinCosineText
-	}
 	tag := fmt.Sprintf("refset %d", rs.Index)
 
 	// A reference set without one of its tensors leaves stages unchecked:
@@ -242,17 +226,14 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 		if refPixels == nil {
 			continue
 		}
-		ref := refPixels[i*3*S*S : (i+1)*3*S*S]
-		diff, maxAbs := 0, 0.0
-		for k := range px {
-			if px[k] != ref[k] {
-				diff++
-				maxAbs = math.Max(maxAbs, math.Abs(float64(px[k]-ref[k])))
-			}
+		v, err := compare.Values(px, refPixels[i*3*S*S:(i+1)*3*S*S])
+		if err != nil {
+			c.fail("%s pixels %d %s: %v", tag, i, rs.ImageFiles[i], err)
+			continue
 		}
-		msg := fmt.Sprintf("%s pixels %d %s: %d of %d values differ (max |diff| %.3g)", tag, i, rs.ImageFiles[i], diff, len(px), maxAbs)
+		msg := fmt.Sprintf("%s pixels %d %s: %d of %d values differ (max |diff| %.3g)", tag, i, rs.ImageFiles[i], v.Differ, v.Values, v.MaxAbsDiff)
 		if strings.EqualFold(filepath.Ext(path), ".png") {
-			c.gate(diff == 0, "%s", msg)
+			c.gate(v.Differ == 0, "%s", msg)
 		} else {
 			c.info("%s (not gated: JPEG and other decoders differ from Pillow's)", msg)
 		}
@@ -266,7 +247,7 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 			c.fail("%s image tower: %v", tag, err)
 		} else {
 			imgEmb = emb
-			c.compareEmbeds(b, tag+" image tower", rs.ImageEmbeds, emb, nImg, D, minImg)
+			c.compareEmbeds(b, tag+" image tower", rs.ImageEmbeds, emb, nImg, D, c.gates.Image)
 			if rs.NPUImageEmbeds != "" {
 				c.infoEmbeds(b, tag+" image tower vs NPU app", rs.NPUImageEmbeds, emb, nImg, D)
 			}
@@ -287,7 +268,7 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 				c.fail("%s text tower: %v", tag, err)
 			} else {
 				txtEmb = emb
-				c.compareEmbeds(b, tag+" text tower", rs.TextEmbeds, emb, nTxt, D, minTxt)
+				c.compareEmbeds(b, tag+" text tower", rs.TextEmbeds, emb, nTxt, D, c.gates.Text)
 				if rs.NPUTextEmbeds != "" {
 					c.infoEmbeds(b, tag+" text tower vs NPU app", rs.NPUTextEmbeds, emb, nTxt, D)
 				}
@@ -305,7 +286,7 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 	}
 	if refLogits != nil && imgEmb != nil && txtEmb != nil {
 		got := clipnpu.Logits(imgEmb, txtEmb, nImg, nTxt, D, info.LogitScale)
-		c.compareLogits(tag+" zero-shot", got, refLogits, nImg, nTxt, !npu)
+		c.compareLogits(tag+" zero-shot", got, refLogits, nImg, nTxt)
 	}
 
 	// End to end: image files and label prompts, as a user runs classify.
@@ -338,17 +319,17 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 		return
 	}
 	got := clipnpu.Logits(e2eImg, e2eTxt, nImg, nTxt, D, info.LogitScale)
-	agree := 0
-	for i := 0; i < nImg; i++ {
-		if argmax(got[i*nTxt:(i+1)*nTxt]) == argmax(refLogits[i*nTxt:(i+1)*nTxt]) {
-			agree++
-		}
+	s, err := compare.Logits(got, refLogits, nImg, nTxt)
+	if err != nil {
+		c.fail("%s end to end: %v", tag, err)
+		return
 	}
-	c.gate(agree == nImg, "%s end to end from files: zero-shot top-1 agrees on %d/%d images", tag, agree, nImg)
+	c.gate(len(s.CheckTop1()) == 0, "%s end to end from files: zero-shot top-1 agrees on %d/%d images", tag, s.Top1Agree, nImg)
 }
 
-// compareEmbeds gates the cosine of each row against the reference tensor.
-func (c *checker) compareEmbeds(b *bundle.Bundle, what, name string, got []float32, n, dim int, minCos float64) {
+// compareEmbeds gates each row against the reference tensor: cosine,
+// relative error and max |diff|.
+func (c *checker) compareEmbeds(b *bundle.Bundle, what, name string, got []float32, n, dim int, g compare.Gate) {
 	if name == "" {
 		c.fail("%s: the bundle has no reference embeddings, so it cannot be checked", what)
 		return
@@ -358,8 +339,18 @@ func (c *checker) compareEmbeds(b *bundle.Bundle, what, name string, got []float
 		c.fail("%s: %v", what, err)
 		return
 	}
-	lo, mean, maxAbs := cosineStats(got, ref, n, dim)
-	c.gate(lo >= minCos, "%s: cosine min %.7f mean %.7f (gate %g), max |diff| %.3g over %d rows", what, lo, mean, minCos, maxAbs, n)
+	s, err := compare.Embeddings(got, ref, n, dim)
+	if err != nil {
+		c.fail("%s: %v", what, err)
+		return
+	}
+	v := s.Check(g)
+	why := ""
+	if len(v) > 0 {
+		why = ": " + strings.Join(v, "; ")
+	}
+	c.gate(len(v) == 0, "%s: cosine min %.7f mean %.7f (gate %g), rel err max %.3g (gate %g), max |diff| %.3g (%.3g of max |ref|, gate %g) over %d rows%s",
+		what, s.MinCosine, s.MeanCosine, g.MinCosine, s.MaxRelErr, g.MaxRelErr, s.MaxAbsDiff, s.DiffRatio(), g.MaxDiff, n, why)
 }
 
 // infoEmbeds reports, without gating, how close we are to the NPU app's output.
@@ -369,34 +360,27 @@ func (c *checker) infoEmbeds(b *bundle.Bundle, what, name string, got []float32,
 		c.info("%s: %v", what, err)
 		return
 	}
-	lo, mean, _ := cosineStats(got, ref, n, dim)
-	c.info("%s: cosine min %.6f mean %.6f", what, lo, mean)
+	s, err := compare.Embeddings(got, ref, n, dim)
+	if err != nil {
+		c.info("%s: %v", what, err)
+		return
+	}
+	c.info("%s: cosine min %.6f mean %.6f, rel err max %.3g, max |diff| %.3g", what, s.MinCosine, s.MeanCosine, s.MaxRelErr, s.MaxAbsDiff)
 }
 
-// compareLogits gates top-1 agreement (and, for float32 runs, the logits
-// themselves) and reports the largest probability difference.
-func (c *checker) compareLogits(what string, got, ref []float32, nImg, nTxt int, gateValues bool) {
-	agree := 0
-	maxLogit, maxProb := 0.0, 0.0
-	for i := 0; i < nImg; i++ {
-		g, r := got[i*nTxt:(i+1)*nTxt], ref[i*nTxt:(i+1)*nTxt]
-		if argmax(g) == argmax(r) {
-			agree++
-		}
-		pg, pr := softmax(g), softmax(r)
-		for k := range g {
-			maxLogit = math.Max(maxLogit, math.Abs(float64(g[k])-float64(r[k])))
-			maxProb = math.Max(maxProb, math.Abs(pg[k]-pr[k]))
-		}
+// compareLogits gates top-1 agreement and, when the gates say so (float32
+// numerics), the logits themselves; it reports the largest probability
+// difference.
+func (c *checker) compareLogits(what string, got, ref []float32, nImg, nTxt int) {
+	s, err := compare.Logits(got, ref, nImg, nTxt)
+	if err != nil {
+		c.fail("%s: %v", what, err)
+		return
 	}
-	c.gate(agree == nImg, "%s: top-1 agrees on %d/%d images", what, agree, nImg)
-	msg := fmt.Sprintf("%s: max |logit diff| %.3g, max |probability diff| %.3g", what, maxLogit, maxProb)
-	if gateValues {
-		gate := c.maxLogitDiff
-		if gate == 0 {
-			gate = cpuMaxLogitDiff
-		}
-		c.gate(maxLogit <= gate, "%s (gate %g)", msg, gate)
+	c.gate(len(s.CheckTop1()) == 0, "%s: top-1 agrees on %d/%d images", what, s.Top1Agree, nImg)
+	msg := fmt.Sprintf("%s: max |logit diff| %.3g, max |probability diff| %.3g", what, s.MaxAbsDiff, s.MaxProbDiff)
+	if c.gates.CheckLogitValues {
+		c.gate(len(s.CheckValues(c.gates.Logit)) == 0, "%s (gate %g)", msg, c.gates.Logit)
 	} else {
 		c.info("%s", msg)
 	}
@@ -456,42 +440,6 @@ func tensorI32(b *bundle.Bundle, name string) ([]int32, error) {
 		return nil, fmt.Errorf("tensor %s: %w", name, err)
 	}
 	return v, nil
-}
-
-// cosineStats returns the smallest and mean row cosine and the largest
-// absolute difference between two [n, dim] matrices.
-func cosineStats(a, b []float32, n, dim int) (lo, mean, maxAbs float64) {
-	lo = math.Inf(1)
-	for i := 0; i < n; i++ {
-		var dot, na, nb float64
-		for k := i * dim; k < (i+1)*dim; k++ {
-			x, y := float64(a[k]), float64(b[k])
-			dot += x * y
-			na += x * x
-			nb += y * y
-			maxAbs = math.Max(maxAbs, math.Abs(x-y))
-		}
-		cos := dot / math.Sqrt(na*nb)
-		if na == 0 || nb == 0 || math.IsNaN(cos) {
-			cos = 0
-		}
-		lo = math.Min(lo, cos)
-		mean += cos / float64(n)
-	}
-	if n == 0 {
-		lo = 0
-	}
-	return lo, mean, maxAbs
-}
-
-func argmax(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // firstDiff returns the first index where a and b differ (a length

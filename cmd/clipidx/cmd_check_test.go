@@ -119,6 +119,51 @@ func patchFloat(t *testing.T, dir, name string, i int, v float32) {
 	}
 }
 
+// readFloats reads the first n values of a float32 tensor in tensors.bin.
+func readFloats(t *testing.T, dir, name string, n int) []float32 {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "tensors.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 4*n)
+	if _, err := f.ReadAt(b, tensorOffset(t, dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// scaleTensor multiplies the first n values of a float32 tensor by f.
+func scaleTensor(t *testing.T, dir, name string, n int, f float32) {
+	t.Helper()
+	for i, x := range readFloats(t, dir, name, n) {
+		patchFloat(t, dir, name, i, x*f)
+	}
+}
+
+// normaliseRows L2-normalises the rows of a float32 tensor [rows, dim].
+func normaliseRows(t *testing.T, dir, name string, rows, dim int) {
+	t.Helper()
+	v := readFloats(t, dir, name, rows*dim)
+	for r := 0; r < rows; r++ {
+		var ss float64
+		for _, x := range v[r*dim : (r+1)*dim] {
+			ss += float64(x) * float64(x)
+		}
+		if math.Abs(ss-1) < 0.01 {
+			t.Fatalf("%s row %d already has norm %.3f: normalising it would not damage it", name, r, math.Sqrt(ss))
+		}
+		for k := r * dim; k < (r+1)*dim; k++ {
+			patchFloat(t, dir, name, k, float32(float64(v[k])/math.Sqrt(ss)))
+		}
+	}
+}
+
 // TestCheckFailsOnWrongReference damages one reference at a time and
 // expects check to name the stage and exit 1.
 func TestCheckFailsOnWrongReference(t *testing.T) {
@@ -145,6 +190,9 @@ func TestCheckFailsOnWrongReference(t *testing.T) {
 		{"pixel", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.pixel_values", 3*224*224+5, 0.125) }, "[FAIL] refset 0 pixels 1"},
 		{"image embedding", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.image_embeds", 32*2+3, 9) }, "[FAIL] refset 0 image tower"},
 		{"text embedding", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.text_embeds", 32*4, -7) }, "[FAIL] refset 0 text tower"},
+		// A scale error keeps every cosine at 1: only the size gates see it.
+		{"image embeddings ×1.01", func(t *testing.T, dir string) { scaleTensor(t, dir, "ref.0.image_embeds", 7*32, 1.01) }, "relative error 0.0099 (row 2) > 3e-05"},
+		{"text embeddings normalised", func(t *testing.T, dir string) { normaliseRows(t, dir, "ref.0.text_embeds", 7, 32) }, "[FAIL] refset 0 text tower: cosine min 1.0000000"},
 		{"logit", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.logits", 7*3+1, 50) }, "[FAIL] refset 0 zero-shot"},
 		{"missing logits", func(t *testing.T, dir string) { dropTensor(t, dir, "ref.0.logits") }, "[FAIL] refset 0: the bundle has no ref.0.logits tensor"},
 		{"missing embeddings", func(t *testing.T, dir string) { dropTensor(t, dir, "ref.0.text_embeds") }, "[FAIL] refset 0 text tower: the bundle has no reference embeddings"},

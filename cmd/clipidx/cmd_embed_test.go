@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clipidx/clipidx/clipnpu/compare"
 	"github.com/clipidx/clipidx/clipnpu/conformance"
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
@@ -75,14 +77,23 @@ func TestEmbedMatchesReference(t *testing.T) {
 		t.Fatalf("%d rows, want %d", len(rows), len(ref.Images)+len(ref.Texts))
 	}
 	for i, im := range ref.Images {
-		if c := conformance.Cosine(rows[i], im.ImageEmbeds); !(c >= 0.99999) {
-			t.Errorf("image %s: cosine %.7f to reference", im.Name, c)
-		}
+		checkEmbedding(t, "image "+im.Name, rows[i], im.ImageEmbeds, compare.F32CPU().Image)
 	}
 	for j, tx := range ref.Texts {
-		if c := conformance.Cosine(rows[len(ref.Images)+j], tx.TextEmbeds); !(c >= 0.99999) {
-			t.Errorf("text %s: cosine %.7f to reference", tx.Name, c)
-		}
+		checkEmbedding(t, "text "+tx.Name, rows[len(ref.Images)+j], tx.TextEmbeds, compare.F32CPU().Text)
+	}
+}
+
+// checkEmbedding compares one embedding with its reference at gate g.
+func checkEmbedding(t *testing.T, what string, got, want []float32, g compare.Gate) {
+	t.Helper()
+	s, err := compare.Embeddings(got, want, 1, len(want))
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
+	}
+	for _, v := range s.Check(g) {
+		t.Errorf("%s: %s", what, v)
 	}
 }
 
@@ -132,9 +143,7 @@ func TestEmbedJSON(t *testing.T) {
 			t.Errorf("item %d: %s %q ids %v (%d values), want %s %q ids %v", i, it.Kind, it.Input, it.IDs, len(it.Embedding), w.kind, w.input, w.ids)
 			continue
 		}
-		if c := conformance.Cosine(it.Embedding, w.emb); !(c >= 0.99999) {
-			t.Errorf("item %d: cosine %.7f to reference", i, c)
-		}
+		checkEmbedding(t, fmt.Sprintf("item %d", i), it.Embedding, w.emb, compare.F32CPU().Image)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -12,13 +13,14 @@ import (
 	"testing"
 
 	"github.com/clipidx/clipidx/clipnpu"
-	"github.com/clipidx/clipidx/clipnpu/conformance"
+	"github.com/clipidx/clipidx/clipnpu/compare"
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
 
 // TestWeightsF16Embed: --weights f16 embeds the fixture's float32 model
-// with its matrices rounded at load: within cosine 0.99999 of the stored
-// weights' embeddings, and not bit-identical to them (the rounding ran).
+// with its matrices rounded at load: within the f16 gates (cosine 0.99999,
+// relative error, max |diff|) of the stored weights' embeddings, and not
+// bit-identical to them (the rounding ran).
 func TestWeightsF16Embed(t *testing.T) {
 	model := fixtures.TinyModel(t)
 	img := filepath.Join(model, "images", "checker_320x240.png")
@@ -32,10 +34,7 @@ func TestWeightsF16Embed(t *testing.T) {
 	stored, rounded := embed("stored"), embed("f16")
 	same := true
 	for i := range stored {
-		c := conformance.Cosine(stored[i], rounded[i])
-		if !(c >= 0.99999) {
-			t.Errorf("row %d: cosine %.8f between stored and f16-rounded weights", i, c)
-		}
+		checkEmbedding(t, fmt.Sprintf("row %d, stored vs f16-rounded weights", i), rounded[i], stored[i], compare.F16Weights().Image)
 		for j := range stored[i] {
 			same = same && stored[i][j] == rounded[i][j]
 		}
@@ -147,7 +146,7 @@ func TestModelRandom(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("bench --weights %s: %d %s", tc.weights, code, errs)
 		}
-		var r benchModelResult
+		var r clipnpu.BenchResult
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
