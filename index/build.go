@@ -71,9 +71,11 @@ type Options struct {
 	// 0 = the most common length of each pass.
 	PixelsPerImage int
 	LockTimeout    time.Duration // wait for readers at each commit; 0 = store.DefaultTimeout
-	// Device and DeviceNote name where the Encoder runs, for the record of
-	// the build (see store.LastBuild).
+	// Device and DeviceNote name where the Encoder runs, Weights and
+	// Precision how it holds the weights and runs its products, for the
+	// record of the build (see store.LastBuild).
 	Device, DeviceNote string
+	Weights, Precision string
 
 	// Progress, when set, is called from the goroutine that called Build.
 	Progress func(Event)
@@ -86,6 +88,23 @@ type Options struct {
 	// build as a failed encoder does (ErrEncoder), with no file recorded
 	// as failed.
 	Ready func() error
+
+	// Shard and Shards select this machine's share of a build split
+	// across Shards machines (--shard I/N): whole tar shards by position,
+	// files by a stable hash of their path (see wds_build.go). Shards 0
+	// or 1 takes everything.
+	Shard, Shards int
+	// Captions embeds the caption of each webdataset sample with
+	// TextEncoder and stores it beside the sample (exported as text_emb).
+	Captions    bool
+	TextEncoder TextEncoder
+
+	// committed, when set (by this package's tests only), is called on the
+	// goroutine that called Build after each commit of file records, with
+	// the number of records (files added, changed, failed or removed) this
+	// build has committed so far. Tests use it to look at the index, or to
+	// stop a build, at a known point instead of after a guessed time.
+	committed func(records int)
 }
 
 // Event reports progress. Phase is "scan" (Done = files found so far),
@@ -149,6 +168,7 @@ type job struct {
 	seq int
 	found
 	old *store.File
+	tar *tarJob // a webdataset sample or a shard's end (wds_build.go)
 }
 
 // result is a job after reading, hashing and (when needed) decoding.
@@ -169,6 +189,18 @@ type result struct {
 // recorded in the index and listed in Summary.Failures.
 func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*Summary, error) {
 	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if opts.Shards > 1 || opts.Shards < 0 || opts.Shard != 0 {
+		if err := checkShard(opts.Shard, opts.Shards); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Captions && opts.TextEncoder == nil {
+		return nil, errNoTextEncoder
+	}
+	roots, err := expandRoots(roots)
+	if err != nil {
 		return nil, err
 	}
 	abs, err := absRoots(roots)
@@ -196,6 +228,12 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 				old[p] = &f
 				return nil
 			})
+			if err == nil && IsShardName(r) { // its samples: SHARD.tar#KEY
+				err = s.FilesPrefix(r+SampleSep, func(p string, f store.File) error {
+					old[p] = &f
+					return nil
+				})
+			}
 			if err != nil {
 				return err
 			}
@@ -218,6 +256,10 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		}
 	}
 	b.event(Event{Phase: "scan", Done: len(wk.files)})
+	selectShare(wk, abs, opts.Shard, opts.Shards)
+	if err := b.planShards(wk, old); err != nil {
+		return nil, err
+	}
 	// A dangling link that carried indexed files may be a disk that is not
 	// mounted: say why its entries stay (a never-indexed one stays quiet).
 	if len(wk.dangling) > 0 {
@@ -242,7 +284,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		}
 		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
 	}
-	if len(jobs) > 0 {
+	if len(jobs) > 0 || len(b.tar.tars) > 0 {
 		// Every content hash with a vector, for reuse (only read when needed).
 		err := w.View(func(s *store.Snapshot) error {
 			return s.Hashes(func(h store.Hash) error { b.known[h] = true; return nil })
@@ -288,8 +330,10 @@ type builder struct {
 
 	canary     []float32 // pixels of an image the encoder embedded (see canaryFails)
 	ready      bool      // Options.Ready has run
+	tar        tarState  // webdataset shards (wds_build.go)
 	batch      store.Batch
 	pending    int // files in batch
+	committed  int // records committed by this build
 	lastCommit time.Time
 	done       int
 	total      int
@@ -309,7 +353,7 @@ func (b *builder) event(e Event) {
 func (b *builder) run(ctx context.Context, jobs []job) error {
 	b.total = len(jobs)
 	b.lastCommit = time.Now()
-	if len(jobs) == 0 {
+	if len(jobs) == 0 && len(b.tar.tars) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -334,6 +378,7 @@ func (b *builder) run(ctx context.Context, jobs []job) error {
 				return
 			}
 		}
+		b.feedShards(ctx, len(jobs), tokens, jobc)
 	}()
 	var wg sync.WaitGroup
 	for range b.opts.Workers {
@@ -506,11 +551,21 @@ func (b *builder) claim(h store.Hash) bool {
 // one file. It runs on a worker goroutine.
 func (b *builder) prepare(j job) result {
 	r := result{job: j}
+	if j.tar != nil && (j.tar.end != nil || j.tar.err != nil) {
+		r.err = j.tar.err // a sample laid out wrong, or a shard's end
+		return r
+	}
 	if j.size > b.opts.MaxFileBytes {
 		r.err = fmt.Errorf("%w: %d MiB, the limit is %d MiB", ErrTooLarge, j.size>>20, b.opts.MaxFileBytes>>20)
 		return r
 	}
-	data, err := os.ReadFile(j.path)
+	var data []byte
+	var err error
+	if j.tar != nil {
+		data = j.tar.data // read from the shard's stream
+	} else {
+		data, err = os.ReadFile(j.path)
+	}
 	if err != nil {
 		r.err = fmt.Errorf("read: %w", err)
 		return r
@@ -663,6 +718,9 @@ func usable(v []float32, dim int) bool {
 
 // record adds one finished result to the pending batch and the summary.
 func (b *builder) record(r result) {
+	if r.tar != nil && b.recordTar(r) {
+		return // a shard's end
+	}
 	f := store.File{Size: r.size, MtimeNs: r.mtimeNs, Hash: r.hash}
 	if r.err != nil {
 		f.Err = r.err.Error()
@@ -685,6 +743,9 @@ func (b *builder) record(r result) {
 			b.sum.Updated++
 		}
 	}
+	if r.tar != nil {
+		b.recordSample(r)
+	}
 	b.pending++
 	b.done++
 	b.event(Event{Phase: "index", Done: b.done, Total: b.total, Path: r.path})
@@ -700,12 +761,19 @@ func (b *builder) maybeCommit(force bool) error {
 	if b.pending == 0 || (!force && b.pending < b.opts.CommitEvery && time.Since(b.lastCommit) < b.opts.CommitInterval) {
 		return nil
 	}
+	if err := b.flushTexts(); err != nil {
+		return err
+	}
 	if err := b.w.Commit(&b.batch); err != nil {
 		return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
 	}
 	b.batch.Reset()
+	b.committed += b.pending
 	b.pending = 0
 	b.lastCommit = time.Now()
+	if b.opts.committed != nil {
+		b.opts.committed(b.committed)
+	}
 	return nil
 }
 
@@ -723,7 +791,7 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 		sort.Strings(paths)
 	gone:
 		for _, p := range paths {
-			if wk.seen[p] {
+			if wk.seen[p] || b.keepRecord(p) {
 				continue
 			}
 			for _, d := range wk.unreadable {
@@ -746,7 +814,7 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 	js, _ := json.Marshal(map[string]int{"added": b.sum.Added, "updated": b.sum.Updated, "unchanged": b.sum.Unchanged,
 		"reused": b.sum.Reused, "removed": b.sum.Removed, "failed": b.sum.Failed})
 	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js,
-		Device: b.opts.Device, DeviceNote: b.opts.DeviceNote})
+		Device: b.opts.Device, DeviceNote: b.opts.DeviceNote, Weights: b.opts.Weights, Precision: b.opts.Precision})
 	b.sum.Complete = complete
 	b.event(Event{Phase: "done", Done: b.done, Total: b.total})
 	if err != nil {

@@ -26,6 +26,16 @@ func newGatedPre() *gatedPre { return &gatedPre{release: make(chan struct{})} }
 
 func (g *gatedPre) open() { g.once.Do(func() { close(g.release) }) }
 
+// isOpen reports whether open was called.
+func (g *gatedPre) isOpen() bool {
+	select {
+	case <-g.release:
+		return true
+	default:
+		return false
+	}
+}
+
 func (g *gatedPre) pre(data []byte, path string) ([]float32, error) {
 	g.calls.Add(1)
 	if strings.Contains(string(data), "SLOW") {
@@ -34,16 +44,15 @@ func (g *gatedPre) pre(data []byte, path string) ([]float32, error) {
 	return fakePre(data, path)
 }
 
-// images reads the image counter of the index (-1 when it cannot be read).
-func images(db string) int {
+// images reads the image counter of the index.
+func images(db string) (int, error) {
 	r, err := store.OpenReader(db, store.ReaderOptions{Timeout: time.Second})
 	if err != nil {
-		return -1
+		return 0, err
 	}
-	defer r.Close()
-	n := -1
-	r.View(func(s *store.Snapshot) error { st, err := s.Stats(); n = st.Images; return err })
-	return n
+	n := 0
+	err = r.View(func(s *store.Snapshot) error { st, err := s.Stats(); n = st.Images; return err })
+	return n, errors.Join(err, r.Close())
 }
 
 // duplicateTree indexes a.png, then adds a file whose decode blocks (sorted
@@ -73,27 +82,33 @@ func TestBuildCommitsWhileAnEmbedWaits(t *testing.T) {
 	defer g.open()
 	o := opts(&fakeEnc{})
 	o.Preprocess, o.Workers, o.BatchSize, o.CommitInterval = g.pre, 2, 8, 20*time.Millisecond
-	done := make(chan error, 1)
-	var sum *Summary
-	go func() {
-		var err error
-		sum, err = Build(context.Background(), db, []string{dir}, o)
-		done <- err
-	}()
-	// Everything but the blocked file must reach the index while it waits.
+	// Everything but the blocked file must reach the index while it waits:
+	// after each commit, look; once all is there, let the decode go on.
 	want := 1 + n + 1
-	deadline := time.Now().Add(20 * time.Second)
-	got := 0
-	for got != want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		got = images(db)
+	var got []int
+	o.committed = func(int) {
+		if g.isOpen() {
+			return
+		}
+		img, err := images(db)
+		if err != nil {
+			t.Errorf("read the index during the build: %v", err)
+		}
+		got = append(got, img)
+		if img >= want {
+			g.open()
+		}
 	}
-	g.open()
-	if err := <-done; err != nil {
+	// The commits that bring the rest in are due to CommitInterval; this
+	// bound is only reached when they never come.
+	stopper := time.AfterFunc(time.Minute, g.open)
+	defer stopper.Stop()
+	sum, err := Build(context.Background(), db, []string{dir}, o)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got != want {
-		t.Errorf("while one decode blocked, the index held %d images, want %d", got, want)
+	if len(got) == 0 || got[len(got)-1] != want {
+		t.Errorf("while one decode blocked, the index held %v images after each commit, want %d in the end", got, want)
 	}
 	if s := sumOf(sum); s != "added=2 updated=0 unchanged=1 reused=30 removed=0 failed=0" {
 		t.Errorf("summary %s", s)
@@ -121,7 +136,7 @@ func TestBuildCancelKeepsFinishedWork(t *testing.T) {
 		}
 	}
 	// Fallback for a pipeline that never reports n files: cancel anyway.
-	stopper := time.AfterFunc(10*time.Second, func() { cancel(); g.open() })
+	stopper := time.AfterFunc(time.Minute, func() { cancel(); g.open() })
 	defer stopper.Stop()
 	sum, err := Build(ctx, db, []string{dir}, o)
 	g.open()

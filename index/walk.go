@@ -27,6 +27,7 @@ type walker struct {
 	ctx        context.Context
 	visited    map[fileID]bool
 	files      []found
+	tars       []found // tar shard roots (webdataset), read by Build
 	seen       map[string]bool
 	dangling   []linkErr // links whose target is missing (reported by Build if they hold records)
 	unreadable []string  // paths that could not be listed or followed: their records are kept
@@ -48,6 +49,8 @@ func (w *walker) walkRoot(root string) error {
 	if !fi.IsDir() {
 		if IsImageName(root) {
 			w.add(root, fi)
+		} else if IsShardName(root) && fi.Mode().IsRegular() {
+			w.tars = append(w.tars, found{path: root, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()})
 		}
 		return nil
 	}

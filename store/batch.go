@@ -19,13 +19,16 @@ type opKind uint8
 const (
 	opPut opKind = iota
 	opDelete
+	opSample // see sample.go
+	opShard
 )
 
 type op struct {
-	kind opKind
-	path string
-	file File
-	vec  []float32
+	kind   opKind
+	path   string
+	file   File
+	vec    []float32
+	sample *Sample
 }
 
 // Put records path as indexed with content f.Hash. When vec is nil the
@@ -79,6 +82,9 @@ func (w *wtx) apply(o op) error {
 		if err := w.unref(o.path, old); err != nil {
 			return err
 		}
+		if err := w.deleteSample(o.path); err != nil {
+			return err
+		}
 		return w.files.Delete([]byte(o.path))
 	case opPut:
 		old, ok, err := w.getFile(o.path)
@@ -118,8 +124,9 @@ func (w *wtx) apply(o op) error {
 			w.failed++
 		}
 		return w.files.Put([]byte(o.path), encodeFile(f))
+	default:
+		return w.applyExtra(o)
 	}
-	return nil
 }
 
 func (w *wtx) getFile(path string) (File, bool, error) {

@@ -23,7 +23,9 @@ import (
 //     holding a unit vector, live unless queued for GC, is not in the free
 //     list, and is not queued while a file uses it;
 //   - each live slot has a vecs entry; each free id is dead; the meta
-//     counters match the records.
+//     counters match the records;
+//   - each sample record decodes, belongs to a file record, and its
+//     caption vector, if any, is a unit vector of the index's dimension.
 func (s *Snapshot) Check(allowQueued bool) error {
 	if perrs := checkPages(s.tx.DB().Path()); len(perrs) > 0 {
 		return fmt.Errorf("page structure: %w", errors.Join(perrs...))
@@ -163,6 +165,7 @@ func (s *Snapshot) Check(allowQueued bool) error {
 		}
 		return nil
 	})
+	s.checkSamples(bad)
 	return errors.Join(errs...)
 }
 

@@ -123,6 +123,11 @@ func readMeta(tx *bolt.Tx) (Identity, error) {
 // initialize creates the buckets of an empty file, or wipes every bucket
 // when reset is true, and records the schema and identity.
 func initialize(tx *bolt.Tx, id Identity, reset bool) error {
+	if reset {
+		if err := wipeOptional(tx); err != nil {
+			return err
+		}
+	}
 	for _, b := range allBuckets {
 		if reset && tx.Bucket(b) != nil {
 			if err := tx.DeleteBucket(b); err != nil {

@@ -34,18 +34,27 @@ func Forget(path string, paths []string, opts WriterOptions) (int, error) {
 		seen := map[string]bool{}
 		var gone []string
 		for _, p := range paths {
-			err := s.Files(p, func(f string, _ File) error {
+			add := func(f string, _ File) error {
 				if !seen[f] {
 					seen[f] = true
 					gone = append(gone, f)
 				}
 				return nil
-			})
+			}
+			err := s.Files(p, add)
+			if err == nil { // the samples of a tar shard: SHARD.tar#KEY
+				err = s.FilesPrefix(p+"#", add)
+			}
 			if err != nil {
 				return err
 			}
 		}
 		t := newWtx(tx, id.Dim)
+		for _, p := range paths {
+			if err := t.applyExtra(op{kind: opShard, path: p, file: File{Size: -1}}); err != nil {
+				return err
+			}
+		}
 		for _, f := range gone {
 			if err := t.apply(op{kind: opDelete, path: f}); err != nil {
 				return err

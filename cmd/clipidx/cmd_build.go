@@ -27,8 +27,9 @@ func init() { subcommands = append(subcommands, newBuildCmd) }
 const maxListedFailures = 30
 
 func newBuildCmd() *cobra.Command {
-	var asJSON, reindex, exif bool
+	var asJSON, reindex, exif, captions bool
 	var batch, workers int
+	var shard string
 	c := &cobra.Command{
 		Use:   "build [DIR...]",
 		Short: "Index the images under folders (incremental; safe to interrupt)",
@@ -49,7 +50,15 @@ status work while a build runs. A folder that does not exist is reported and
 skipped (exit status 1 once the others are built); the entries of a folder
 that was renamed or deleted are kept until clipidx forget DIR drops them. A folder that cannot be reached
 (a link to a disk that is not mounted, a folder that cannot be read) keeps
-its entries and is listed with the failures.`,
+its entries and is listed with the failures.
+
+Webdataset tar shards (as img2dataset writes them) are roots too, also as a
+quoted brace pattern ('shards/{00000..00099}.tar'): they are read as streams,
+each sample indexed as SHARD.tar#KEY with its caption (.txt) and JSON kept for
+clipidx export; an unchanged shard is skipped. --captions also embeds the
+captions. --shard I/N builds one machine's share of the inputs (N machines
+with the same arguments cover everything once); clipidx merge joins their
+indexes.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if batch < 0 || workers < 0 || g.threads < 0 {
 				return usageError("--batch, --workers and --threads take a count ≥ 0 (0 = automatic)")
@@ -60,11 +69,18 @@ its entries and is listed with the failures.`,
 					return err
 				}
 			}
+			shardI, shardN, err := parseShardFlag(shard)
+			if err != nil {
+				return err
+			}
+			if args, err = expandPatterns(args); err != nil {
+				return usageError("%v", err)
+			}
 			args, missing := splitMissing(args, cmd.ErrOrStderr())
 			if len(args) == 0 {
 				return missingError(missing)
 			}
-			m, err := openFace(clipnpu.ImageTower, true)
+			m, err := openFace(buildTowers(captions), true)
 			if err != nil {
 				return err
 			}
@@ -108,6 +124,11 @@ its entries and is listed with the failures.`,
 				PixelsPerImage: 3 * info.ImageSize * info.ImageSize,
 				Device:         info.Device,
 				DeviceNote:     info.DeviceNote,
+				Weights:        info.Rounded,
+				Precision:      g.precision,
+				Shard:          shardI,
+				Shards:         shardN,
+				Captions:       captions,
 				Progress: func(e index.Event) {
 					switch e.Phase {
 					case "scan":
@@ -120,6 +141,9 @@ its entries and is listed with the failures.`,
 						bar.describe("removing deleted files")
 					}
 				},
+			}
+			if captions {
+				opts.TextEncoder = m // the text tower loads with the first caption
 			}
 			sum, err := index.Build(ctx, g.db, args, opts)
 			bar.done()
@@ -164,6 +188,8 @@ its entries and is listed with the failures.`,
 	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
 	f.IntVar(&workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")
+	f.StringVar(&shard, "shard", "", "build only share I of N (I/N, I from 0) of the inputs: whole tar shards, files by a hash of their path; merge the N indexes with clipidx merge")
+	f.BoolVar(&captions, "captions", false, "also embed each webdataset sample's caption (.txt) as a text vector (exported as text_emb)")
 	return c
 }
 

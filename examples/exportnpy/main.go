@@ -14,6 +14,11 @@
 //
 // With -unique, photos with identical bytes (which share one vector) give
 // one row, and its line lists all their paths separated by tabs.
+//
+// For the formats other tools read directly, use the command instead:
+// `clipidx export --format clip-retrieval OUT` (the embeddings folder of
+// clip-retrieval and autofaiss: float16 .npy partitions and Parquet
+// metadata) or `clipidx export --format faiss-flat OUT.index`.
 package main
 
 import (
@@ -28,6 +33,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/clipidx/clipidx/internal/export"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -154,26 +160,8 @@ func write(s *store.Snapshot, rows []row, prefix string) error {
 }
 
 // writeNPYHeader writes the NPY format 1.0 preamble of a C-order
-// little-endian float32 array [rows, cols]: the magic "\x93NUMPY", the
-// version 1.0, a little-endian uint16 header length, then a Python dict
-// literal padded with spaces and ended by a newline so that the data starts
-// at a multiple of 64 bytes, as numpy.lib.format writes it.
+// little-endian float32 array [rows, cols] (internal/export's writer, the
+// one `clipidx export` uses).
 func writeNPYHeader(w io.Writer, rows, cols int) error {
-	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
-	const prefix = 10 // magic (6) + version (2) + header length (2)
-	total := (prefix + len(dict) + 1 + 63) / 64 * 64
-	hlen := total - prefix
-	if hlen > math.MaxUint16 {
-		return fmt.Errorf("npy header of %d bytes does not fit format 1.0", hlen)
-	}
-	b := make([]byte, 0, total)
-	b = append(b, "\x93NUMPY\x01\x00"...)
-	b = binary.LittleEndian.AppendUint16(b, uint16(hlen))
-	b = append(b, dict...)
-	for len(b) < total-1 {
-		b = append(b, ' ')
-	}
-	b = append(b, '\n')
-	_, err := w.Write(b)
-	return err
+	return export.WriteNPYHeader(w, "<f4", rows, cols)
 }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/clipidx/clipidx/store"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newMergeCmd) }
+
+func newMergeCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "merge OUT.db IN.db...",
+		Short: "Join the indexes of a split build (--shard I/N) into one, without the model",
+		Long: `Copy every record of the IN indexes into OUT (created if needed), vectors bit
+for bit, with their captions, JSON metadata and caption vectors. The model is
+not needed. Every index must come from the same model and settings; an input
+that does not is refused with the reason, and nothing is written.
+
+A path held by several inputs keeps one record whatever their order: an
+indexed record over a failed one, then the later modification time.`,
+		Example: `  # four machines built with --shard 0/4 ... 3/4 into part-0.db ... part-3.db
+  clipidx merge all.db part-0.db part-1.db part-2.db part-3.db`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sum, err := store.Merge(args[0], args[1:], store.WriterOptions{})
+			if err != nil {
+				if errors.Is(err, store.ErrMergeInput) || errors.Is(err, store.ErrModelMismatch) {
+					return &exitError{code: 1, err: err}
+				}
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "merged %d %s from %d %s into %s (%d new %s, %d duplicate %s)\n",
+				sum.Files, plural(sum.Files, "record", "records"), sum.Inputs, plural(sum.Inputs, "index", "indexes"), args[0],
+				sum.Vectors, plural(sum.Vectors, "vector", "vectors"), sum.Duplicates, plural(sum.Duplicates, "path", "paths"))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"inputs","files","vectors","duplicates"}`)
+	return c
+}

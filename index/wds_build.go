@@ -1,0 +1,273 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+// TextEncoder embeds captions (Options.Captions): [len(texts), D].
+type TextEncoder interface {
+	EncodeTexts(texts []string) ([]float32, error)
+}
+
+// shardEnd is the last job of a shard: how many samples it had and why
+// it stopped early (nil when read to the end).
+type shardEnd struct {
+	count int
+	err   error
+}
+
+// tarJob is a shard to stream: its stat, and the records the index holds
+// for its samples.
+type shardState struct {
+	found
+	recorded int // samples recorded so far
+	expected int // samples in the shard, -1 until its end is known
+	failed   bool
+}
+
+// tarState is the part of the builder that handles webdataset shards.
+type tarState struct {
+	tars    []*shardState
+	byPath  map[string]*shardState
+	old     map[string]*store.File // records of the samples, read-only during run
+	seen    map[string]bool        // sample paths read in this build
+	kept    []string               // shards read with an error: all their records stay
+	textQ   []textItem             // captions waiting for the text encoder
+	captErr error
+}
+
+type textItem struct {
+	path   string
+	sample store.Sample
+}
+
+// selectShare keeps this machine's share (Options.Shard of Options.Shards)
+// of the walked files, by a stable hash of their path relative to their
+// root, and of the tar shards, by their position in sorted order (as
+// clip-retrieval assigns item i to partition i mod N).
+func selectShare(wk *walker, roots []string, shard, shards int) {
+	if shards <= 1 {
+		return
+	}
+	kept := wk.files[:0]
+	for _, f := range wk.files {
+		rel := f.path
+		for _, r := range roots {
+			if store.Under(f.path, r) {
+				if x, err := filepath.Rel(r, f.path); err == nil {
+					rel = filepath.Join(filepath.Base(r), x)
+				}
+				break
+			}
+		}
+		if fileShard(rel, shards) == shard {
+			kept = append(kept, f)
+		} else {
+			delete(wk.seen, f.path) // another machine's: not this index's
+		}
+	}
+	wk.files = kept
+	var tars []found
+	for i, t := range wk.tars {
+		if i%shards == shard {
+			tars = append(tars, t)
+		}
+	}
+	wk.tars = tars
+}
+
+// planShards decides which tar shards to read: a shard whose size and
+// mtime equal those recorded when it was last read completely is skipped
+// (its records count as unchanged); the others are streamed.
+func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
+	t := &b.tar
+	t.byPath, t.old, t.seen = map[string]*shardState{}, old, map[string]bool{}
+	if len(wk.tars) == 0 {
+		return nil
+	}
+	return b.w.View(func(s *store.Snapshot) error {
+		for _, f := range wk.tars {
+			st, ok := s.Shard(f.path)
+			if ok && st.Size == f.size && st.MtimeNs == f.mtimeNs {
+				prefix := f.path + SampleSep
+				for p := range old {
+					if strings.HasPrefix(p, prefix) {
+						t.seen[p] = true
+						b.sum.Unchanged++
+					}
+				}
+				continue
+			}
+			ss := &shardState{found: f, expected: -1}
+			t.tars = append(t.tars, ss)
+			t.byPath[f.path] = ss
+		}
+		return nil
+	})
+}
+
+// feedShards streams the shards to be read into jobc, one job a sample
+// and a last one with the shard's end, each after taking a token (see run).
+func (b *builder) feedShards(ctx context.Context, seq int, tokens chan struct{}, jobc chan<- job) {
+	send := func(j job) error {
+		select {
+		case tokens <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case jobc <- j:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for _, ss := range b.tar.tars {
+		n := 0
+		err := readShard(ctx, ss.path, b.opts.MaxFileBytes, func(s tarSample) error {
+			p := samplePath(ss.path, s.key)
+			j := job{seq: seq, found: found{path: p, size: int64(len(s.image)), mtimeNs: ss.mtimeNs}, old: b.tar.old[p],
+				tar: &tarJob{shard: ss.path, data: s.image, err: s.err}}
+			if s.caption != nil || s.json != nil {
+				smp := store.Sample{JSON: s.json}
+				if s.caption != nil {
+					smp.Caption = *s.caption
+				}
+				j.tar.sample = &smp
+			}
+			seq++
+			n++
+			return send(j)
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if send(job{seq: seq, found: ss.found, tar: &tarJob{shard: ss.path, end: &shardEnd{count: n, err: err}}}) != nil {
+			return
+		}
+		seq++
+	}
+}
+
+// tarJob is what a job from a shard carries beyond a file's job.
+type tarJob struct {
+	shard  string
+	data   []byte        // the image member (nil with err)
+	sample *store.Sample // caption and JSON, or nil
+	err    error         // the sample cannot be indexed
+	end    *shardEnd     // set on the shard's last job instead of a sample
+}
+
+// recordTar handles a shard's job in record: a shard's end, or the
+// bookkeeping of a sample. It returns true when r is no sample (nothing
+// else to record).
+func (b *builder) recordTar(r result) bool {
+	ss := b.tar.byPath[r.tar.shard]
+	if r.tar.end != nil {
+		ss.expected = r.tar.end.count
+		if err := r.tar.end.err; err != nil {
+			// The samples read before the damage are recorded; those
+			// after it, and what the index held of them, stay.
+			ss.failed = true
+			b.tar.kept = append(b.tar.kept, ss.path)
+			f := store.File{Size: ss.size, MtimeNs: ss.mtimeNs, Err: err.Error()}
+			b.batch.Put(ss.path, f, nil)
+			b.tar.seen[ss.path] = true
+			b.sum.Failed++
+			b.sum.Failures = append(b.sum.Failures, Failure{Path: ss.path, Error: f.Err})
+			if b.opts.OnError != nil {
+				b.opts.OnError(ss.path, err)
+			}
+			b.pending++
+		}
+		b.shardDone(ss)
+		return true
+	}
+	b.tar.seen[r.path] = true
+	b.total++
+	return false
+}
+
+// recordSample stores the sample metadata of a recorded sample (after its
+// file record in the batch), queueing its caption for the text encoder.
+func (b *builder) recordSample(r result) {
+	ss := b.tar.byPath[r.tar.shard]
+	ss.recorded++
+	if r.err == nil && r.tar.sample != nil {
+		smp := *r.tar.sample
+		if b.opts.Captions && smp.Caption != "" && b.opts.TextEncoder != nil {
+			b.tar.textQ = append(b.tar.textQ, textItem{r.path, smp})
+		} else {
+			b.batch.PutSample(r.path, smp)
+		}
+	}
+	b.shardDone(ss)
+}
+
+// shardDone records the shard's stat once every sample of a shard read
+// to its end is in the batch: the next build skips it while unchanged.
+func (b *builder) shardDone(ss *shardState) {
+	if ss.expected >= 0 && ss.recorded == ss.expected && !ss.failed {
+		b.batch.PutShard(ss.path, store.ShardStat{Size: ss.size, MtimeNs: ss.mtimeNs})
+		ss.expected = -2 // recorded once
+	}
+}
+
+// flushTexts embeds the queued captions and adds their samples to the
+// batch; called before each commit. A failure of the text encoder stops
+// the build as a failed image encoder does.
+func (b *builder) flushTexts() error {
+	q := b.tar.textQ
+	if len(q) == 0 {
+		return nil
+	}
+	dim := b.opts.Identity.Dim
+	for lo := 0; lo < len(q); lo += b.opts.BatchSize {
+		part := q[lo:min(lo+b.opts.BatchSize, len(q))]
+		texts := make([]string, len(part))
+		for i, it := range part {
+			texts[i] = it.sample.Caption
+		}
+		out, err := b.opts.TextEncoder.EncodeTexts(texts)
+		if err == nil && len(out) != len(part)*dim {
+			err = fmt.Errorf("text encoder returned %d values for %d captions of dimension %d", len(out), len(part), dim)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: captions: %w", ErrEncoder, err)
+		}
+		for i, it := range part {
+			smp := it.sample
+			if v := out[i*dim : (i+1)*dim]; usable(v, dim) {
+				smp.Text = append([]float32(nil), v...)
+			}
+			b.batch.PutSample(it.path, smp)
+		}
+	}
+	b.tar.textQ = q[:0]
+	return nil
+}
+
+// keepRecord reports whether finish must keep an old record that the walk
+// did not see: a sample read in this build, or one of a shard that could
+// not be read to its end.
+func (b *builder) keepRecord(p string) bool {
+	if b.tar.seen[p] {
+		return true
+	}
+	for _, s := range b.tar.kept {
+		if strings.HasPrefix(p, s+SampleSep) {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoTextEncoder is returned when Options.Captions is set without a
+// TextEncoder.
+var errNoTextEncoder = errors.New("index: Options.Captions needs Options.TextEncoder")

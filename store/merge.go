@@ -1,0 +1,282 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrMergeInput is returned when an input of Merge cannot be joined: the
+// message names the input and the reason.
+var ErrMergeInput = errors.New("cannot merge")
+
+// MergeSummary says what Merge did.
+type MergeSummary struct {
+	Inputs     int `json:"inputs"`
+	Files      int `json:"files"`      // records read from the inputs
+	Vectors    int `json:"vectors"`    // vectors new to the output
+	Duplicates int `json:"duplicates"` // records of a path already in the output (see Merge)
+}
+
+// mergeCommit is the number of records merged per transaction.
+const mergeCommit = 4096
+
+// Merge joins the indexes ins into the index at out (created if needed)
+// without running a model: vectors are copied bit for bit, shared by
+// content hash as in a build, with their sample metadata and shard
+// records. Every input must hold vectors of the same model and settings
+// (Identity.Compatible with the first input's, and with out's when it
+// exists); otherwise Merge changes nothing and returns an error wrapping
+// ErrMergeInput or ErrModelMismatch that names the input and the reason.
+//
+// A path present in several inputs (or already in out) keeps one record,
+// whatever the order of the commits: an indexed record wins over a failed
+// one, then the later mtime, then the larger content hash; equal records
+// are the same. Duplicates counts the records that met one already there.
+func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
+	sum := MergeSummary{Inputs: len(ins)}
+	if len(ins) == 0 {
+		return sum, fmt.Errorf("%w: no input index", ErrMergeInput)
+	}
+	outAbs, err := filepath.Abs(out)
+	if err != nil {
+		return sum, err
+	}
+	var ref Identity
+	var roots []string
+	complete := true
+	seen := map[string]bool{}
+	for i, in := range ins {
+		abs, err := filepath.Abs(in)
+		if err != nil {
+			return sum, err
+		}
+		if abs == outAbs {
+			return sum, fmt.Errorf("%w: %s is the output itself", ErrMergeInput, in)
+		}
+		if seen[abs] {
+			return sum, fmt.Errorf("%w: %s is named twice", ErrMergeInput, in)
+		}
+		seen[abs] = true
+		r, err := OpenReader(in, ReaderOptions{Timeout: opts.Timeout})
+		if err != nil {
+			return sum, fmt.Errorf("%w %s: %w", ErrMergeInput, in, err)
+		}
+		var id Identity
+		var lb *LastBuild
+		err = r.View(func(s *Snapshot) error {
+			id = s.Identity()
+			st, err := s.Stats()
+			lb = st.LastBuild
+			return err
+		})
+		r.Close()
+		if err != nil {
+			return sum, fmt.Errorf("%w %s: %w", ErrMergeInput, in, err)
+		}
+		if id.Dim <= 0 {
+			return sum, fmt.Errorf("%w %s: it records no model (an empty index?)", ErrMergeInput, in)
+		}
+		if i == 0 {
+			ref = id
+		} else if err := ref.Compatible(id, false); err != nil {
+			return sum, fmt.Errorf("%w %s: its vectors differ from those of %s: %w", ErrMergeInput, in, ins[0], err)
+		}
+		if lb == nil || !lb.Complete {
+			complete = false
+		}
+		if lb != nil {
+			roots = append(roots, lb.Roots...)
+		}
+	}
+	w, err := OpenWriter(out, ref, opts)
+	if err != nil {
+		return sum, fmt.Errorf("%s: %w", out, err)
+	}
+	defer w.Close()
+	for _, in := range ins {
+		if err := w.mergeOne(in, &sum); err != nil {
+			return sum, fmt.Errorf("merge %s into %s: %w", in, out, err)
+		}
+	}
+	// Vectors of records replaced by a winner lost their last file.
+	if _, err := w.GC(); err != nil {
+		return sum, err
+	}
+	sort.Strings(roots)
+	roots = compactStrings(roots)
+	js, _ := json.Marshal(sum)
+	err = w.Finish(LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js})
+	return sum, err
+}
+
+func compactStrings(s []string) []string {
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// mergeRec is one record read from an input.
+type mergeRec struct {
+	path   string
+	file   File
+	vec    []float32 // exact, unit (nil for a failure)
+	sample []byte    // encoded Sample, or nil
+}
+
+// mergeOne copies every record of the index in into w, mergeCommit records
+// a transaction.
+func (w *Writer) mergeOne(in string, sum *MergeSummary) error {
+	r, err := OpenReader(in, ReaderOptions{Timeout: w.opts.Timeout})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.View(func(s *Snapshot) error {
+		var recs []mergeRec
+		flush := func() error {
+			if len(recs) == 0 {
+				return nil
+			}
+			err := w.update(func(tx *bolt.Tx) error {
+				t := newWtx(tx, w.id.Dim)
+				for _, rec := range recs {
+					if err := t.mergeRecord(rec, sum); err != nil {
+						return err
+					}
+				}
+				return t.flush()
+			})
+			recs = recs[:0]
+			return err
+		}
+		samples := s.tx.Bucket(bSamples)
+		err := s.Files("", func(p string, f File) error {
+			rec := mergeRec{path: p, file: f}
+			if !f.Failed() {
+				if rec.vec = s.Vector(f.Vec); rec.vec == nil {
+					return fmt.Errorf("%w: the vector of %s is missing (run clipidx status --check on it)", ErrCorrupt, p)
+				}
+			}
+			if samples != nil {
+				if v := samples.Get([]byte(p)); v != nil {
+					if _, err := decodeSample(v); err != nil {
+						return fmt.Errorf("sample record of %s: %w", p, err)
+					}
+					rec.sample = append([]byte(nil), v...)
+				}
+			}
+			recs = append(recs, rec)
+			sum.Files++
+			if len(recs) >= mergeCommit {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		return w.mergeShards(s)
+	})
+}
+
+// mergeShards copies the shard records of s (a shard seen by two inputs
+// keeps the later mtime).
+func (w *Writer) mergeShards(s *Snapshot) error {
+	src := s.tx.Bucket(bShards)
+	if src == nil {
+		return nil
+	}
+	return w.update(func(tx *bolt.Tx) error {
+		dst, err := tx.CreateBucketIfNotExists(bShards)
+		if err != nil {
+			return err
+		}
+		return src.ForEach(func(k, v []byte) error {
+			if old := dst.Get(k); len(old) == 16 && len(v) == 16 && getU64(old[8:]) >= getU64(v[8:]) {
+				return nil
+			}
+			return dst.Put(append([]byte(nil), k...), append([]byte(nil), v...))
+		})
+	})
+}
+
+// mergeRecord stores one input record unless the output's record of the
+// same path wins (see Merge).
+func (t *wtx) mergeRecord(rec mergeRec, sum *MergeSummary) error {
+	old, ok, err := t.getFile(rec.path)
+	if err != nil {
+		return err
+	}
+	if ok {
+		sum.Duplicates++
+		if !mergeWins(rec.file, old) {
+			return nil
+		}
+	}
+	f := rec.file
+	if !f.Failed() {
+		if t.hashes.Get(f.Hash[:]) == nil {
+			// Store the vector exactly as the input holds it (a Put would
+			// normalise it again, which may move a last bit).
+			id, err := t.alloc()
+			if err != nil {
+				return err
+			}
+			if err := t.writeSlot(id, rec.vec, true); err != nil {
+				return err
+			}
+			if err := t.hashes.Put(f.Hash[:], u64(uint64(id))); err != nil {
+				return err
+			}
+			if err := t.vecs.Put(u64(uint64(id)), f.Hash[:]); err != nil {
+				return err
+			}
+			t.vectors++
+			sum.Vectors++
+		}
+		f.Err = ""
+	}
+	if err := t.apply(op{kind: opPut, path: rec.path, file: f}); err != nil {
+		return err
+	}
+	if err := t.deleteSample(rec.path); err != nil {
+		return err
+	}
+	if rec.sample != nil {
+		bk, err := t.tx.CreateBucketIfNotExists(bSamples)
+		if err != nil {
+			return err
+		}
+		return bk.Put([]byte(rec.path), rec.sample)
+	}
+	return nil
+}
+
+// mergeWins reports whether record a replaces record b of the same path.
+func mergeWins(a, b File) bool {
+	switch {
+	case a.Failed() != b.Failed():
+		return !a.Failed()
+	case a.MtimeNs != b.MtimeNs:
+		return a.MtimeNs > b.MtimeNs
+	}
+	for i := range a.Hash {
+		if a.Hash[i] != b.Hash[i] {
+			return a.Hash[i] > b.Hash[i]
+		}
+	}
+	return false
+}
