@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/clipidx/clipidx/internal/gemm"
 	"github.com/clipidx/clipidx/internal/rss"
 	"github.com/clipidx/clipidx/tokenizer"
 )
@@ -19,6 +20,8 @@ type BenchResult struct {
 	Dtype        string    `json:"dtype,omitempty"`
 	Weights      string    `json:"weights,omitempty"` // how the CPU holds the matrices (clipnpu.Info.Weights)
 	Device       string    `json:"device"`
+	Precision    string    `json:"precision,omitempty"` // arithmetic of the products (Info.Precision)
+	Kernel       string    `json:"kernel,omitempty"`    // the GEMM kernel the products ran on
 	Threads      int       `json:"threads"`
 	Images       int       `json:"images"`
 	Texts        int       `json:"texts"`
@@ -68,7 +71,7 @@ func Bench(b Backend, cfg Config, o BenchOptions) (*BenchResult, error) {
 	if tokens > cfg.Text.Context {
 		return nil, fmt.Errorf("prompt tokens %d: the model's context is %d tokens", tokens, cfg.Text.Context)
 	}
-	res := &BenchResult{Device: info.Device, Threads: threads, Images: o.Images, Texts: o.Texts, PromptTokens: tokens, Runs: o.Runs,
+	res := &BenchResult{Device: info.Device, Precision: info.Precision, Kernel: benchKernel(info), Threads: threads, Images: o.Images, Texts: o.Texts, PromptTokens: tokens, Runs: o.Runs,
 		ImageGFLOP: cfg.ImageFLOPs() / 1e9, TextGFLOP: cfg.TextFLOPs(tokens) / 1e9}
 	rng := rand.New(rand.NewPCG(o.Seed, 5))
 	if o.Images > 0 {
@@ -156,4 +159,16 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchKernel names the GEMM kernel behind a CPU backend's products.
+func benchKernel(info Info) string {
+	switch {
+	case info.Precision == "bf16":
+		k, _ := gemm.BF16Kernel()
+		return k
+	case info.Device == DeviceCPU:
+		return gemm.Kernel()
+	}
+	return ""
 }

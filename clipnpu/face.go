@@ -12,12 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/clipidx/clipidx/clipnpu/bundle"
+	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 	"github.com/clipidx/clipidx/tokenizer"
@@ -448,22 +448,7 @@ func (z *ZeroShot) Probabilities(img []float32) []float64 {
 }
 
 // Softmax turns logits into probabilities (in float64, max-subtracted).
-func Softmax(logits []float32) []float64 {
-	p := make([]float64, len(logits))
-	maxL := math.Inf(-1)
-	for _, l := range logits {
-		maxL = math.Max(maxL, float64(l))
-	}
-	var sum float64
-	for i, l := range logits {
-		p[i] = math.Exp(float64(l) - maxL)
-		sum += p[i]
-	}
-	for i := range p {
-		p[i] /= sum
-	}
-	return p
-}
+func Softmax(logits []float32) []float64 { return core.Softmax(logits) }
 
 // PreprocessConfig is the image preprocessing of the model folder dir, the
 // same for every command: its preprocessor_config.json, else (a taconite

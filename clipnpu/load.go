@@ -33,6 +33,9 @@ func load(dir string, opts Options, openNPU npu.Opener) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPrecision(dir, opts); err != nil {
+		return nil, err
+	}
 	if IsBundle(dir) {
 		if conv != hf.KeepStored {
 			return nil, fmt.Errorf("%s is a taconite NPU bundle: weights %q applies to Hugging Face folders only (a bundle keeps its own formats)", dir, opts.Weights)
@@ -59,7 +62,7 @@ func load(dir string, opts Options, openNPU npu.Opener) (Backend, error) {
 // "reference".
 func cpuBackend(m *core.Model, opts Options) (Backend, error) {
 	if opts.Device != "reference" {
-		b, err := cpu.NewFast(m, opts.Threads)
+		b, err := cpu.NewFast(m, opts)
 		if err != nil {
 			m.Close()
 			return nil, err
@@ -84,4 +87,26 @@ func AutoDevice(isBundle, npuUsable bool) string {
 		return "npu"
 	}
 	return DeviceEmulatedNPU
+}
+
+// checkPrecision refuses a precision the chosen path does not have: bf16 is
+// the fast CPU path's alone (the reference is the float32 oracle; bundles
+// and the NPU keep their own numerics).
+func checkPrecision(dir string, opts Options) error {
+	switch opts.Precision {
+	case "", "f32":
+		return nil
+	case "bf16":
+	default:
+		return fmt.Errorf("clipnpu: unknown precision %q (want f32 or bf16)", opts.Precision)
+	}
+	switch {
+	case IsBundle(dir):
+		return fmt.Errorf("%s is a taconite NPU bundle: precision bf16 applies to Hugging Face folders on the CPU (a bundle keeps its own numerics)", dir)
+	case opts.Device == "reference":
+		return fmt.Errorf("clipnpu: precision bf16 is for the fast CPU path; the reference forward is float32 only")
+	case opts.Device == "npu":
+		return fmt.Errorf("clipnpu: precision bf16 applies to the CPU (the NPU has its own numerics)")
+	}
+	return nil
 }

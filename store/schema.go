@@ -64,9 +64,10 @@ var (
 type Identity struct {
 	Model       string `json:"model"`
 	WeightsHash string `json:"weights_hash,omitempty"`
-	// Weights is "" for weights used as stored, or the type float32
-	// weights were rounded to at load ("f16", clipidx --weights f16): a
-	// rounding changes WeightsHash, and this says why.
+	// Weights is how the build that created the index held the weights:
+	// "" as stored, or the type float32 weights were rounded to at load
+	// ("f16", clipidx --weights f16). A record, never compared (see
+	// Compatible); LastBuild says what the latest build used.
 	Weights    string `json:"weights,omitempty"`
 	Dim        int    `json:"dim"`
 	Preprocess string `json:"preprocess"`
@@ -78,15 +79,14 @@ type Identity struct {
 // textOnly, which ignores the image preprocessing fields. The model is the
 // same when both weights hashes are known and equal, whatever the folder
 // names (the same checkpoint as an HF folder and as a bundle); when either
-// hash is unknown, the names must match.
+// hash is unknown, the names must match. How the weights are held or the
+// arithmetic runs (--weights, --precision) is not the model: vectors of
+// one setting agree with another's far inside the gap between any two
+// images, so Weights is recorded but never compared.
 func (have Identity) Compatible(want Identity, textOnly bool) error {
 	var diff []string
-	model := false   // the model itself differs (not only a setting)
-	weights := false // the same model, held another way (--weights)
+	model := false // the model itself differs (not only a setting)
 	switch {
-	case have.Weights != want.Weights && have.Model == want.Model:
-		diff = append(diff, fmt.Sprintf("weights %s, not %s", weightsName(have.Weights), weightsName(want.Weights)))
-		weights = true
 	case have.WeightsHash != "" && want.WeightsHash != "":
 		if have.WeightsHash != want.WeightsHash {
 			diff = append(diff, fmt.Sprintf("model %q with weights %.12s, not %q with %.12s", have.Model, have.WeightsHash, want.Model, want.WeightsHash))
@@ -115,30 +115,12 @@ func (have Identity) Compatible(want Identity, textOnly bool) error {
 	}
 	hint := "rebuild it with `clipidx build --reindex DIR...`"
 	switch {
-	case weights && len(diff) == 1:
-		hint = fmt.Sprintf("pass --weights %s to match it (if the checkpoint itself is unchanged), or rebuild it with `clipidx build --reindex DIR...`", weightsFlag(have.Weights))
 	case model:
 		hint += " or pass the matching --model"
 	case exif && len(diff) == 1:
 		hint = fmt.Sprintf("pass --exif=%v to match it, or rebuild it with `clipidx build --reindex --exif=%v DIR...`", have.EXIF, want.EXIF)
 	}
 	return fmt.Errorf("%w: the index has %s; %s", ErrModelMismatch, joinComma(diff), hint)
-}
-
-// weightsName describes an Identity.Weights value.
-func weightsName(w string) string {
-	if w == "" {
-		return "as stored"
-	}
-	return "rounded to " + w + " at load"
-}
-
-// weightsFlag is the --weights value that gives an Identity.Weights value.
-func weightsFlag(w string) string {
-	if w == "" {
-		return "stored"
-	}
-	return w
 }
 
 func joinComma(s []string) string {
@@ -248,4 +230,9 @@ type LastBuild struct {
 	// it), DeviceNote says more (e.g. firmware).
 	Device     string `json:"device,omitempty"`
 	DeviceNote string `json:"device_note,omitempty"`
+	// Weights and Precision say how the last build held the weights ("f16"
+	// when rounded at load, "" as stored) and ran its products ("f32",
+	// "bf16"; "" when not recorded or not the CPU).
+	Weights   string `json:"weights,omitempty"`
+	Precision string `json:"precision,omitempty"`
 }

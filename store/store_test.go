@@ -478,8 +478,10 @@ func TestCompatible(t *testing.T) {
 		{"exif", func(i *Identity) { i.EXIF = false }, false, "--exif=true"},
 		{"exif ignored for text", func(i *Identity) { i.EXIF = false }, true, ""},
 		{"preprocess", func(i *Identity) { i.Preprocess = "p2" }, false, "preprocessing"},
-		{"rounded at load", func(i *Identity) { i.WeightsHash, i.Weights = "rnd", "f16" }, false, "the index has weights as stored, not rounded to f16 at load; pass --weights stored to match it (if the checkpoint itself is unchanged)"},
-		{"rounded, text query", func(i *Identity) { i.WeightsHash, i.Weights = "rnd", "f16" }, true, "--weights stored"},
+		// How the weights are held is not the model: --weights f16 keeps
+		// the stored weights' hash, and indexes accept either setting.
+		{"rounded at load", func(i *Identity) { i.Weights = "f16" }, false, ""},
+		{"rounded, text query", func(i *Identity) { i.Weights = "f16" }, true, ""},
 		{"rounded, other model", func(i *Identity) { i.WeightsHash, i.Weights, i.Model = "rnd", "f16", "x" }, false, "--model"},
 	} {
 		want := base
@@ -492,10 +494,10 @@ func TestCompatible(t *testing.T) {
 			t.Errorf("%s: %v, want ErrModelMismatch mentioning %q", tc.name, err, tc.want)
 		}
 	}
-	// An index of rounded weights, opened as stored, points at --weights f16.
+	// An index built with rounded weights accepts the stored weights.
 	rounded := base
-	rounded.WeightsHash, rounded.Weights = "rnd", "f16"
-	if err := rounded.Compatible(base, false); err == nil || !strings.Contains(err.Error(), "the index has weights rounded to f16 at load, not as stored; pass --weights f16 to match it") {
+	rounded.Weights = "f16"
+	if err := rounded.Compatible(base, false); err != nil {
 		t.Errorf("rounded index, stored weights: %v", err)
 	}
 	// An EXIF-only difference points at --exif and --reindex, not --model.

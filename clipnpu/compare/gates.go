@@ -122,11 +122,16 @@ func NPU() Gates {
 }
 
 // BF16CPU is the bar for a CPU forward computing in bf16 (Info.Precision
-// "bf16"): the NPU's bars, which hold the same bf16 activations to the
-// same cosines, until that path has measurements of its own to tighten
-// them.
+// "bf16"): the NPU's cosines (0.999 image, 0.998 text: `check` holds a
+// bf16 run to what it holds an NPU run to), with the size of the error
+// bounded from what bf16 measures against float32 on the same weights:
+// relative error at most 0.013 (images) and 0.015 (texts), max |diff| at
+// most 0.016 of max |ref|, on tiny-clip-h and the unseen-model fixtures
+// (TestBF16Precision), so the bounds below leave a 3-4x margin.
 func BF16CPU() Gates {
 	g := NPU()
 	g.Numerics = "bf16 (CPU)"
+	g.Image.MaxRelErr, g.Image.MaxDiff = 0.05, 0.06
+	g.Text.MaxRelErr, g.Text.MaxDiff = 0.05, 0.06
 	return g
 }

@@ -62,9 +62,9 @@ type Info struct {
 	// Rounded is the type float32 weights were rounded to at load
 	// (Options.Weights "f16"), "" when they are used as stored.
 	Rounded string
-	// Precision is the arithmetic of a CPU forward: "" (float32
-	// throughout, as every engine computes today) or "bf16"; it chooses the
-	// comparison gates (compare.For).
+	// Precision is the arithmetic of the products (Options.Precision):
+	// "f32" or "bf16" on the fast CPU path, "" where it does not apply
+	// (the reference, bundles, the NPU: see Device).
 	Precision string
 	// PromptTemplate has one "{}" where the label goes; "a photo of a {}" by default.
 	PromptTemplate string

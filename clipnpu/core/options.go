@@ -60,4 +60,12 @@ type Options struct {
 	// of a rounding the conformance tests bound (see convert.go).
 	// 16-bit checkpoints are always kept as stored. Not for bundles.
 	Weights string
+	// Precision is the arithmetic of the fast CPU path's products: "" or
+	// "f32" (float32 throughout), or "bf16": weights packed once as
+	// bfloat16, activations rounded to bfloat16 (nearest even) as they are
+	// packed, products accumulated in float32, on AVX512_BF16 or AMX-BF16
+	// (an error names what a CPU lacks). LayerNorm, softmax, GELU, the
+	// residual stream and the attention products stay float32. Not for
+	// the reference, bundles or the NPU.
+	Precision string
 }

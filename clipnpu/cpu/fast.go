@@ -45,13 +45,33 @@ type fastCPU struct {
 	vis  *fastTower // nil when the image tower was not loaded
 	txt  *fastTower // nil when the text tower was not loaded
 	// patch is the patch-embedding conv as a matrix [H, 3·P·P].
-	patch gemm.Matrix
+	patch     lin
+	precision string // "f32" or "bf16" (Options.Precision)
+	bf16      string // the bf16 kernel, when precision is bf16
+}
+
+// lin is one weight matrix as the products read it: a gemm view of the
+// weights as held (f32, f16 or bf16, widened while packing), or, with
+// precision bf16, the matrix packed once as bf16 for the bf16 kernels.
+type lin struct {
+	m  gemm.Matrix
+	bf *gemm.PackedBF16
+}
+
+// linear is y[n, w.Rows] = x[n, w.Cols]·wᵀ + bias on the pool, in the
+// backend's precision.
+func (f *fastCPU) linear(y, x []float32, n int, w *lin, bias []float32) {
+	if w.bf != nil {
+		f.pool.LinearBF16(y, x, n, w.bf, bias)
+		return
+	}
+	f.pool.Linear(y, x, n, &w.m, bias)
 }
 
 // fastLayer is one encoder layer with its matrices as gemm views.
 type fastLayer struct {
 	ln1W, ln1B, ln2W, ln2B []float32
-	q, k, v, o, fc1, fc2   gemm.Matrix
+	q, k, v, o, fc1, fc2   lin
 	qB, kB, vB, oB         []float32
 	fc1B, fc2B             []float32
 }
@@ -64,8 +84,8 @@ type fastTower struct {
 	causal     bool // text: token t attends to tokens ≤ t
 	colsPer    int  // vision: im2col values per image (G²·3·P²), kept in mlp
 	layers     []fastLayer
-	finW, finB []float32   // final LayerNorm (post_layernorm / final_layer_norm) [H]
-	proj       gemm.Matrix // [D, H], no bias
+	finW, finB []float32 // final LayerNorm (post_layernorm / final_layer_norm) [H]
+	proj       lin       // [D, H], no bias
 
 	// Buffers for up to cap sequences, reused across passes.
 	cap              int
@@ -100,37 +120,56 @@ func fastLayers(ls []core.LayerWeights) []fastLayer {
 		l := &ls[i]
 		out[i] = fastLayer{
 			ln1W: l.LN1W, ln1B: l.LN1B, ln2W: l.LN2W, ln2B: l.LN2B,
-			q: fastMatrix(l.Q), k: fastMatrix(l.K), v: fastMatrix(l.V), o: fastMatrix(l.O),
-			fc1: fastMatrix(l.FC1), fc2: fastMatrix(l.FC2),
+			q: lin{m: fastMatrix(l.Q)}, k: lin{m: fastMatrix(l.K)}, v: lin{m: fastMatrix(l.V)}, o: lin{m: fastMatrix(l.O)},
+			fc1: lin{m: fastMatrix(l.FC1)}, fc2: lin{m: fastMatrix(l.FC2)},
 			qB: l.QB, kB: l.KB, vB: l.VB, oB: l.OB, fc1B: l.FC1B, fc2B: l.FC2B,
 		}
 	}
 	return out
 }
 
-// newFast wraps m in the fast forward on a pool of threads workers
-// (0 = every core). It takes ownership of m.
-func NewFast(m *core.Model, threads int) (core.Backend, error) {
+// NewFast wraps m in the fast forward on a pool of opts.Threads workers
+// (0 = every core), in opts.Precision (see core.Options). It takes
+// ownership of m, also when it fails.
+func NewFast(m *core.Model, opts core.Options) (core.Backend, error) {
 	if m == nil {
 		return nil, fmt.Errorf("clipnpu: fast cpu: nil model")
 	}
-	f := &fastCPU{m: m, pool: gemm.NewPool(threads)}
+	f := &fastCPU{m: m, pool: gemm.NewPool(opts.Threads), precision: "f32"}
 	if v := m.Vision; v != nil {
 		c := m.Cfg.Vision
 		f.vis = &fastTower{T: c.Tokens(), H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
-			quick: c.Act == "quick_gelu", layers: fastLayers(v.Layers), finW: v.PostW, finB: v.PostB, proj: fastMatrix(v.Proj)}
-		f.patch = fastMatrix(v.Patch)
+			quick: c.Act == "quick_gelu", layers: fastLayers(v.Layers), finW: v.PostW, finB: v.PostB, proj: lin{m: fastMatrix(v.Proj)}}
+		f.patch = lin{m: fastMatrix(v.Patch)}
 		f.vis.colsPer = c.Grid() * c.Grid() * 3 * c.Patch * c.Patch
 	}
 	if t := m.Text; t != nil {
 		c := m.Cfg.Text
 		f.txt = &fastTower{T: c.Context, H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
-			quick: c.Act == "quick_gelu", causal: true, layers: fastLayers(t.Layers), finW: t.FinalW, finB: t.FinalB, proj: fastMatrix(t.Proj)}
+			quick: c.Act == "quick_gelu", causal: true, layers: fastLayers(t.Layers), finW: t.FinalW, finB: t.FinalB, proj: lin{m: fastMatrix(t.Proj)}}
+	}
+	switch opts.Precision {
+	case "", "f32":
+	case "bf16":
+		if err := f.packBF16(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	default:
+		f.Close()
+		return nil, fmt.Errorf("clipnpu: unknown precision %q (want f32 or bf16)", opts.Precision)
 	}
 	return f, nil
 }
 
-func (f *fastCPU) Info() core.Info { return f.m.Describe(core.DeviceCPU) }
+func (f *fastCPU) Info() core.Info {
+	info := f.m.Describe(core.DeviceCPU)
+	info.Precision = f.precision
+	if f.bf16 != "" {
+		info.DeviceNote = "bf16 products on " + f.bf16
+	}
+	return info
+}
 
 func (f *fastCPU) Close() error {
 	if f.pool == nil {
@@ -233,7 +272,7 @@ func (f *fastCPU) images(out, pixels []float32, n int) {
 			}
 		}
 	})
-	f.pool.Linear(emb, cols, np, &f.patch, nil)
+	f.linear(emb, cols, np, &f.patch, nil)
 	// x[b, 0] = cls + pos[0]; x[b, 1+p] = emb[b, p] + pos[1+p]; then pre-LN.
 	pos, cls := f.m.Vision.Pos, f.m.Vision.Cls
 	vw := f.m.Vision
@@ -306,7 +345,7 @@ func (f *fastCPU) finish(t *fastTower, out []float32, n int) {
 	for b := 0; b < n; b++ {
 		fastLayerNorm(t.pooledLN[b*H:(b+1)*H], t.pooled[b*H:(b+1)*H], t.finW, t.finB, t.eps)
 	}
-	f.pool.Linear(out, t.pooledLN[:n*H], n, &t.proj, nil)
+	f.linear(out, t.pooledLN[:n*H], n, &t.proj, nil)
 }
 
 // encode runs the encoder layers on the residual stream t.x [R, H] and
@@ -339,14 +378,14 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
 			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln1W, l.ln1B, t.eps)
 		}
 	})
-	p.Linear(k, h, R, &l.k, l.kB)
-	p.Linear(v, h, R, &l.v, l.vB)
+	f.linear(k, h, R, &l.k, l.kB)
+	f.linear(v, h, R, &l.v, l.vB)
 	for b := 0; b < n; b++ {
 		r := t.off[b] + t.at[b]
 		copy(xp[b*H:(b+1)*H], x[r*H:(r+1)*H])
 		copy(hp[b*H:(b+1)*H], h[r*H:(r+1)*H])
 	}
-	p.Linear(qp, hp, n, &l.q, l.qB)
+	f.linear(qp, hp, n, &l.q, l.qB)
 	scale := float32(1 / math.Sqrt(float64(d)))
 	p.ParallelWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
 		s := t.scores[w.ID()*T*T : w.ID()*T*T+T]
@@ -361,14 +400,14 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
 			w.MatMul(ctx[b*H+a*d:], H, s, T, v[kv:], H, 1, d, keys, false, 1)
 		}
 	})
-	p.Linear(hp, ctx, n, &l.o, l.oB)
+	f.linear(hp, ctx, n, &l.o, l.oB)
 	vek32.Add_Inplace(xp, hp)
 	for b := 0; b < n; b++ {
 		fastLayerNorm(hp[b*H:(b+1)*H], xp[b*H:(b+1)*H], l.ln2W, l.ln2B, t.eps)
 	}
-	p.Linear(mlp, hp, n, &l.fc1, l.fc1B)
+	f.linear(mlp, hp, n, &l.fc1, l.fc1B)
 	f.activate(t, mlp, n)
-	p.Linear(hp, mlp, n, &l.fc2, l.fc2B)
+	f.linear(hp, mlp, n, &l.fc2, l.fc2B)
 	vek32.Add_Inplace(xp, hp)
 }
 
@@ -402,11 +441,11 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln1W, l.ln1B, t.eps)
 		}
 	})
-	p.Linear(q, h, R, &l.q, l.qB)
-	p.Linear(k, h, R, &l.k, l.kB)
-	p.Linear(v, h, R, &l.v, l.vB)
+	f.linear(q, h, R, &l.q, l.qB)
+	f.linear(k, h, R, &l.k, l.kB)
+	f.linear(v, h, R, &l.v, l.vB)
 	f.attention(t, h, q, k, v, n) // context [R, H] into h
-	p.Linear(q, h, R, &l.o, l.oB)
+	f.linear(q, h, R, &l.o, l.oB)
 	fastAddRows(p, x, q, R, H)
 
 	p.Parallel(R, func(lo, hi int) {
@@ -414,9 +453,9 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln2W, l.ln2B, t.eps)
 		}
 	})
-	p.Linear(mlp, h, R, &l.fc1, l.fc1B)
+	f.linear(mlp, h, R, &l.fc1, l.fc1B)
 	f.activate(t, mlp, R)
-	p.Linear(q, mlp, R, &l.fc2, l.fc2B)
+	f.linear(q, mlp, R, &l.fc2, l.fc2B)
 	fastAddRows(p, x, q, R, H)
 }
 

@@ -1,12 +1,11 @@
 package hf
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"runtime"
 	"sync" // Rounding float32 checkpoints to 16 bits at load (Options.Weights).
+
 	//
 	// ViT-H/14 as published (laion's model.safetensors) is float32: 3.9 GB that,
 	// memory-mapped, all become resident once both towers have run. Rounded to
@@ -39,13 +38,6 @@ func ParseWeights(s string) (core.Dtype, error) {
 		return 0, fmt.Errorf("clipnpu: weights bf16: not offered, its rounding moves embeddings beyond cosine 0.99999; want %s", WeightsChoices)
 	}
 	return 0, fmt.Errorf("clipnpu: weights %q: want %s", s, WeightsChoices)
-}
-
-// convertedHash is the identity of weights rounded to d from the stored
-// weights whose identity is stored.
-func convertedHash(stored string, d core.Dtype) string {
-	sum := sha256.Sum256([]byte("clipidx rounded to " + d.String() + " from " + stored))
-	return hex.EncodeToString(sum[:])
 }
 
 // roundChunk is how many elements one goroutine rounds at a time.

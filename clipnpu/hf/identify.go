@@ -78,7 +78,6 @@ func IdentifyFolder(dir string, towers core.Towers, conv core.Dtype, device stri
 	}
 	if conv != KeepStored && hasF32Matrix(m) {
 		m.Rounded, m.Dtype = true, conv
-		m.Hash = convertedHash(m.Hash, conv)
 	}
 	m.Vision, m.Text = nil, nil // views of mp, unmapped on return
 	info := m.Describe(device)

@@ -72,10 +72,9 @@ func modelFromSafetensors(cfg core.Config, path string, mp *core.Mapping, towers
 	}
 	m.Dtype = ld.dtype
 	if ld.converted {
-		// The identity changes with the rounding, so an index built with
-		// the stored weights is not silently mixed with these vectors.
+		// The hash stays the stored weights': rounding is how the model is
+		// held, not another model (store.Identity.Compatible).
 		m.Rounded, m.Dtype = true, conv
-		m.Hash = convertedHash(m.Hash, conv)
 	}
 	if ld.converted && !ld.viewed {
 		// Every matrix and vector is a heap copy: the file's pages need

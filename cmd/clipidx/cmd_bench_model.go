@@ -104,7 +104,9 @@ func benchOpen(o benchModelOptions) (clipnpu.Backend, clipnpu.Config, error) {
 		if o.random == "b32" {
 			cfg = clipnpu.ViTB32Config()
 		}
-		b, err := clipnpu.NewRandom(cfg, o.seed, o.dtype, clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers})
+		opts := modelOptions(towers)
+		opts.Weights = "" // --dtype chooses how random weights are held
+		b, err := clipnpu.NewRandom(cfg, o.seed, o.dtype, opts)
 		return b, cfg, err
 	}
 	b, err := openModel(towers)
@@ -163,6 +165,9 @@ func printBenchModel(w io.Writer, r *clipnpu.BenchResult) {
 		name += " (" + r.Dtype + ")"
 	}
 	fmt.Fprintf(w, "model    %s on %s, %d %s; loaded in %.1f s; median of %d %s after a warm-up\n", name, r.Device, r.Threads, plural(r.Threads, "thread", "threads"), r.LoadS, r.Runs, plural(r.Runs, "run", "runs"))
+	if r.Kernel != "" {
+		fmt.Fprintf(w, "kernel   %s, %s products\n", r.Kernel, r.Precision)
+	}
 	if r.Images > 0 {
 		fmt.Fprintf(w, "images   pass of %d: %.3f s  %.3f images/s", r.Images, r.ImagePassS, r.ImagesPerS)
 		if r.ImageGFLOP > 0 {

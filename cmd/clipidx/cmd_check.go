@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -124,18 +123,25 @@ func (c *checker) run(dir string) error {
 		return nil
 	}
 
-	proc, err := checkPreprocessor(b)
+	// The towers, tokenizer-free prompts and preprocessing come from the
+	// checked folder through the model face, as every command takes them.
+	g.model = dir
+	m, err := openFace(clipnpu.BothTowers, false)
+	if err != nil {
+		c.fail("%v", err) // the face says "load model: ..." or what to fix
+		return nil
+	}
+	defer m.Close()
+	proc, err := m.Processor(false) // EXIF orientation is ignored, as HF does
 	if err != nil {
 		c.fail("preprocessing config: %v", err)
 		return nil
 	}
-	g.model = dir // the towers come from the checked folder, on --device
-	model, err := openModel(clipnpu.BothTowers)
+	model, err := m.Backend(clipnpu.BothTowers)
 	if err != nil {
-		c.fail("%v", err) // openModel says "load model: ..."
+		c.fail("%v", err)
 		return nil
 	}
-	defer model.Close()
 	info := model.Info()
 	note := ""
 	if info.DeviceNote != "" {
@@ -302,9 +308,10 @@ func (c *checker) refset(b *bundle.Bundle, rs bundle.RefSet, model clipnpu.Backe
 	}
 	prompts := make([]string, nTxt)
 	for i, l := range rs.Labels {
-		prompts[i] = fillTemplate(template, l)
+		prompts[i] = clipnpu.FillTemplate(template, l)
 	}
-	ids, e2eTxt, err := encodeTexts(model, tok, prompts)
+	ids := tok.EncodeBatch(prompts)
+	e2eTxt, err := model.EncodeTexts(ids, nTxt)
 	if err != nil {
 		c.fail("%s end to end: %v", tag, err)
 		return
@@ -384,35 +391,6 @@ func (c *checker) compareLogits(what string, got, ref []float32, nImg, nTxt int)
 	} else {
 		c.info("%s", msg)
 	}
-}
-
-// checkPreprocessor builds the preprocessor from the folder's
-// preprocessor_config.json, else the bundle's preprocessing params, else the
-// laion ViT-H/14 defaults. EXIF orientation is always ignored here.
-func checkPreprocessor(b *bundle.Bundle) (*preprocess.Processor, error) {
-	cfg, err := preprocess.LoadConfig(b.Dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err // a malformed preprocessor_config.json is an error, not a fallback
-	}
-	if err != nil {
-		cfg = preprocess.DefaultConfig()
-		if v, err := b.ParamInt("resize_shortest"); err == nil {
-			cfg.ShortestEdge = v
-		}
-		if v, err := b.ParamInt("crop"); err == nil {
-			cfg.CropHeight, cfg.CropWidth = v, v
-		}
-		if v, err := b.ParamFloats("mean"); err == nil && len(v) == 3 {
-			cfg.Mean = [3]float32{float32(v[0]), float32(v[1]), float32(v[2])}
-		}
-		if v, err := b.ParamFloats("std"); err == nil && len(v) == 3 {
-			cfg.Std = [3]float32{float32(v[0]), float32(v[1]), float32(v[2])}
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, fmt.Errorf("%s params: %w", filepath.Join(b.Dir, bundle.ManifestFile), err)
-		}
-	}
-	return preprocess.New(cfg, preprocess.Options{IgnoreEXIF: true}), nil
 }
 
 func tensorF32(b *bundle.Bundle, name string, want int) ([]float32, error) {

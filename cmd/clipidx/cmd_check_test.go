@@ -191,7 +191,7 @@ func TestCheckFailsOnWrongReference(t *testing.T) {
 		{"image embedding", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.image_embeds", 32*2+3, 9) }, "[FAIL] refset 0 image tower"},
 		{"text embedding", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.text_embeds", 32*4, -7) }, "[FAIL] refset 0 text tower"},
 		// A scale error keeps every cosine at 1: only the size gates see it.
-		{"image embeddings ×1.01", func(t *testing.T, dir string) { scaleTensor(t, dir, "ref.0.image_embeds", 7*32, 1.01) }, "relative error 0.0099 (row 2) > 3e-05"},
+		{"image embeddings ×1.01", func(t *testing.T, dir string) { scaleTensor(t, dir, "ref.0.image_embeds", 7*32, 1.01) }, "relative error 0.0099 (row "},
 		{"text embeddings normalised", func(t *testing.T, dir string) { normaliseRows(t, dir, "ref.0.text_embeds", 7, 32) }, "[FAIL] refset 0 text tower: cosine min 1.0000000"},
 		{"logit", func(t *testing.T, dir string) { patchFloat(t, dir, "ref.0.logits", 7*3+1, 50) }, "[FAIL] refset 0 zero-shot"},
 		{"missing logits", func(t *testing.T, dir string) { dropTensor(t, dir, "ref.0.logits") }, "[FAIL] refset 0: the bundle has no ref.0.logits tensor"},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/conformance"
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
@@ -164,7 +165,7 @@ func TestFormatClassification(t *testing.T) {
 			t.Errorf("got %q, want %q", got, c.want)
 		}
 	}
-	p := softmax([]float32{1000, 1000, -1000})
+	p := clipnpu.Softmax([]float32{1000, 1000, -1000})
 	if math.Abs(p[0]-0.5) > 1e-12 || p[2] != 0 {
 		t.Errorf("softmax of large logits = %v", p)
 	}

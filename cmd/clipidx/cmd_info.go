@@ -62,8 +62,11 @@ type infoJSON struct {
 		} `json:"weights,omitempty"`
 	} `json:"model"`
 	CPU struct {
-		Kernel  string `json:"kernel"`  // the GEMM the CPU path runs
-		Threads int    `json:"threads"` // what --threads 0 gives
+		Kernel string `json:"kernel"` // the GEMM the CPU path runs
+		// BF16 is the kernel --precision bf16 runs, or why there is none.
+		BF16     string   `json:"bf16"`
+		Features []string `json:"features"` // the SIMD features the kernels look at
+		Threads  int      `json:"threads"`  // what --threads 0 gives
 	} `json:"cpu"`
 	AutoDevice        string `json:"auto_device"` // what --device auto would use
 	HardwareValidated bool   `json:"hardware_validated"`
@@ -193,6 +196,12 @@ func gatherInfo(node, model string) infoJSON {
 	}
 
 	r.CPU.Kernel = gemm.Kernel()
+	r.CPU.Features = gemm.Features()
+	if k, err := gemm.BF16Kernel(); err == nil {
+		r.CPU.BF16 = k
+	} else {
+		r.CPU.BF16 = "unavailable: " + err.Error()
+	}
 	r.CPU.Threads = runtime.GOMAXPROCS(0)
 	if g.threads > 0 {
 		r.CPU.Threads = g.threads // what --threads / CLIPIDX_THREADS ask for
@@ -248,6 +257,10 @@ func printInfo(w io.Writer, r infoJSON) {
 	}
 	fmt.Fprintln(w, "CPU")
 	fmt.Fprintf(w, "  kernels:    %s, %d %s\n", r.CPU.Kernel, r.CPU.Threads, plural(r.CPU.Threads, "thread", "threads"))
+	fmt.Fprintf(w, "  bf16:       %s (--precision bf16)\n", r.CPU.BF16)
+	if len(r.CPU.Features) > 0 {
+		fmt.Fprintf(w, "  features:   %s\n", strings.Join(r.CPU.Features, " "))
+	}
 	m := r.Model
 	fmt.Fprintln(w, "Model")
 	fmt.Fprintf(w, "  folder:     %s (%s)\n", m.Path, m.Kind)

@@ -102,6 +102,13 @@ running.`,
 					}
 					fmt.Fprintf(out, "device:      %s\n", device)
 				}
+				if p := st.LastBuild.Precision; p != "" {
+					w := "as stored"
+					if st.LastBuild.Weights != "" {
+						w = "rounded to " + st.LastBuild.Weights + " at load"
+					}
+					fmt.Fprintf(out, "arithmetic:  %s products, weights %s (the index accepts any --precision and --weights of this model)\n", p, w)
+				}
 			}
 			if check {
 				fmt.Fprintln(out, "check:       ok")
