@@ -3,20 +3,25 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"image"
 	"math"
+	"os"
 	"path/filepath"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/internal/termimg"
+	"github.com/clipidx/clipidx/internal/web"
 	"github.com/clipidx/clipidx/search"
 	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 func init() { subcommands = append(subcommands, newSearchCmd) }
 
 func newSearchCmd() *cobra.Command {
 	var k int
-	var asJSON, pathsOnly, null, exact bool
+	var asJSON, pathsOnly, null, exact, preview bool
 	var threshold float32
 	var under, images []string
 	c := &cobra.Command{
@@ -48,6 +53,9 @@ looked up by its content and needs no model at all.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if k <= 0 {
 				return usageError("-k takes a number of results ≥ 1, not %d", k)
+			}
+			if preview && (asJSON || pathsOnly || null) {
+				return usageError("--preview draws images beside the default output; it does not go with --json, --paths-only or --null")
 			}
 			if t := float64(threshold); math.IsNaN(t) || math.IsInf(t, 0) {
 				return usageError("--threshold takes a finite cosine such as 0.25, not %v", threshold)
@@ -116,6 +124,8 @@ looked up by its content and needs no model at all.`,
 				for _, x := range res {
 					fmt.Fprintln(out, x.Path)
 				}
+			case preview:
+				return printPreviews(cmd, res)
 			default:
 				for _, x := range res {
 					fmt.Fprintf(out, "%.4f\t%s\n", x.Score, x.Path)
@@ -132,7 +142,41 @@ looked up by its content and needs no model at all.`,
 	f.Float32Var(&threshold, "threshold", 0, "drop results with a cosine below this")
 	f.StringArrayVar(&under, "under", nil, "only results inside this folder (repeatable)")
 	f.StringArrayVar(&images, "image", nil, "find images similar to this file (repeatable; same as the term @FILE)")
+	f.BoolVar(&preview, "preview", false, "draw a thumbnail under each result (terminals with kitty graphics or iTerm2 inline images)")
 	f.BoolVar(&exact, "exact", false, "scan the full float32 vectors (slower; same results)")
 	f.MarkHidden("exact")
 	return c
+}
+
+// previewSize is the longest side of a --preview thumbnail in pixels.
+const previewSize = 160
+
+// printPreviews prints each result with its thumbnail drawn inline when the
+// terminal can show images, and says why not otherwise.
+func printPreviews(cmd *cobra.Command, res []search.Result) error {
+	out := cmd.OutOrStdout()
+	proto, why := termimg.Detect(os.Getenv)
+	if f, ok := out.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		proto, why = termimg.None, "the output is not a terminal"
+	}
+	if proto == termimg.None {
+		fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: --preview shows no images here: %s; printing the results only\n", why)
+	}
+	for _, x := range res {
+		fmt.Fprintf(out, "%.4f\t%s\n", x.Score, x.Path)
+		if proto == termimg.None {
+			continue
+		}
+		data, err := os.ReadFile(x.Path)
+		if err == nil {
+			var img *image.RGBA
+			if img, err = web.ThumbImage(data, x.Path, previewSize); err == nil {
+				err = termimg.Write(out, proto, img)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: no preview of %s: %v\n", x.Path, err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/internal/web"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newServeCmd) }
+
+func newServeCmd() *cobra.Command {
+	var addr, token string
+	var open bool
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Search the collection in a browser, with thumbnails",
+		Long: `Serve a local web page over the index: type a query (the syntax of
+clipidx search), see the photos, open one, find similar images, or drop an
+image onto the page to search by it. The index is opened read-only for each
+request, so a build can run at the same time; new images show without a
+restart. The model's text tower loads on the first text query.
+
+The page listens on loopback unless --addr names another address; then a
+token is required (--token, or a random one printed with the URL).
+Thumbnails are cached under $XDG_CACHE_HOME/clipidx/thumbs.`,
+		Example: `  clipidx serve --open
+  clipidx serve --addr 0.0.0.0:8080     # prints a URL with a token`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return usageError("--addr takes host:port such as 127.0.0.1:8080, not %q", addr)
+			}
+			if _, err := os.Stat(g.db); err != nil {
+				return fmt.Errorf("index %s: %w (run `clipidx build FOLDER` first, or pass --db)", g.db, err)
+			}
+			if token == "" && !web.Loopback(host) {
+				if token, err = web.NewToken(); err != nil {
+					return err
+				}
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w (choose another with --addr)", addr, err)
+			}
+			defer ln.Close()
+			served := ln.Addr().String()
+			thumbDir := ""
+			if d, err := os.UserCacheDir(); err == nil {
+				thumbDir = filepath.Join(d, "clipidx", "thumbs")
+			}
+			var m *clipnpu.Model
+			defer func() {
+				if m != nil {
+					m.Close()
+				}
+			}()
+			srv, err := web.New(web.Options{
+				DB:       g.db,
+				Addr:     served,
+				Token:    token,
+				ThumbDir: thumbDir,
+				Threads:  g.threads,
+				OpenModel: func() (web.Model, error) {
+					var err error
+					m, err = openFace(clipnpu.TextTower, true)
+					if err != nil {
+						return nil, err
+					}
+					return m, nil
+				},
+			})
+			if err != nil {
+				return err
+			}
+			u := url.URL{Scheme: "http", Host: served, Path: "/"}
+			if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+				// Listening on every address: name this machine.
+				if name, err := os.Hostname(); err == nil {
+					_, port, _ := net.SplitHostPort(served)
+					u.Host = net.JoinHostPort(name, port)
+				}
+			}
+			if token != "" {
+				u.RawQuery = url.Values{"token": {token}}.Encode()
+			}
+			if web.Loopback(host) {
+				fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s\n", g.db, u.String())
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s (reachable from the network: keep the token secret)\n", g.db, u.String())
+			}
+			if open {
+				openBrowser(cmd, u.String())
+			}
+			hs := web.HTTPServer(srv)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port); beyond loopback a token is required")
+	f.BoolVar(&open, "open", false, "open the page in the default browser")
+	f.StringVar(&token, "token", "", "token the page and API require (default: none on loopback, a random one otherwise)")
+	return c
+}
+
+// openBrowser starts the system's browser on u; a failure only prints.
+func openBrowser(cmd *cobra.Command, u string) {
+	name, args := "xdg-open", []string{u}
+	switch runtime.GOOS {
+	case "darwin":
+		name = "open"
+	case "windows":
+		name, args = "rundll32", []string{"url.dll,FileProtocolHandler", u}
+	}
+	if err := exec.Command(name, args...).Start(); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: could not open a browser (%v): open %s yourself\n", err, u)
+	}
+}

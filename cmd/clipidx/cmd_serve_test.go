@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/internal/fixtures"
+)
+
+// TestServeAndPreviewEndToEnd runs the binary: serve prints its URL and
+// answers on it (the token required beyond loopback is printed too), and
+// search --preview says why it draws nothing when the output is a pipe.
+func TestServeAndPreviewEndToEnd(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	bin := e2eBinary(t)
+	root := t.TempDir()
+	photos, db := filepath.Join(root, "photos"), filepath.Join(root, "index.db")
+	if err := os.CopyFS(photos, os.DirFS(filepath.Join(model, "images"))); err != nil {
+		t.Fatal(err)
+	}
+	g := []string{"--db", db, "--model", model, "--device", "cpu"}
+	if _, errs, code := e2eRun(t, bin, append(g, "build", photos)...); code != 0 {
+		t.Fatalf("build: %d %s", code, errs)
+	}
+
+	out, errs, code := e2eRun(t, bin, append(g, "search", "--preview", "-k", "2", "a cat")...)
+	if code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(out, "\x1b") || !strings.Contains(errs, "--preview shows no images here: the output is not a terminal") {
+		t.Errorf("search --preview into a pipe: exit %d, out %q, err %q", code, out, errs)
+	}
+	if _, errs, code := e2eRun(t, bin, append(g, "search", "--preview", "--json", "a cat")...); code != 2 {
+		t.Errorf("--preview --json: exit %d %s, want 2", code, errs)
+	}
+
+	for _, tc := range []struct {
+		addr  string
+		token bool
+	}{{"127.0.0.1:0", false}, {"0.0.0.0:0", true}} {
+		cmd := exec.Command(bin, append(g, "serve", "--addr", tc.addr)...)
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(root, "cache"))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatalf("serve %s: %v", tc.addr, err)
+		}
+		f := strings.Fields(line)
+		u := f[len(f)-1]
+		if tc.token {
+			u = f[3] // "serving DB on URL (reachable ...)"
+		}
+		if strings.Contains(u, "token=") != tc.token {
+			t.Errorf("serve %s printed %q", tc.addr, line)
+		}
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatalf("serve %s printed %q: %v", tc.addr, line, err)
+		}
+		// Reach it on loopback (a 0.0.0.0 server prints the host name).
+		base := "http://127.0.0.1:" + pu.Port()
+		c := &http.Client{Timeout: 10 * time.Second}
+		req, _ := http.NewRequest("GET", base+"/api/status", nil)
+		if tc.token {
+			resp, err := c.Get(base + "/api/status?token=" + pu.Query().Get("token"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 { // the URL's token is for the page only
+				t.Errorf("serve %s: status with ?token=: %d, want 401", tc.addr, resp.StatusCode)
+			}
+			req.Header.Set("Authorization", "Bearer "+pu.Query().Get("token"))
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Errorf("serve %s: %v", tc.addr, err)
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var st struct{ Images int }
+			if resp.StatusCode != 200 || json.Unmarshal(b, &st) != nil || st.Images != 7 {
+				t.Errorf("serve %s: /api/status %d %s", tc.addr, resp.StatusCode, b)
+			}
+		}
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve %s after an interrupt: %v", tc.addr, err)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("serve %s did not stop on an interrupt", tc.addr)
+		}
+	}
+}

@@ -1,0 +1,351 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/search"
+	"github.com/clipidx/clipidx/store"
+)
+
+// Result is one file of an answer of the API.
+type Result struct {
+	ID    string  `json:"id"`
+	Path  string  `json:"path"`
+	Score float32 `json:"score"`
+	Thumb string  `json:"thumb"` // URL of the thumbnail
+	Image string  `json:"image"` // URL of the original
+}
+
+// Answer is the body of /api/search, /api/similar and /api/search/image.
+type Answer struct {
+	Query   string   `json:"query"`
+	TookMS  float64  `json:"took_ms"`
+	Results []Result `json:"results"`
+}
+
+// Status is the body of /api/status: the fields of `clipidx status --json`
+// and what the server knows of the model.
+type Status struct {
+	Images    int              `json:"images"`
+	Failed    int              `json:"failed"`
+	Model     string           `json:"model"`
+	Dim       int              `json:"dim"`
+	Weights   string           `json:"weights"`
+	DBBytes   int64            `json:"db_bytes"`
+	Device    string           `json:"device"`
+	LastBuild *store.LastBuild `json:"last_build"`
+	// ModelLoaded is whether the server's model is open; ModelError the
+	// last failure to open it ("" = none).
+	ModelLoaded bool   `json:"model_loaded"`
+	ModelError  string `json:"model_error,omitempty"`
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, apiError{msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// fail answers err with the status code it deserves.
+func fail(w http.ResponseWriter, err error) {
+	var bad *badRequest
+	switch {
+	case errors.As(err, &bad):
+		httpError(w, http.StatusBadRequest, bad.msg)
+	case errors.Is(err, errGone):
+		httpError(w, http.StatusNotFound, errGone.Error())
+	case errors.Is(err, errBusy):
+		w.Header().Set("Retry-After", "2")
+		httpError(w, http.StatusServiceUnavailable, err.Error())
+	case errors.Is(err, search.ErrEmptyQuery), errors.Is(err, search.ErrBadWeight), errors.Is(err, preprocess.ErrUnknownFormat),
+		errors.Is(err, preprocess.ErrUnsupported), errors.Is(err, preprocess.ErrCorrupt):
+		httpError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, preprocess.ErrTooLarge):
+		httpError(w, http.StatusRequestEntityTooLarge, err.Error())
+	default:
+		httpError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+type badRequest struct{ msg string }
+
+func (b *badRequest) Error() string { return b.msg }
+
+func badf(format string, a ...any) error { return &badRequest{fmt.Sprintf(format, a...)} }
+
+// options reads k, under and threshold from the URL.
+func (s *Server) options(r *http.Request) (search.Options, error) {
+	q := r.URL.Query()
+	opts := search.Options{K: 50, Threads: s.o.Threads}
+	if v := q.Get("k"); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 || k > 1000 {
+			return opts, badf("k takes a number of results from 1 to 1000, not %q", v)
+		}
+		opts.K = k
+	}
+	if v := q.Get("under"); v != "" {
+		if !filepath.IsAbs(v) {
+			return opts, badf("under takes an absolute folder, not %q", v)
+		}
+		opts.Under = []string{filepath.Clean(v)}
+	}
+	if v := q.Get("threshold"); v != "" {
+		t, err := strconv.ParseFloat(v, 32)
+		if err != nil || math.IsNaN(t) || math.IsInf(t, 0) {
+			return opts, badf("threshold takes a cosine such as 0.25, not %q", v)
+		}
+		f := float32(t)
+		opts.Threshold = &f
+	}
+	return opts, nil
+}
+
+func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, res []search.Result) {
+	a := Answer{Query: query, Results: make([]Result, 0, len(res))}
+	for _, x := range res {
+		id := s.ids.id(x.Path)
+		a.Results = append(a.Results, Result{ID: id, Path: x.Path, Score: x.Score, Thumb: "/thumb/" + id, Image: "/image/" + id})
+	}
+	a.TookMS = float64(time.Since(start).Microseconds()) / 1000
+	writeJSON(w, http.StatusOK, a)
+}
+
+// SplitQuery turns a line typed in the page's search box into the
+// arguments of `clipidx search`: a word starting with + or - (a sign, a
+// weight such as +2:, or a negation) starts a new term, and the plain
+// words after it belong to that term; words before any such word form one
+// text; "double quotes" keep a phrase together, quotes included words that
+// start with + or -.
+func SplitQuery(line string) []string {
+	var args []string
+	cur := ""
+	flush := func() {
+		if strings.TrimSpace(cur) != "" {
+			args = append(args, strings.TrimSpace(cur))
+		}
+		cur = ""
+	}
+	rs := []rune(line)
+	for i := 0; i < len(rs); {
+		if unicode.IsSpace(rs[i]) {
+			i++
+			continue
+		}
+		j := i
+		if rs[i] == '"' {
+			j = i + 1
+			for j < len(rs) && rs[j] != '"' {
+				j++
+			}
+			word := string(rs[i+1 : min(j, len(rs))])
+			if cur == "" && (strings.HasPrefix(word, "+") || strings.HasPrefix(word, "-") || strings.HasPrefix(word, "@") || strings.HasPrefix(word, `\`)) {
+				word = `\` + word
+			}
+			cur = strings.TrimSpace(cur + " " + word)
+			i = j + 1
+			continue
+		}
+		for j < len(rs) && !unicode.IsSpace(rs[j]) {
+			j++
+		}
+		word := string(rs[i:j])
+		if len(word) > 1 && (word[0] == '+' || word[0] == '-') {
+			flush()
+			cur = word
+		} else {
+			cur = strings.TrimSpace(cur + " " + word)
+		}
+		i = j
+	}
+	flush()
+	return args
+}
+
+// parseWebQuery parses a typed line; image terms (@file) are refused:
+// they would read files of the server.
+func parseWebQuery(line string) ([]search.Term, error) {
+	args := SplitQuery(line)
+	if len(args) == 0 {
+		return nil, badf("nothing to search for: type some words")
+	}
+	terms, err := search.ParseQuery(args)
+	if err != nil {
+		return nil, badf("%v", err)
+	}
+	if search.HasImage(terms) {
+		return nil, badf("@file terms are not taken from the web: drop or paste an image, or use \"similar images\"")
+	}
+	return terms, nil
+}
+
+func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	line := r.URL.Query().Get("q")
+	opts, err := s.options(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	terms, err := parseWebQuery(line)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := s.enter(r); err != nil {
+		fail(w, err)
+		return
+	}
+	defer s.leave()
+	var res []search.Result
+	err = s.view(func(snap *store.Snapshot) error {
+		res, err = search.Query(snap, terms, func() (search.Encoder, error) { return s.modelFor() }, opts)
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.answer(w, line, start, res)
+}
+
+func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := r.URL.Query().Get("id")
+	opts, err := s.options(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var res []search.Result
+	err = s.view(func(snap *store.Snapshot) error {
+		f, err := s.resolve(snap, id)
+		if err != nil {
+			return err
+		}
+		v := snap.Vector(f.rec.Vec)
+		if v == nil {
+			return errGone
+		}
+		res, err = search.Search(snap, v, opts)
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.answer(w, "similar:"+id, start, res)
+}
+
+// apiSearchImage searches by the image in the request body, held in memory
+// only: an image already in the index takes its stored vector.
+func (s *Server) apiSearchImage(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	opts, err := s.options(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxUpload))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the image is over the %d MB limit", MaxUpload>>20))
+			return
+		}
+		httpError(w, http.StatusBadRequest, "read upload: "+err.Error())
+		return
+	}
+	if len(data) == 0 {
+		httpError(w, http.StatusBadRequest, "empty upload: send the image as the request body")
+		return
+	}
+	var res []search.Result
+	err = s.view(func(snap *store.Snapshot) error {
+		_, v := snap.VectorByHash(sha256.Sum256(data))
+		if v == nil {
+			if v, err = s.embedUpload(r, snap.Identity(), data); err != nil {
+				return err
+			}
+		}
+		res, err = search.Search(snap, v, opts)
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.answer(w, "image upload", start, res)
+}
+
+func (s *Server) embedUpload(r *http.Request, have store.Identity, data []byte) ([]float32, error) {
+	if err := s.enter(r); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	m, err := s.modelFor()
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Prepare(have, false, true); err != nil {
+		return nil, err
+	}
+	p, err := m.Processor(have.EXIF)
+	if err != nil {
+		return nil, err
+	}
+	px, err := p.Bytes(data, "upload")
+	if err != nil {
+		return nil, err
+	}
+	return m.EncodeImages(px, 1)
+}
+
+func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
+	var st Status
+	err := s.view(func(snap *store.Snapshot) error {
+		id := snap.Identity()
+		stats, err := snap.Stats()
+		if err != nil {
+			return err
+		}
+		st = Status{Images: stats.Images, Failed: stats.Failed, Model: id.Model, Dim: id.Dim, Weights: id.Weights,
+			DBBytes: stats.Bytes, LastBuild: stats.LastBuild}
+		if st.Weights == "" {
+			st.Weights = "stored"
+		}
+		if stats.LastBuild != nil {
+			st.Device = stats.LastBuild.Device
+		}
+		return nil
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.mmu.Lock()
+	st.ModelLoaded, st.ModelError = s.model != nil, s.modelErr
+	s.mmu.Unlock()
+	writeJSON(w, http.StatusOK, st)
+}

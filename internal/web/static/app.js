@@ -1,0 +1,273 @@
+// The clipidx page: a search box over /api/search, a grid of thumbnails,
+// a viewer with "similar images", image drop/paste. No framework, no
+// build step: this file is served as it is.
+"use strict";
+
+const PAGE = 50;
+const $ = (id) => document.getElementById(id);
+const state = { mode: "", q: "", id: "", k: PAGE, results: [], blob: null, seq: 0, slash: false };
+
+function params() {
+  const u = new URLSearchParams(location.search);
+  return { q: u.get("q") || "", similar: u.get("similar") || "", under: u.get("under") || "",
+           threshold: u.get("threshold") || "", k: parseInt(u.get("k") || "", 10) || PAGE };
+}
+
+function filters() {
+  const f = new URLSearchParams();
+  if ($("under").value.trim()) f.set("under", $("under").value.trim());
+  if ($("threshold").value !== "") f.set("threshold", $("threshold").value);
+  return f;
+}
+
+// pageURL is the address of the current search, to bookmark and share.
+function pageURL() {
+  const u = new URLSearchParams();
+  if (state.mode === "text") u.set("q", state.q);
+  if (state.mode === "similar") u.set("similar", state.id);
+  for (const [k, v] of filters()) u.set(k, v);
+  if (state.k !== PAGE) u.set("k", state.k);
+  const s = u.toString();
+  return s ? "/?" + s : "/";
+}
+
+function message(text) {
+  $("message").textContent = text || "";
+  $("message").hidden = !text;
+}
+
+async function api(url, init) {
+  const r = await fetch(url, Object.assign({ credentials: "same-origin" }, init));
+  let body = null;
+  try { body = await r.json(); } catch (e) { /* not JSON */ }
+  if (!r.ok) throw new Error((body && body.error) || r.status + " " + r.statusText);
+  return body;
+}
+
+async function run(push) {
+  message("");
+  const seq = ++state.seq;
+  $("grid").setAttribute("aria-busy", "true");
+  try {
+    await runSearch(push, seq);
+  } finally {
+    if (seq === state.seq) $("grid").setAttribute("aria-busy", "false");
+  }
+}
+
+async function runSearch(push, seq) {
+  const f = filters();
+  f.set("k", state.k);
+  let ans;
+  try {
+    if (state.mode === "text") {
+      f.set("q", state.q);
+      ans = await api("/api/search?" + f);
+    } else if (state.mode === "similar") {
+      f.set("id", state.id);
+      ans = await api("/api/similar?" + f);
+    } else if (state.mode === "image") {
+      ans = await api("/api/search/image?" + f, { method: "POST", body: state.blob,
+        headers: { "Content-Type": "application/octet-stream" } });
+    } else {
+      return;
+    }
+  } catch (e) {
+    if (seq !== state.seq) return;
+    message(e.message);
+    render([]);
+    return;
+  }
+  if (seq !== state.seq) return; // a newer search started meanwhile
+  if (push === "push") history.pushState(null, "", pageURL());
+  else if (push === "replace") history.replaceState(null, "", pageURL());
+  render(ans.results);
+  const what = { similar: state.label ? "Similar to " + state.label + ": " : "Similar images: ", image: "By image: " }[state.mode] || "";
+  $("hint").textContent = what + ans.results.length + " results in " + ans.took_ms.toFixed(1) + " ms";
+}
+
+function baseName(p) { return p.split(/[\\/]/).pop(); }
+
+function render(results) {
+  const grid = $("grid");
+  const old = state.results;
+  // Keep the cells already shown (loading more appends).
+  let same = results.length >= old.length && old.every((r, i) => r.id === results[i].id && r.score === results[i].score);
+  if (!same) grid.replaceChildren();
+  for (let i = same ? old.length : 0; i < results.length; i++) grid.append(cell(results[i], i));
+  state.results = results;
+  $("more").hidden = results.length < state.k;
+}
+
+function cell(r, i) {
+  const b = document.createElement("button");
+  b.className = "cell";
+  b.type = "button";
+  b.setAttribute("role", "listitem");
+  b.dataset.index = i;
+  b.title = r.score.toFixed(4) + "  " + r.path;
+  const img = document.createElement("img");
+  img.src = r.thumb;
+  img.alt = baseName(r.path);
+  img.loading = i < 24 ? "eager" : "lazy";
+  const label = document.createElement("span");
+  label.className = "label";
+  label.textContent = r.score.toFixed(3) + " · " + baseName(r.path);
+  b.append(img, label);
+  b.addEventListener("click", () => openViewer(i));
+  return b;
+}
+
+function openViewer(i) {
+  const r = state.results[i];
+  if (!r) return;
+  state.open = i;
+  $("full").src = r.image;
+  $("full").alt = baseName(r.path);
+  $("path").textContent = r.path;
+  $("score").textContent = "score " + r.score.toFixed(4);
+  if (!$("viewer").open) $("viewer").showModal();
+}
+
+function similar() {
+  const r = state.results[state.open];
+  $("viewer").close();
+  Object.assign(state, { mode: "similar", id: r.id, k: PAGE, label: baseName(r.path) });
+  $("q").value = "";
+  run("push");
+}
+
+async function copyPath() {
+  const text = $("path").textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    $("copy").textContent = "Copied";
+  } catch (e) {
+    const range = document.createRange();
+    range.selectNodeContents($("path"));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    $("copy").textContent = "Selected: press Ctrl+C";
+  }
+  setTimeout(() => { $("copy").textContent = "Copy path"; }, 1500);
+}
+
+function searchBlob(blob) {
+  if (!blob || !blob.type.startsWith("image/")) { message("drop or paste an image file"); return; }
+  Object.assign(state, { mode: "image", blob: blob, k: PAGE });
+  $("q").value = "";
+  run("");
+}
+
+function fromURL() {
+  const p = params();
+  $("q").value = p.q;
+  $("under").value = p.under;
+  $("threshold").value = p.threshold;
+  state.k = p.k;
+  if (p.q) Object.assign(state, { mode: "text", q: p.q });
+  else if (p.similar) Object.assign(state, { mode: "similar", id: p.similar, label: "" });
+  else { state.mode = ""; render([]); return; }
+  run("");
+}
+
+// columns counts the grid's columns, for the up and down arrows.
+function columns() {
+  const cells = $("grid").children;
+  if (cells.length < 2) return 1;
+  const top = cells[0].offsetTop;
+  let n = 0;
+  while (n < cells.length && cells[n].offsetTop === top) n++;
+  return n;
+}
+
+function keys(e) {
+  const inField = e.target.matches("input, textarea");
+  if (e.key === "/" && !inField && !$("viewer").open) {
+    e.preventDefault();
+    state.slash = true; // some key sources send the character separately
+    $("q").focus();
+    $("q").select();
+    return;
+  }
+  const cells = $("grid").children;
+  if (!cells.length || (inField && e.key !== "ArrowDown")) return;
+  if ($("viewer").open) {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[e.key];
+    if (step) { e.preventDefault(); openViewer(Math.max(0, Math.min(state.results.length - 1, state.open + step))); }
+    return;
+  }
+  const at = e.target.classList && e.target.classList.contains("cell") ? +e.target.dataset.index : -1;
+  const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: columns(), ArrowUp: -columns() }[e.key];
+  if (step === undefined) return;
+  e.preventDefault();
+  const next = at < 0 ? 0 : Math.max(0, Math.min(cells.length - 1, at + step));
+  cells[next].focus();
+  if (next >= cells.length - 1 && !$("more").hidden) more();
+}
+
+function more() {
+  state.k += PAGE;
+  run("replace");
+}
+
+async function status() {
+  try {
+    const s = await api("/api/status");
+    let t = s.images + " images indexed · model " + (s.model || "?");
+    if (s.last_build) t += " · last build " + new Date(s.last_build.time).toLocaleString() + (s.last_build.complete ? "" : " (interrupted)");
+    else t += " · no build finished yet";
+    if (state.lastImages !== undefined && s.images !== state.lastImages) t += " · building: " + (s.images - state.lastImages > 0 ? "+" : "") + (s.images - state.lastImages) + " since last look";
+    state.lastImages = s.images;
+    if (s.model_error) t += " · model: " + s.model_error + " (similar-image search still works)";
+    $("status").textContent = t;
+    $("status").classList.toggle("error", !!s.model_error);
+  } catch (e) {
+    $("status").textContent = "status: " + e.message;
+    $("status").classList.add("error");
+  }
+}
+
+function init() {
+  // The token travels in the URL once; the server keeps it in a cookie.
+  const u = new URLSearchParams(location.search);
+  if (u.has("token")) { u.delete("token"); history.replaceState(null, "", "/" + (u.toString() ? "?" + u : "")); }
+  $("form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = $("q").value.trim();
+    if (!q) return;
+    Object.assign(state, { mode: "text", q: q, k: PAGE });
+    run("push");
+  });
+  $("more").addEventListener("click", more);
+  new IntersectionObserver((es) => { if (es.some((x) => x.isIntersecting) && !$("more").hidden) more(); }).observe($("more"));
+  $("close").addEventListener("click", () => $("viewer").close());
+  $("copy").addEventListener("click", copyPath);
+  $("similar").addEventListener("click", similar);
+  $("viewer").addEventListener("close", () => {
+    const c = $("grid").children[state.open];
+    if (c) c.focus();
+  });
+  document.addEventListener("keydown", keys);
+  document.addEventListener("keypress", (e) => {
+    if (state.slash && e.key === "/") e.preventDefault();
+    state.slash = false;
+  });
+  window.addEventListener("popstate", fromURL);
+  document.addEventListener("paste", (e) => {
+    const f = [...e.clipboardData.files].find((x) => x.type.startsWith("image/"));
+    if (f) { e.preventDefault(); searchBlob(f); }
+  });
+  document.addEventListener("dragover", (e) => { e.preventDefault(); $("drop").hidden = false; });
+  document.addEventListener("dragleave", (e) => { if (!e.relatedTarget) $("drop").hidden = true; });
+  document.addEventListener("drop", (e) => {
+    e.preventDefault();
+    $("drop").hidden = true;
+    searchBlob(e.dataTransfer.files[0]);
+  });
+  fromURL();
+  status();
+  setInterval(status, 5000);
+}
+
+init();

@@ -1,0 +1,285 @@
+package web
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/store"
+)
+
+// ThumbSize is the longest side of a thumbnail in pixels.
+const ThumbSize = 256
+
+// thumbs is the on-disk thumbnail cache: one JPEG per content hash, the
+// oldest removed when the folder grows over its cap.
+type thumbs struct {
+	dir string
+	cap int64
+
+	mu    sync.Mutex
+	total int64
+}
+
+func openThumbs(dir string, capBytes int64) (*thumbs, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("thumbnail cache: %w", err)
+	}
+	t := &thumbs{dir: dir, cap: capBytes}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("thumbnail cache: %w", err)
+	}
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			t.total += fi.Size()
+		}
+	}
+	return t, nil
+}
+
+func (t *thumbs) file(h store.Hash) string {
+	return filepath.Join(t.dir, hex.EncodeToString(h[:])+".jpg")
+}
+
+func (t *thumbs) get(h store.Hash) []byte {
+	b, err := os.ReadFile(t.file(h))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// put stores a thumbnail (written aside and renamed, so a reader never sees
+// half a file) and evicts the oldest when over the cap. Errors are dropped:
+// the cache only saves work.
+func (t *thumbs) put(h store.Hash, b []byte) {
+	tmp, err := os.CreateTemp(t.dir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), t.file(h))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total += int64(len(b))
+	if t.total > t.cap {
+		t.evict()
+	}
+}
+
+// evict removes the oldest thumbnails until the folder is under 90% of its
+// cap. Called with mu held.
+func (t *thumbs) evict() {
+	type ent struct {
+		path string
+		fi   fs.FileInfo
+	}
+	var all []ent
+	var total int64
+	ents, _ := os.ReadDir(t.dir)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && strings.HasSuffix(e.Name(), ".jpg") {
+			all = append(all, ent{filepath.Join(t.dir, e.Name()), fi})
+			total += fi.Size()
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].fi.ModTime().Before(all[j].fi.ModTime()) })
+	for _, e := range all {
+		if total <= t.cap*9/10 {
+			break
+		}
+		if os.Remove(e.path) == nil {
+			total -= e.fi.Size()
+		}
+	}
+	t.total = total
+}
+
+// Thumbnail decodes an image, applies its EXIF orientation, shrinks it to
+// at most ThumbSize on its longest side (never enlarging) and encodes it
+// as JPEG.
+func Thumbnail(data []byte, name string) ([]byte, error) {
+	small, err := ThumbImage(data, name, ThumbSize)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, small, &jpeg.Options{Quality: 85}); err != nil {
+		return nil, fmt.Errorf("thumbnail of %s: %w", name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// ThumbImage decodes an image, applies its EXIF orientation and shrinks it
+// to at most size pixels on its longest side (never enlarging).
+func ThumbImage(data []byte, name string, size int) (*image.RGBA, error) {
+	img, err := preprocess.Decode(data, name, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	return shrink(img, size), nil
+}
+
+// shrink scales img down so that its longest side is at most size, each
+// output pixel the average of the source pixels it covers (a box filter:
+// no aliasing when shrinking a 4000-pixel photo 16 times). Smaller images
+// are returned as they are.
+func shrink(img *image.RGBA, size int) *image.RGBA {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	if w <= size && h <= size {
+		return img
+	}
+	ow, oh := size, max(1, (h*size+w/2)/w)
+	if h > w {
+		ow, oh = max(1, (w*size+h/2)/h), size
+	}
+	out := image.NewRGBA(image.Rect(0, 0, ow, oh))
+	// Column spans: output column x covers source columns x0[x]..x0[x+1].
+	x0 := make([]int, ow+1)
+	for x := range x0 {
+		x0[x] = x * w / ow
+	}
+	acc := make([]uint32, ow*3)
+	for y := 0; y < oh; y++ {
+		y0, y1 := y*h/oh, (y+1)*h/oh
+		clear(acc)
+		for sy := y0; sy < y1; sy++ {
+			row := img.Pix[sy*img.Stride : sy*img.Stride+w*4]
+			for x := 0; x < ow; x++ {
+				var r, g, b uint32
+				for sx := x0[x]; sx < x0[x+1]; sx++ {
+					p := row[sx*4 : sx*4+3 : sx*4+3]
+					r += uint32(p[0])
+					g += uint32(p[1])
+					b += uint32(p[2])
+				}
+				acc[x*3] += r
+				acc[x*3+1] += g
+				acc[x*3+2] += b
+			}
+		}
+		dst := out.Pix[y*out.Stride:]
+		for x := 0; x < ow; x++ {
+			n := uint32((x0[x+1] - x0[x]) * (y1 - y0))
+			dst[x*4] = uint8((acc[x*3] + n/2) / n)
+			dst[x*4+1] = uint8((acc[x*3+1] + n/2) / n)
+			dst[x*4+2] = uint8((acc[x*3+2] + n/2) / n)
+			dst[x*4+3] = 0xff
+		}
+	}
+	return out
+}
+
+// etag names a file's content for conditional requests.
+func etag(h store.Hash, kind string) string {
+	return `"` + kind + "-" + hex.EncodeToString(h[:12]) + `"`
+}
+
+func (s *Server) thumb(w http.ResponseWriter, r *http.Request, id string) {
+	var f indexedFile
+	err := s.view(func(snap *store.Snapshot) error {
+		var err error
+		f, err = s.resolve(snap, id)
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	tag := etag(f.rec.Hash, "t")
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", "private, max-age=300")
+	if r.Header.Get("If-None-Match") == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	var b []byte
+	if s.th != nil {
+		b = s.th.get(f.rec.Hash)
+	}
+	if b == nil {
+		data, err := readChecked(f)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if b, err = Thumbnail(data, f.path); err != nil {
+			fail(w, err)
+			return
+		}
+		if s.th != nil {
+			s.th.put(f.rec.Hash, b)
+		}
+	}
+	w.Header().Set("Content-Type", "image/jpeg")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Write(b)
+}
+
+// contentType is the Content-Type of an indexed file, by content first;
+// never one a browser would run scripts in.
+func contentType(data []byte, path string) string {
+	ct := http.DetectContentType(data)
+	if ct == "application/octet-stream" || strings.HasPrefix(ct, "text/") {
+		if t := mime.TypeByExtension(strings.ToLower(filepath.Ext(path))); strings.HasPrefix(t, "image/") && !strings.Contains(t, "svg") {
+			return t
+		}
+		return "application/octet-stream"
+	}
+	return ct
+}
+
+func (s *Server) image(w http.ResponseWriter, r *http.Request, id string) {
+	var f indexedFile
+	err := s.view(func(snap *store.Snapshot) error {
+		var err error
+		f, err = s.resolve(snap, id)
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	tag := etag(f.rec.Hash, "i")
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", "private, max-age=300")
+	if r.Header.Get("If-None-Match") == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	data, err := readChecked(f)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ct := contentType(data, f.path)
+	if !strings.HasPrefix(ct, "image/") {
+		// Never let a browser render an indexed file as a page.
+		w.Header().Set("Content-Disposition", "attachment")
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Write(data)
+}

@@ -1,0 +1,330 @@
+// Package web is the server behind `clipidx serve`: a local web page over
+// the index (search box, thumbnails, viewer, similar images, image upload)
+// and the JSON API the page uses. It opens the index read-only for each
+// request, as `clipidx search` does, so a build can run beside it; it never
+// serves a path, only opaque ids of indexed files, and it checks a token,
+// the Host header and the Origin of POSTs as the README's "clipidx serve"
+// section describes.
+package web
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/search"
+	"github.com/clipidx/clipidx/store"
+)
+
+//go:embed static
+var static embed.FS
+
+// Model is what the server needs of the model face (clipnpu.Model
+// implements it): the search package's Encoder for text queries, and the
+// image preprocessing and tower for uploaded images.
+type Model interface {
+	search.Encoder
+	Processor(exif bool) (*preprocess.Processor, error)
+	EncodeImages(pixels []float32, n int) ([]float32, error)
+}
+
+// Options configures New. DB and Addr are required.
+type Options struct {
+	// DB is the index file, opened read-only for each request.
+	DB string
+	// Addr is the address served (host:port, as the listener reports it);
+	// without a token the Host header must name it.
+	Addr string
+	// Token, when set, is required on every request (cookie, Bearer header
+	// or ?token= on the page). New refuses a non-loopback Addr without one.
+	Token string
+	// OpenModel opens the model on first need; it is called again after a
+	// failure (the error is shown on the page) and its model kept after a
+	// success. nil: only stored-vector queries work.
+	OpenModel func() (Model, error)
+	// ThumbDir caches thumbnails on disk ("" = made on every request).
+	ThumbDir string
+	// ThumbCacheBytes caps ThumbDir; the oldest thumbnails go first.
+	// 0 = 512 MiB.
+	ThumbCacheBytes int64
+	// ModelRuns bounds the concurrent model runs (0 = 1); MaxQueue bounds
+	// the requests waiting for one (0 = 16), beyond which a request gets
+	// 503 with Retry-After.
+	ModelRuns, MaxQueue int
+	// Threads scanning the index per search (0 = all cores).
+	Threads int
+	// OpenTimeout bounds the wait for the index's lock (0 = 5 s).
+	OpenTimeout time.Duration
+}
+
+// MaxUpload is the largest image body POST /api/search/image accepts.
+const MaxUpload = 32 << 20
+
+// tokenCookie carries the token from the page's URL to later requests.
+const tokenCookie = "clipidx_token"
+
+// ErrNeedToken is returned by New for an address beyond loopback without a
+// token.
+var ErrNeedToken = errors.New("serving beyond loopback needs a token")
+
+// Server serves the page and the API. Its methods are safe for concurrent
+// use.
+type Server struct {
+	o     Options
+	hosts map[string]bool // accepted Host headers when there is no token
+	ids   *idMap
+	th    *thumbs
+	gate  chan struct{} // one slot per concurrent model run
+	wait  chan struct{} // one slot per queued request
+
+	open     sync.Mutex // held while the model opens
+	mmu      sync.Mutex // guards model and modelErr
+	model    Model
+	modelErr string
+}
+
+// New checks o and returns a Server.
+func New(o Options) (*Server, error) {
+	if o.DB == "" {
+		return nil, errors.New("web: Options.DB is required")
+	}
+	host, port, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("web: address %q: %w", o.Addr, err)
+	}
+	if !Loopback(host) && o.Token == "" {
+		return nil, fmt.Errorf("%w: %s is not a loopback address", ErrNeedToken, o.Addr)
+	}
+	if o.ModelRuns <= 0 {
+		o.ModelRuns = 1
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = 16
+	}
+	if o.ThumbCacheBytes <= 0 {
+		o.ThumbCacheBytes = 512 << 20
+	}
+	if o.OpenTimeout <= 0 {
+		o.OpenTimeout = 5 * time.Second
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		o:     o,
+		hosts: map[string]bool{o.Addr: true},
+		ids:   &idMap{key: key},
+		gate:  make(chan struct{}, o.ModelRuns),
+		wait:  make(chan struct{}, o.MaxQueue),
+	}
+	if Loopback(host) {
+		for _, h := range []string{"localhost", "127.0.0.1", "[::1]"} {
+			s.hosts[h+":"+port] = true
+		}
+	}
+	if o.ThumbDir != "" {
+		if s.th, err = openThumbs(o.ThumbDir, o.ThumbCacheBytes); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Loopback reports whether host (a name or an IP without port) stays on
+// this machine.
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// NewToken returns a random token for a server reachable from the network.
+func NewToken() (string, error) {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// HTTPServer returns an http.Server for h with the timeouts a page over a
+// local index needs: a slow client cannot hold a connection for long.
+func HTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second, // an upload of MaxUpload on a slow link
+		WriteTimeout:      120 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// ServeHTTP checks every request (token, Host, Origin, path) and routes it.
+// It routes by hand rather than with http.ServeMux, which answers unclean
+// paths ("/a/../b", "//x") with a redirect.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob: data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+	if !s.authorized(w, r) {
+		return
+	}
+	if r.Method == http.MethodPost {
+		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host && o != "https://"+r.Host {
+			httpError(w, http.StatusForbidden, "cross-origin request refused")
+			return
+		}
+	}
+	p := r.URL.Path
+	if r.URL.RawPath != "" || strings.Contains(p, "..") || strings.Contains(p, "//") || strings.ContainsAny(p, "\\\x00") {
+		httpError(w, http.StatusBadRequest, "bad path")
+		return
+	}
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	switch {
+	case p == "/" && get:
+		s.page(w, r, "static/index.html", "text/html; charset=utf-8")
+	case p == "/app.js" && get:
+		s.page(w, r, "static/app.js", "text/javascript; charset=utf-8")
+	case p == "/app.css" && get:
+		s.page(w, r, "static/app.css", "text/css; charset=utf-8")
+	case p == "/api/search" && get:
+		s.apiSearch(w, r)
+	case p == "/api/similar" && get:
+		s.apiSimilar(w, r)
+	case p == "/api/search/image" && r.Method == http.MethodPost:
+		s.apiSearchImage(w, r)
+	case p == "/api/status" && get:
+		s.apiStatus(w, r)
+	case strings.HasPrefix(p, "/thumb/") && get:
+		s.thumb(w, r, strings.TrimPrefix(p, "/thumb/"))
+	case strings.HasPrefix(p, "/image/") && get:
+		s.image(w, r, strings.TrimPrefix(p, "/image/"))
+	case p == "/favicon.ico":
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		httpError(w, http.StatusNotFound, "not found")
+	}
+}
+
+// authorized checks the token when there is one, else the Host header
+// (a page on another site that resolves its name to 127.0.0.1 sends its
+// own name: DNS rebinding). On failure it answers and returns false.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.o.Token == "" {
+		if !s.hosts[r.Host] {
+			httpError(w, http.StatusForbidden, "unexpected Host header "+r.Host)
+			return false
+		}
+		return true
+	}
+	given := ""
+	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+		given = strings.TrimPrefix(a, "Bearer ")
+	} else if c, err := r.Cookie(tokenCookie); err == nil {
+		given = c.Value
+	}
+	if r.URL.Path == "/" {
+		if t := r.URL.Query().Get("token"); t != "" {
+			given = t
+		}
+	}
+	if subtle.ConstantTimeCompare([]byte(given), []byte(s.o.Token)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="clipidx"`)
+		httpError(w, http.StatusUnauthorized, "token required: open the URL that `clipidx serve` printed")
+		return false
+	}
+	if r.URL.Path == "/" {
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.o.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	}
+	return true
+}
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request, name, ctype string) {
+	b, err := static.ReadFile(name)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(b)
+}
+
+// modelFor returns the model, opening it on first need.
+// A status request never waits for a model that is loading.
+func (s *Server) modelFor() (Model, error) {
+	s.open.Lock()
+	defer s.open.Unlock()
+	s.mmu.Lock()
+	m := s.model
+	s.mmu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	if s.o.OpenModel == nil {
+		return nil, search.ErrNoEncoder
+	}
+	m, err := s.o.OpenModel()
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	if err != nil {
+		s.modelErr = err.Error()
+		return nil, err
+	}
+	s.model, s.modelErr = m, ""
+	return m, nil
+}
+
+// errBusy is returned by enter when the queue for the model is full.
+var errBusy = errors.New("busy: too many searches waiting for the model")
+
+// enter takes a model-run slot, waiting in a bounded queue; leave gives it
+// back.
+func (s *Server) enter(r *http.Request) error {
+	select {
+	case s.gate <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case s.wait <- struct{}{}:
+	default:
+		return errBusy
+	}
+	defer func() { <-s.wait }()
+	select {
+	case s.gate <- struct{}{}:
+		return nil
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+}
+
+func (s *Server) leave() { <-s.gate }
+
+// view opens the index read-only for one request and closes it after, so
+// a build never waits for the server between requests.
+func (s *Server) view(fn func(*store.Snapshot) error) error {
+	rd, err := store.OpenReader(s.o.DB, store.ReaderOptions{Timeout: s.o.OpenTimeout})
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	return rd.View(fn)
+}
