@@ -5,7 +5,10 @@ A self-contained CLIP-shaped forward (pre-LayerNorm ViT, written with
 torch.nn.functional ops, random weights, float32) timed the way
 `clipidx bench model` times itself: one warm-up pass, then the median of
 --runs passes, and the peak RSS of the process (resource.getrusage
-ru_maxrss). Never run by tests or CI; see README.md for the command.
+ru_maxrss). --dtype bf16 casts the whole model and its inputs to bfloat16
+(oneDNN runs its products on AMX or AVX512_BF16 where the CPU has them), the
+anchor for `clipidx --precision bf16`. Never run by tests or CI; see
+README.md for the command.
 """
 import argparse
 import json
@@ -25,21 +28,30 @@ SHAPES = {
     "b32": ((768, 12, 12, 3072, 32, 224), (512, 12, 8, 2048), 512),
 }
 VOCAB, CONTEXT, EPS = 49408, 77, 1e-5
+DTYPE = torch.float32  # --dtype
 
 
 def rand(*shape):
     # Filled in place: a temporary per tensor (randn() * 0.02) would leave
     # freed heap behind and inflate the peak RSS beyond what holding the
     # model costs.
-    return torch.empty(*shape).normal_(0.0, 0.02)
+    return torch.empty(*shape, dtype=DTYPE).normal_(0.0, 0.02)
+
+
+def ones(n):
+    return torch.ones(n, dtype=DTYPE)
+
+
+def zeros(n):
+    return torch.zeros(n, dtype=DTYPE)
 
 
 def layer(width, mlp):
     return {
-        "ln1_w": torch.ones(width), "ln1_b": torch.zeros(width),
+        "ln1_w": ones(width), "ln1_b": zeros(width),
         "qkv_w": rand(3 * width, width), "qkv_b": rand(3 * width),
         "o_w": rand(width, width), "o_b": rand(width),
-        "ln2_w": torch.ones(width), "ln2_b": torch.zeros(width),
+        "ln2_w": ones(width), "ln2_b": zeros(width),
         "fc1_w": rand(mlp, width), "fc1_b": rand(mlp),
         "fc2_w": rand(width, mlp), "fc2_b": rand(width),
     }
@@ -69,8 +81,8 @@ class Vision:
         self.patch_w = rand(width, 3, patch, patch)
         self.cls = rand(width)
         self.pos = rand(g * g + 1, width)
-        self.pre_w, self.pre_b = torch.ones(width), torch.zeros(width)
-        self.post_w, self.post_b = torch.ones(width), torch.zeros(width)
+        self.pre_w, self.pre_b = ones(width), zeros(width)
+        self.post_w, self.post_b = ones(width), zeros(width)
         self.layers = [layer(width, mlp) for _ in range(layers)]
         self.proj = rand(proj, width)
 
@@ -90,10 +102,10 @@ class Text:
         self.width, self.heads = width, heads
         self.tok = rand(VOCAB, width)
         self.pos = rand(CONTEXT, width)
-        self.fin_w, self.fin_b = torch.ones(width), torch.zeros(width)
+        self.fin_w, self.fin_b = ones(width), zeros(width)
         self.layers = [layer(width, mlp) for _ in range(layers)]
         self.proj = rand(proj, width)
-        self.mask = torch.full((CONTEXT, CONTEXT), float("-inf")).triu(1)
+        self.mask = torch.full((CONTEXT, CONTEXT), float("-inf"), dtype=DTYPE).triu(1)
 
     def __call__(self, ids):  # [n, T] int64 → [n, proj]
         x = self.tok[ids] + self.pos
@@ -126,18 +138,22 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tower", default="both", choices=["both", "image", "text"],
                     help="build and run one tower only (peak RSS of that tower alone)")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"],
+                    help="bf16: the model and inputs cast to bfloat16")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    global DTYPE
+    DTYPE = torch.bfloat16 if a.dtype == "bf16" else torch.float32
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     (vw, vl, vh, vm, vp, vs), (tw, tl, th, tm), proj = SHAPES[a.random]
-    out = {"model": a.random, "threads": a.threads, "torch": torch.__version__,
+    out = {"model": a.random, "dtype": a.dtype, "threads": a.threads, "torch": torch.__version__,
            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""), "runs": a.runs}
     with torch.inference_mode():
         if a.tower in ("both", "image"):
             vis = Vision(vw, vl, vh, vm, vp, vs, proj)
-            px = torch.randn(a.images, 3, vs, vs)
+            px = torch.randn(a.images, 3, vs, vs, dtype=DTYPE)
             out["image_pass_s"], out["image_runs_s"], out["image_cpu_s"] = timed(lambda: vis(px), a.runs)
             out["images_per_s"] = a.images / out["image_pass_s"]
             out["rss_after_image_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
