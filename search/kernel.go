@@ -61,11 +61,75 @@ func dot32(a, b []float32) float32 {
 }
 
 // errorBound bounds |dotHi - dot32| for unit stored vectors and a query of
-// norm qn in dimension dim: the rounding of each component to bfloat16
-// (relative 2⁻⁸, so at most 2⁻⁸·Σ|q||v| ≤ 2⁻⁸·qn by Cauchy–Schwarz) plus the
-// float32 accumulation error of both sums (each ≤ (dim/8+3)·2⁻²⁴·qn with
-// eight lanes; the AVX2 kernel has 32 lanes and fused multiply-adds, so its
-// error is smaller), with margin.
+// norm qn in dimension dim, for every kernel:
+//   - the rounding of each stored component to bfloat16 (relative 2⁻⁸, so
+//     at most 2⁻⁸·Σ|q||v| ≤ 2⁻⁸·qn by Cauchy–Schwarz);
+//   - the VDPBF16PS kernel carries the query as two bfloat16 halves,
+//     qh + ql, which leave at most 2⁻¹⁶·|q| per component (another
+//     2⁻¹⁶·qn, with 1% for the products of the halves);
+//   - the float32 accumulation error of both sums: each ≤ (dim/8+4)·2⁻²⁴·qn,
+//     the longest chain of rounded additions any product goes through (the
+//     Go kernel has 8 lanes; the assembly has 32 or more, so shorter chains);
+//   - VDPBF16PS flushes subnormal inputs and results to zero: under 2⁻¹²⁶
+//     each, for at most 4·dim operations, far below the float32 rounding
+//     but counted (dim·2⁻¹²⁰) so that the bound stays a bound.
+//
+// The sum has 1% margin. Search keeps every candidate within twice this of
+// the k-th best 16-bit score for the exact re-rank.
 func errorBound(qn float64, dim int) float64 {
-	return qn * (1.0/256 + 2*float64(dim/8+4)*0x1p-24) * 1.01
+	return qn*(1.0/256+1.01*0x1p-16+2*float64(dim/8+4)*0x1p-24)*1.01 + float64(dim)*0x1p-120
 }
+
+// kernelKind names a scan kernel, slowest first.
+type kernelKind int
+
+const (
+	kernelGo     kernelKind = iota // dotHiGeneric, the reference
+	kernelAVX2                     // AVX2 + FMA, one row at a time
+	kernelAVX512                   // AVX-512 widening + FMA, four rows at a time
+	kernelBF16                     // AVX512_BF16 VDPBF16PS, four rows at a time
+)
+
+func (k kernelKind) String() string {
+	return [...]string{"Go", "AVX2+FMA", "AVX-512", "AVX512_BF16 (VDPBF16PS)"}[k]
+}
+
+// hiQuery is a query prepared once for scoring many rows of bfloat16
+// vectors with the kernel chosen when it was made.
+type hiQuery struct {
+	q      []float32
+	kernel kernelKind
+	qh, ql []uint16 // kernelBF16: q ≈ qh + ql, zero-padded to a multiple of 32
+}
+
+func newHiQuery(q []float32) *hiQuery {
+	h := &hiQuery{q: q, kernel: kernel}
+	if h.kernel == kernelBF16 {
+		h.qh, h.ql = splitBF16(q)
+	}
+	return h
+}
+
+// splitBF16 writes finite x as qh + ql, both bfloat16 rounded to nearest
+// even: qh = bf16(x), ql = bf16(x - qh) (x - qh is exact in float32), so
+// |x - qh - ql| ≤ 2⁻¹⁶·|x|. Both are zero-padded to a multiple of 32.
+func splitBF16(x []float32) (qh, ql []uint16) {
+	np := (len(x) + 31) &^ 31
+	buf := make([]uint16, 2*np)
+	qh, ql = buf[:np:np], buf[np:]
+	for i, v := range x {
+		h := roundBF16(v)
+		qh[i] = h
+		ql[i] = roundBF16(v - math.Float32frombits(uint32(h)<<16))
+	}
+	return qh, ql
+}
+
+// roundBF16 rounds finite x to bfloat16, nearest even.
+func roundBF16(x float32) uint16 {
+	b := math.Float32bits(x)
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// Kernel names the scan kernel this CPU runs, for `clipidx info`.
+func Kernel() string { return kernel.String() }

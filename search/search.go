@@ -165,18 +165,27 @@ func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, 
 	var next atomic.Int64
 	results := make([][]cand, threads)
 	var wg sync.WaitGroup
+	hq := newHiQuery(q) // read only, shared by the workers
 	for w := range threads {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			t := topk{k: k, window: window}
 			buf := make([]float32, dim)
+			scores := make([]float32, store.ChunkSlots)
 			for {
 				ci := int(next.Add(1) - 1)
 				if ci >= len(chunks) {
 					break
 				}
 				c := chunks[ci]
+				if !exact {
+					// Every slot in one call: the kernel streams the
+					// chunk's rows four at a time (dead slots too: a
+					// chunk is rarely sparse, and skipping would break
+					// the stream).
+					hq.scoreRows(c.Hi, scores)
+				}
 				for slot := range store.ChunkSlots {
 					if !c.Live(slot) {
 						continue
@@ -190,7 +199,7 @@ func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, 
 						unpack(buf, c, slot, dim)
 						sc = dot32(q, buf)
 					} else {
-						sc = dotHi(c.Hi[slot*dim*2:(slot+1)*dim*2], q)
+						sc = scores[slot]
 					}
 					t.push(cand{id: id, score: sc, chunk: ci, slot: slot})
 				}
