@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image"
 	"image/gif"
-	"image/jpeg"
 	"image/png"
 	"io"
 	"path/filepath"
@@ -29,11 +28,11 @@ const (
 	fmtWebP
 	fmtBMP
 	fmtTIFF
+	fmtHEIC // heif.go
+	fmtAVIF // heif.go
+	fmtRAW  // raw.go: through its embedded JPEG preview
 	// Recognised but not decodable here.
-	fmtHEIC
-	fmtAVIF
 	fmtJXL
-	fmtRAW
 	fmtPSD
 )
 
@@ -152,12 +151,13 @@ type decoder struct {
 }
 
 var decoders = map[format]decoder{
-	fmtJPEG: {jpeg.DecodeConfig, jpeg.Decode},
 	fmtPNG:  {png.DecodeConfig, png.Decode},
 	fmtGIF:  {gif.DecodeConfig, gif.Decode}, // gif.Decode returns the first frame
 	fmtWebP: {webp.DecodeConfig, webp.Decode},
 	fmtBMP:  {bmp.DecodeConfig, bmp.Decode},
 	fmtTIFF: {tiff.DecodeConfig, tiff.Decode},
+	fmtHEIC: {heifConfig, heifDecode},
+	fmtAVIF: {heifConfig, heifDecode},
 }
 
 // decodeImage decodes data after checking its header against maxPixels. It
@@ -167,6 +167,13 @@ func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format
 		return nil, fmtUnknown, fmt.Errorf("decode %s: %w: empty file", name, ErrCorrupt)
 	}
 	f, detail := sniff(data, name)
+	if f == fmtRAW {
+		img, err := decodeRAW(data, name, detail, maxPixels)
+		return img, f, err
+	}
+	if f == fmtJPEG {
+		return decodeJPEGImage(data, name, maxPixels) // jpeg.go: our own decoder, as Pillow decodes
+	}
 	dec, ok := decoders[f]
 	if !ok {
 		if f == fmtUnknown {

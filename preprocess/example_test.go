@@ -18,10 +18,10 @@ func Example() {
 	}
 	fmt.Println(len(pixels), "values: [3, 224, 224]")
 
-	heic := []byte("\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic")
-	_, err = p.Bytes(heic, "IMG_0001.HEIC")
+	jxl := []byte("\xff\x0a\xfa\x7f")
+	_, err = p.Bytes(jxl, "IMG_0001.JXL")
 	fmt.Println(errors.Is(err, preprocess.ErrUnsupported), err)
 	// Output:
 	// 150528 values: [3, 224, 224]
-	// true decode IMG_0001.HEIC: unsupported image format: HEIC/HEIF
+	// true decode IMG_0001.JXL: unsupported image format: JPEG XL
 }

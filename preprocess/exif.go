@@ -19,6 +19,10 @@ const tagOrientation = 0x0112
 func exifOrientation(data []byte, f format) int {
 	var tiff []byte
 	switch f {
+	case fmtRAW:
+		return rawOrientation(data)
+	case fmtHEIC, fmtAVIF:
+		return 1 // EXIF is ignored; heif.go applies irot/imir when decoding
 	case fmtJPEG:
 		tiff = jpegExif(data)
 	case fmtPNG:

@@ -88,8 +88,9 @@ func TestHostileInput(t *testing.T) {
 		{"jpeg 65000x65000", "huge.jpg", jpegHeader(65000, 65000), ErrTooLarge, "65000x65000"},
 		{"bmp 200000x200000", "huge.bmp", bmpHuge, ErrTooLarge, ""},
 		{"gif 65535x65535", "huge.gif", gifHuge, ErrTooLarge, ""},
-		{"heic", "IMG_0001.HEIC", []byte("\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic"), ErrUnsupported, "HEIC"},
-		{"avif", "a.avif", []byte("\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf"), ErrUnsupported, "AVIF"},
+		// HEIC and AVIF are decoded now (heif.go): a bare ftyp has no meta box.
+		{"heic", "IMG_0001.HEIC", []byte("\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic"), ErrCorrupt, "HEIC"},
+		{"avif", "a.avif", []byte("\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf"), ErrCorrupt, "AVIF"},
 		{"cr3", "a.cr3", []byte("\x00\x00\x00\x18ftypcrx \x00\x00\x00\x01crx isom"), ErrUnsupported, "Canon CR3"},
 		{"cr2", "a.cr2", []byte("II*\x00\x10\x00\x00\x00CR\x02\x00\x00\x00\x00\x00"), ErrUnsupported, "Canon CR2"},
 		{"orf", "a.orf", []byte("IIRO\x08\x00\x00\x00\x00\x00"), ErrUnsupported, "Olympus ORF"},

@@ -1,14 +1,16 @@
 package preprocess
 
-import "image"
+import (
+	"fmt"
+	"image"
+)
 
-// This file converts a decoded JPEG's YCbCr planes to RGB the way
-// libjpeg(-turbo) does by default, which is what Pillow, and so Hugging
-// Face, sees: "fancy" (triangle-filter) chroma upsampling for 4:2:0, 4:2:2
-// and 4:4:0, then the jdcolor.c fixed-point matrix. Go's decoder stops at the
-// planes, and its color.YCbCr rounds differently and upsamples by
-// replication. The IDCT still differs from libjpeg's (a level here and
-// there), which no colour code can fix.
+// This file turns JPEG planes into RGB the way libjpeg-turbo does by
+// default, which is what Pillow, and so Hugging Face, sees: "fancy"
+// (triangle-filter) chroma upsampling, then the jdcolor.c fixed-point
+// matrix. The JPEG decoder (jpeg.go) goes through convert, which follows
+// jdsample.c for every sampling layout; jpegToRGB does the same for an
+// *image.YCbCr handed to Processor.Image, whose planes come from elsewhere.
 
 // libjpeg's YCbCr-to-RGB tables (jdcolor.c): 16-bit fixed point, x = i-128.
 var jpegTables = func() (t struct{ crR, cbB, crG, cbG [256]int32 }) {
@@ -154,4 +156,183 @@ func h2v2(out []byte, sum []int32) {
 	}
 	out[2*n-2] = byte((3*sum[n-1] + sum[n-2] + 8) >> 4)
 	out[2*n-1] = byte((4*sum[n-1] + 7) >> 4)
+}
+
+// JPEG colour spaces, chosen from the markers and component ids as
+// libjpeg-turbo's default_decompress_parms does.
+const (
+	jcsGray = iota
+	jcsYCbCr
+	jcsRGB
+	jcsCMYK
+	jcsYCCK
+)
+
+func (d *jpegDecoder) colorSpace() int {
+	switch len(d.comps) {
+	case 1:
+		return jcsGray
+	case 3:
+		switch {
+		case d.jfif:
+			return jcsYCbCr
+		case d.adobe:
+			if d.adobeTransform == 0 {
+				return jcsRGB
+			}
+			return jcsYCbCr
+		case d.comps[0].id == 'R' && d.comps[1].id == 'G' && d.comps[2].id == 'B':
+			return jcsRGB
+		}
+		return jcsYCbCr
+	}
+	if d.adobe && d.adobeTransform != 0 {
+		return jcsYCCK
+	}
+	return jcsCMYK
+}
+
+// Upsampling methods of libjpeg-turbo's jdsample.c, chosen per component
+// from its sampling factors relative to the largest ones.
+const (
+	upFull      = iota
+	upH2V1      // triangle filter across
+	upH1V2      // triangle filter down
+	upH2V2      // triangle filter both ways
+	upReplicate // int_upsample, h2v1_upsample, h2v2_upsample
+)
+
+// upsampler gives one component's rows at full resolution.
+type upsampler struct {
+	c          *jpegComp
+	method     int
+	hexp, vexp int
+	w          int
+	out        []byte
+	sum        []int32
+}
+
+func newUpsampler(c *jpegComp, hmax, vmax, w int) (*upsampler, error) {
+	u := &upsampler{c: c, w: w}
+	if hmax%c.h != 0 || vmax%c.v != 0 {
+		return nil, fmt.Errorf("%w: fractional sampling %dx%d in %dx%d", ErrUnsupported, c.h, c.v, hmax, vmax)
+	}
+	u.hexp, u.vexp = hmax/c.h, vmax/c.v
+	switch {
+	case u.hexp == 1 && u.vexp == 1:
+		u.method = upFull
+	case u.hexp == 2 && u.vexp == 1 && c.dw > 2:
+		u.method = upH2V1
+	case u.hexp == 1 && u.vexp == 2:
+		u.method = upH1V2
+	case u.hexp == 2 && u.vexp == 2 && c.dw > 2:
+		u.method = upH2V2
+		u.sum = make([]int32, c.dw)
+	default:
+		u.method = upReplicate
+	}
+	u.out = make([]byte, max(w, 2*c.dw))
+	return u, nil
+}
+
+// row returns output row y (at least w samples).
+func (u *upsampler) row(y int) []byte {
+	c := u.c
+	stride := c.bw * 8
+	plane := func(r int) []byte { return c.plane[r*stride : r*stride+stride] }
+	switch u.method {
+	case upFull:
+		return plane(y)[:u.w]
+	case upH2V1:
+		h2v1(u.out, plane(y)[:c.dw])
+		return u.out
+	case upH1V2, upH2V2:
+		cy, far, bias := y/2, y/2-1, int32(1)
+		if y%2 == 1 {
+			far, bias = y/2+1, 2
+		}
+		far = min(max(far, 0), c.dh-1) // libjpeg repeats the edge rows
+		near, next := plane(cy)[:c.dw], plane(far)[:c.dw]
+		if u.method == upH1V2 {
+			out := u.out[:c.dw]
+			for x := range out {
+				out[x] = byte((3*int32(near[x]) + int32(next[x]) + bias) >> 2)
+			}
+			return u.out
+		}
+		sum := u.sum[:c.dw]
+		for x := range sum {
+			sum[x] = 3*int32(near[x]) + int32(next[x])
+		}
+		h2v2(u.out, sum)
+		return u.out
+	}
+	src := plane(y / u.vexp)
+	out := u.out[:u.w]
+	if u.hexp == 1 {
+		copy(out, src)
+		return u.out
+	}
+	for x := range out {
+		out[x] = src[x/u.hexp]
+	}
+	return u.out
+}
+
+// convert upsamples the decoded planes and converts them to packed RGB as
+// Pillow's convert("RGB") gives them: YCbCr with libjpeg's tables, RGB as
+// is, grey copied to the three channels, CMYK and YCCK through Pillow's
+// inverted ("CMYK;I") Adobe convention and its cmyk2rgb.
+func (d *jpegDecoder) convert(rgb []byte) error {
+	w := d.w
+	ups := make([]*upsampler, len(d.comps))
+	for i := range d.comps {
+		u, err := newUpsampler(&d.comps[i], d.hmax, d.vmax, w)
+		if err != nil {
+			return err
+		}
+		ups[i] = u
+	}
+	cs := d.colorSpace()
+	t := &jpegTables
+	var rows [4][]byte
+	for y := 0; y < d.h; y++ {
+		for i, u := range ups {
+			rows[i] = u.row(y)[:w]
+		}
+		dst := rgb[y*w*3 : (y+1)*w*3]
+		switch cs {
+		case jcsGray:
+			for x, v := range rows[0] {
+				p := dst[x*3 : x*3+3 : x*3+3]
+				p[0], p[1], p[2] = v, v, v
+			}
+		case jcsYCbCr:
+			jpegRow(dst, rows[0], rows[1], rows[2])
+		case jcsRGB:
+			r, g, b := rows[0], rows[1], rows[2]
+			for x := range r {
+				p := dst[x*3 : x*3+3 : x*3+3]
+				p[0], p[1], p[2] = r[x], g[x], b[x]
+			}
+		case jcsCMYK:
+			c, m, ye, k := rows[0], rows[1], rows[2], rows[3]
+			for x := range c {
+				p := dst[x*3 : x*3+3 : x*3+3]
+				kk := 255 - k[x]
+				p[0], p[1], p[2] = cmykToRGB(255-c[x], kk), cmykToRGB(255-m[x], kk), cmykToRGB(255-ye[x], kk)
+			}
+		case jcsYCCK:
+			yy, cb, cr, k := rows[0], rows[1], rows[2], rows[3]
+			for x := range yy {
+				p := dst[x*3 : x*3+3 : x*3+3]
+				Y := int32(yy[x])
+				kk := 255 - k[x]
+				p[0] = cmykToRGB(clampByte(Y+t.crR[cr[x]]), kk)
+				p[1] = cmykToRGB(clampByte(Y+(t.cbG[cb[x]]+t.crG[cr[x]])>>16), kk)
+				p[2] = cmykToRGB(clampByte(Y+t.cbB[cb[x]]), kk)
+			}
+		}
+	}
+	return nil
 }

@@ -34,6 +34,9 @@ func rgbBuffer(buf []byte, n int) []byte {
 func toRGB(buf []byte, img image.Image, ycc yccRange) (out []byte, w, h int) {
 	b := img.Bounds()
 	w, h = b.Dx(), b.Dy()
+	if m, ok := img.(*packedRGB); ok {
+		return m.Pix, w, h // the JPEG decoder's output is already what Pillow gives
+	}
 	out = rgbBuffer(buf, w*h*3)
 	if w == 0 || h == 0 {
 		return out, w, h

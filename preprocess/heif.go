@@ -1,0 +1,397 @@
+package preprocess
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/draw"
+	"io"
+)
+
+// This file decodes HEIC/HEIF and AVIF with the WebAssembly builds of
+// libheif + libde265 and libavif that github.com/gen2brain/heic and
+// github.com/gen2brain/avif embed, run by wazero (heifwasm.go): pure Go, no
+// network, no cgo, and never a system library.
+//
+// What each library does and what is done here:
+//   - The header is read here first (heifbox.go): the pixel limit is
+//     checked from ispe before any decoder runs, and grids whose tiles
+//     cover far more than the image are refused.
+//   - HEIC: libheif assembles grids and applies clap, and hands back the Y,
+//     Cb, Cr planes as coded (10-bit samples shifted to 8 bits by its
+//     convert_hdr_to_8bit; see heifNeutralise for what it is kept from
+//     doing). They are converted to RGB here with the
+//     matrix and range of the file's nclx colr box (BT.601 full range
+//     without one, as libheif), with libheif's own arithmetic
+//     (nearest-neighbour chroma, its float path). irot/imir are applied to
+//     the RGB image, once (heifTransform), even with Options.IgnoreEXIF;
+//     EXIF orientation inside a HEIC never is (HEIF says irot/imir rule,
+//     and libheif ignores EXIF).
+//   - AVIF: libavif converts to RGB itself from the nclx the file declares
+//     (its own chroma upsampling), 10/12-bit to 16-bit samples whose
+//     high byte is kept, as for 16-bit PNG. libavif does not apply irot and
+//     imir; heifTransform does, as for HEIC. clap is not applied to AVIF.
+//   - gen2brain's Go wrappers would first look for a system libheif.so /
+//     libavif.so; they are bypassed (heifwasm.go), so the pixels never
+//     depend on what the machine has installed.
+
+// heifDecoder is the library that decodes a given primary item.
+type heifDecoder uint8
+
+const (
+	heifNone heifDecoder = iota
+	heifLibheif
+	heifLibavif
+)
+
+// decoderFor chooses the library from the coded item type (a grid by its
+// first tile).
+func (in *heifInfo) decoderFor() heifDecoder {
+	t := in.itemType
+	if t == "grid" {
+		t = in.tileType
+	}
+	switch t {
+	case "hvc1":
+		return heifLibheif
+	case "av01":
+		return heifLibavif
+	}
+	return heifNone
+}
+
+// heifHeader parses and sanity-checks the header of a HEIF/AVIF file.
+func heifHeader(data []byte) (*heifInfo, error) {
+	info, err := parseHEIF(data)
+	if err != nil {
+		return nil, err
+	}
+	if info.decoderFor() == heifNone {
+		t := info.itemType
+		if t == "grid" {
+			t = "grid of " + info.tileType
+		}
+		return nil, fmt.Errorf("%w: primary image coded as %q (HEVC and AV1 are decoded)", ErrUnsupported, t)
+	}
+	if info.w <= 0 || info.h <= 0 {
+		return nil, fmt.Errorf("%w: primary image has no size (ispe)", errBox)
+	}
+	if info.itemType == "grid" {
+		if info.tileW <= 0 || info.tileH <= 0 {
+			return nil, fmt.Errorf("%w: grid tile has no size (ispe)", errBox)
+		}
+		// Tiles overhang the image by less than one tile per row and column.
+		covered := int64(info.tiles) * int64(info.tileW) * int64(info.tileH)
+		limit := (int64(info.w) + int64(info.tileW)) * (int64(info.h) + int64(info.tileH))
+		if covered > limit {
+			return nil, fmt.Errorf("%w: %d grid tiles of %dx%d for a %dx%d image", errBox, info.tiles, info.tileW, info.tileH, info.w, info.h)
+		}
+	}
+	return info, nil
+}
+
+// heifConfig is the header check of decode.go for HEIC and AVIF: the size
+// comes from ispe, turned by irot.
+func heifConfig(r io.Reader) (image.Config, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return image.Config{}, err
+	}
+	info, err := heifHeader(data)
+	if err != nil {
+		return image.Config{}, err
+	}
+	w, h := orientDims(info.w, info.h, info.orient)
+	return image.Config{Width: w, Height: h}, nil
+}
+
+// heifDecode decodes the primary image of a HEIC or AVIF file, with its
+// irot/imir applied (once: see heifNeutralise).
+func heifDecode(r io.Reader) (image.Image, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	info, err := heifHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	var img image.Image
+	if info.decoderFor() == heifLibavif {
+		img, err = libavifDecode(data)
+	} else {
+		img, err = libheifDecode(heifNeutralise(data, info))
+		if m, ok := img.(*image.YCbCr); ok {
+			c := nclx{matrix: 2, fullRange: true} // libheif's default without a colr box
+			switch {
+			case info.colour != nil:
+				c = *info.colour
+			case info.tileColour != nil:
+				c = *info.tileColour
+			}
+			img = heifToRGB(m, c)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return heifTransform(img, info.orient), nil
+}
+
+// heifTransform applies an orientation code (irot/imir composed) to a
+// decoded image, whatever Options.IgnoreEXIF says: unlike EXIF, these
+// properties are part of the image's geometry.
+func heifTransform(img image.Image, o int) image.Image {
+	if o == 1 {
+		return img
+	}
+	b := img.Bounds()
+	w, h := b.Dx(), b.Dy()
+	ow, oh := orientDims(w, h, o)
+	r := image.Rect(0, 0, ow, oh)
+	switch m := img.(type) {
+	case *image.NRGBA:
+		out := image.NewNRGBA(r)
+		orientPix(out.Pix, packRows(m.Pix, m.Stride, 4*w, h), w, h, o, 4)
+		return out
+	case *image.RGBA:
+		out := image.NewRGBA(r)
+		orientPix(out.Pix, packRows(m.Pix, m.Stride, 4*w, h), w, h, o, 4)
+		return out
+	case *image.RGBA64:
+		out := image.NewRGBA64(r)
+		orientPix(out.Pix, packRows(m.Pix, m.Stride, 8*w, h), w, h, o, 8)
+		return out
+	case *image.Gray:
+		out := image.NewGray(r)
+		orientPix(out.Pix, packRows(m.Pix, m.Stride, w, h), w, h, o, 1)
+		return out
+	}
+	out := image.NewNRGBA(r)
+	src := image.NewNRGBA(image.Rect(0, 0, w, h))
+	draw.Draw(src, src.Rect, img, b.Min, draw.Src)
+	orientPix(out.Pix, src.Pix, w, h, o, 4)
+	return out
+}
+
+// packRows returns the h rows of n bytes of pix (stride apart) contiguous.
+func packRows(pix []byte, stride, n, h int) []byte {
+	if stride == n {
+		return pix[:n*h]
+	}
+	out := make([]byte, 0, n*h)
+	for y := 0; y < h; y++ {
+		out = append(out, pix[y*stride:y*stride+n]...)
+	}
+	return out
+}
+
+// orientPix is orient (orient.go) for pixels of bpp bytes: src is w x h,
+// dst receives it displayed as orientation o asks.
+func orientPix(dst, src []byte, w, h, o, bpp int) {
+	ow, oh := orientDims(w, h, o)
+	var base, dx, dy int
+	switch o {
+	case 2:
+		base, dx, dy = w-1, -1, w
+	case 3:
+		base, dx, dy = w*h-1, -1, -w
+	case 4:
+		base, dx, dy = (h-1)*w, 1, -w
+	case 5:
+		base, dx, dy = 0, w, 1
+	case 6:
+		base, dx, dy = (h-1)*w, -w, 1
+	case 7:
+		base, dx, dy = (h-1)*w+w-1, -w, -1
+	case 8:
+		base, dx, dy = w-1, w, -1
+	default:
+		copy(dst, src)
+		return
+	}
+	for y := 0; y < oh; y++ {
+		p := base + y*dy
+		d := dst[y*ow*bpp : (y+1)*ow*bpp]
+		for x := 0; x < ow; x++ {
+			copy(d[x*bpp:x*bpp+bpp], src[p*bpp:p*bpp+bpp])
+			p += dx
+		}
+	}
+}
+
+// heifNeutralise returns a copy of a HEIC file in which libheif finds
+// nothing to apply after decoding: every irot and imir box becomes irot 0,
+// every nclx colr box says BT.601 full range (sRGB primaries and transfer).
+// Measured with libheif 1.18 (the WASM build): it rotates the subsampled
+// planes of odd-sized images with the chroma shifted by a pixel, and it
+// converts grid tiles that carry an nclx to BT.601 full range before
+// handing them over, rounding twice. So the planes are taken as coded, the
+// file's nclx is applied once (heifToRGB), and irot/imir are applied to the
+// RGB image (heifTransform), which is what heif-convert (libheif 1.15)
+// gives. Box sizes do not change.
+func heifNeutralise(data []byte, info *heifInfo) []byte {
+	if len(info.edits) == 0 {
+		return data
+	}
+	d := bytes.Clone(data)
+	for _, e := range info.edits {
+		b := d[e.at:]
+		switch e.typ {
+		case "irot", "imir":
+			copy(d[e.at-4:], "irot")
+			b[0] = 0
+		case "colr":
+			copy(b[4:], []byte{0, 1, 0, 13, 0, 6, 0x80})
+		}
+	}
+	return d
+}
+
+// ycbcrCoeffs are libheif's YCbCr-to-RGB multipliers (nclx.cc) in float32:
+// Kr and Kb from the matrix code, or derived from the primaries for codes
+// 12 and 13; BT.601 when unknown.
+type ycbcrCoeffs struct{ rCr, gCb, gCr, bCb float32 }
+
+func heifCoeffs(c nclx) ycbcrCoeffs {
+	var kr, kb float32
+	switch c.matrix {
+	case 1:
+		kr, kb = 0.2126, 0.0722
+	case 4:
+		kr, kb = 0.30, 0.11
+	case 5, 6:
+		kr, kb = 0.299, 0.114
+	case 7:
+		kr, kb = 0.212, 0.087
+	case 9, 10:
+		kr, kb = 0.2627, 0.0593
+	case 12, 13:
+		kr, kb = krkbFromPrimaries(c.primaries)
+	}
+	if kr == 0 && kb == 0 {
+		return ycbcrCoeffs{1.402, -0.344136, -0.714136, 1.772}
+	}
+	return ycbcrCoeffs{
+		rCr: 2 * (-kr + 1),
+		gCb: 2 * kb * (-kb + 1) / (kb + kr - 1),
+		gCr: 2 * kr * (-kr + 1) / (kb + kr - 1),
+		bCb: 2 * (-kb + 1),
+	}
+}
+
+// krkbFromPrimaries derives Kr and Kb from chromaticities (H.273, matrix
+// coefficients 12/13), with libheif's float32 formula; 0, 0 when unknown.
+func krkbFromPrimaries(idx uint16) (kr, kb float32) {
+	// gx, gy, bx, by, rx, ry, wx, wy
+	table := map[uint16][8]float32{
+		1:  {0.300, 0.600, 0.150, 0.060, 0.640, 0.330, 0.3127, 0.3290},
+		4:  {0.21, 0.71, 0.14, 0.08, 0.67, 0.33, 0.310, 0.316},
+		5:  {0.29, 0.60, 0.15, 0.06, 0.64, 0.33, 0.3127, 0.3290},
+		6:  {0.310, 0.595, 0.155, 0.070, 0.630, 0.340, 0.3127, 0.3290},
+		7:  {0.310, 0.595, 0.155, 0.070, 0.630, 0.340, 0.3127, 0.3290},
+		9:  {0.170, 0.797, 0.131, 0.046, 0.708, 0.292, 0.3127, 0.3290},
+		11: {0.265, 0.690, 0.150, 0.060, 0.680, 0.320, 0.314, 0.351},
+		12: {0.265, 0.690, 0.150, 0.060, 0.680, 0.320, 0.3127, 0.3290},
+		22: {0.295, 0.605, 0.155, 0.077, 0.630, 0.340, 0.3127, 0.3290},
+	}
+	p, ok := table[idx]
+	if !ok {
+		return 0, 0
+	}
+	gx, gy, bx, by, rx, ry, wx, wy := p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
+	zr, zg, zb, zw := 1-(rx+ry), 1-(gx+gy), 1-(bx+by), 1-(wx+wy)
+	denom := wy * (rx*(gy*zb-by*zg) + gx*(by*zr-ry*zb) + bx*(ry*zg-gy*zr))
+	if denom == 0 {
+		return 0, 0
+	}
+	kr = (ry * (wx*(gy*zb-by*zg) + wy*(bx*zg-gx*zb) + zw*(gx*by-bx*gy))) / denom
+	kb = (by * (wx*(ry*zg-gy*zr) + wy*(gx*zr-rx*zg) + zw*(rx*gy-gx*ry))) / denom
+	return kr, kb
+}
+
+// heifToRGB converts 8-bit Y, Cb, Cr planes to opaque RGB as libheif's
+// Op_YCbCr_to_RGB (yuv2rgb.cc) does: nearest-neighbour chroma, float32
+// arithmetic, add one half and truncate. libheif also has an integer fast
+// path for full-range 4:2:0 (multipliers rounded to 1/256); Debian's
+// heif-convert (libheif 1.15) does not take it for these files, and the
+// float path matches it in all but a few samples by one level (see
+// TestHEIFMatchesHeifConvert), against hundreds for the integer one.
+func heifToRGB(m *image.YCbCr, c nclx) *image.NRGBA {
+	b := m.Rect
+	w, h := b.Dx(), b.Dy()
+	out := image.NewNRGBA(image.Rect(0, 0, w, h))
+	k := heifCoeffs(c)
+	for y := 0; y < h; y++ {
+		row := out.Pix[y*out.Stride : y*out.Stride+4*w]
+		yrow := m.Y[m.YOffset(b.Min.X, b.Min.Y+y):][:w]
+		for x := 0; x < w; x++ {
+			ci := m.COffset(b.Min.X+x, b.Min.Y+y)
+			yy, cb, cr := int32(yrow[x]), int32(m.Cb[ci])-128, int32(m.Cr[ci])-128
+			var r, g, bl uint8
+			switch {
+			case c.matrix == 0 && c.fullRange: // GBR stored as Y=G, Cb=B, Cr=R
+				r, g, bl = uint8(cr+128), uint8(yy), uint8(cb+128)
+			case c.matrix == 0:
+				r = heifClipF(float32(float32(cr+128)-16)*1.1429, 255)
+				g = heifClipF(float32(float32(yy)-16)*1.1689, 255)
+				bl = heifClipF(float32(float32(cb+128)-16)*1.1429, 255)
+			case c.matrix == 8: // YCgCo
+				r, g, bl = heifClampU8(yy-cb+cr), heifClampU8(yy+cb), heifClampU8(yy-cb-cr)
+			default:
+				fy, fcb, fcr := float32(yy), float32(cb), float32(cr)
+				if !c.fullRange {
+					fy = float32(fy-16) * 1.1689
+					fcb = fcb * 1.1429
+					fcr = fcr * 1.1429
+				}
+				r = heifClipF(fy+float32(k.rCr*fcr), 255)
+				g = heifClipF(float32(fy+float32(k.gCb*fcb))+float32(k.gCr*fcr), 255)
+				bl = heifClipF(fy+float32(k.bCb*fcb), 255)
+			}
+			p := row[x*4 : x*4+4 : x*4+4]
+			p[0], p[1], p[2], p[3] = r, g, bl, 255
+		}
+	}
+	return out
+}
+
+func heifClampU8(v int32) uint8 {
+	return uint8(min(max(v, 0), 255))
+}
+
+// clipF is libheif's clip_f_u16: add one half, truncate, clamp.
+func heifClipF(f float32, hi int64) uint8 {
+	x := int64(f + 0.5)
+	return uint8(min(max(x, 0), hi))
+}
+
+// orientTable[a][b] is the EXIF orientation equal to showing an image as
+// orientation a asks and then transforming the result as b asks.
+var orientTable = func() (t [9][9]int) {
+	const w, h = 3, 2
+	src := make([]byte, w*h*3)
+	for i := range w * h {
+		src[i*3] = byte(i)
+	}
+	shown := func(s []byte, sw, sh, o int) ([]byte, int, int) {
+		d := make([]byte, len(s))
+		dw, dh := orient(d, s, sw, sh, o)
+		return d, dw, dh
+	}
+	for a := 1; a <= 8; a++ {
+		da, aw, ah := shown(src, w, h, a)
+		for b := 1; b <= 8; b++ {
+			db, _, _ := shown(da, aw, ah, b)
+			for o := 1; o <= 8; o++ {
+				if do, _, _ := shown(src, w, h, o); bytes.Equal(do, db) {
+					t[a][b] = o
+				}
+			}
+		}
+	}
+	return t
+}()
+
+// composeOrient returns the single orientation for a then b (both 1..8).
+func composeOrient(a, b int) int { return orientTable[a][b] }
