@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/clipidx/clipidx/internal/gemm"
@@ -31,18 +32,41 @@ func (f *fastCPU) packBF16() error {
 	if f.vis != nil {
 		all = append(all, &f.patch)
 	}
+	// Hashing at load faulted in samples all over the file: drop them
+	// first (only the small vectors are read from the mapping from now on).
+	if f.m.Mapping != nil {
+		f.m.Mapping.Release(f.m.Mapping.Data)
+	}
+	freed := 0 // bytes of weights rounded at load (heap) let go since the last GC
 	for _, w := range all {
 		p, err := gemm.PackBF16(&w.m)
 		if err != nil {
 			return fmt.Errorf("clipnpu: precision bf16: %w", err)
 		}
+		// The source is not needed any more: its pages leave the process
+		// (a mapping) or it becomes garbage (weights rounded at load), so
+		// the model never holds more than the packed weights and one
+		// matrix being packed.
+		if f.m.Mapping == nil {
+			freed += len(matrixBytes(&w.m))
+		}
 		f.m.Mapping.Release(matrixBytes(&w.m))
+		w.src.F32, w.src.U16 = nil, nil
 		w.bf, w.m = p, gemm.Matrix{Rows: w.m.Rows, Cols: w.m.Cols}
+		// Weights held on the heap are garbage now; collect them as we
+		// go, or the heap would grow to both copies before the next GC.
+		if freed >= bf16CollectEvery {
+			runtime.GC()
+			freed = 0
+		}
 	}
 	f.precision, f.bf16 = "bf16", kernel
-	f.m.DropMatrices()
 	return nil
 }
+
+// bf16CollectEvery bounds the heap weights (rounded at load) left for the
+// collector while packing: 128 MiB.
+const bf16CollectEvery = 128 << 20
 
 // matrixBytes is the memory behind a matrix's elements, for releasing its
 // pages from a mapping.

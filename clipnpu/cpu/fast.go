@@ -54,8 +54,9 @@ type fastCPU struct {
 // weights as held (f32, f16 or bf16, widened while packing), or, with
 // precision bf16, the matrix packed once as bf16 for the bf16 kernels.
 type lin struct {
-	m  gemm.Matrix
-	bf *gemm.PackedBF16
+	m   gemm.Matrix
+	bf  *gemm.PackedBF16
+	src *core.Tensor // the model's tensor m views, released once packed
 }
 
 // linear is y[n, w.Rows] = x[n, w.Cols]·wᵀ + bias on the pool, in the
@@ -114,14 +115,17 @@ func fastMatrix(t core.Tensor) gemm.Matrix {
 	return m
 }
 
+// newLin views the model's tensor t for the products.
+func newLin(t *core.Tensor) lin { return lin{m: fastMatrix(*t), src: t} }
+
 func fastLayers(ls []core.LayerWeights) []fastLayer {
 	out := make([]fastLayer, len(ls))
 	for i := range ls {
 		l := &ls[i]
 		out[i] = fastLayer{
 			ln1W: l.LN1W, ln1B: l.LN1B, ln2W: l.LN2W, ln2B: l.LN2B,
-			q: lin{m: fastMatrix(l.Q)}, k: lin{m: fastMatrix(l.K)}, v: lin{m: fastMatrix(l.V)}, o: lin{m: fastMatrix(l.O)},
-			fc1: lin{m: fastMatrix(l.FC1)}, fc2: lin{m: fastMatrix(l.FC2)},
+			q: newLin(&l.Q), k: newLin(&l.K), v: newLin(&l.V), o: newLin(&l.O),
+			fc1: newLin(&l.FC1), fc2: newLin(&l.FC2),
 			qB: l.QB, kB: l.KB, vB: l.VB, oB: l.OB, fc1B: l.FC1B, fc2B: l.FC2B,
 		}
 	}
@@ -139,14 +143,14 @@ func NewFast(m *core.Model, opts core.Options) (core.Backend, error) {
 	if v := m.Vision; v != nil {
 		c := m.Cfg.Vision
 		f.vis = &fastTower{T: c.Tokens(), H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
-			quick: c.Act == "quick_gelu", layers: fastLayers(v.Layers), finW: v.PostW, finB: v.PostB, proj: lin{m: fastMatrix(v.Proj)}}
-		f.patch = lin{m: fastMatrix(v.Patch)}
+			quick: c.Act == "quick_gelu", layers: fastLayers(v.Layers), finW: v.PostW, finB: v.PostB, proj: newLin(&v.Proj)}
+		f.patch = newLin(&v.Patch)
 		f.vis.colsPer = c.Grid() * c.Grid() * 3 * c.Patch * c.Patch
 	}
 	if t := m.Text; t != nil {
 		c := m.Cfg.Text
 		f.txt = &fastTower{T: c.Context, H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
-			quick: c.Act == "quick_gelu", causal: true, layers: fastLayers(t.Layers), finW: t.FinalW, finB: t.FinalB, proj: lin{m: fastMatrix(t.Proj)}}
+			quick: c.Act == "quick_gelu", causal: true, layers: fastLayers(t.Layers), finW: t.FinalW, finB: t.FinalB, proj: newLin(&t.Proj)}
 	}
 	switch opts.Precision {
 	case "", "f32":
