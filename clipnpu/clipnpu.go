@@ -6,7 +6,9 @@
 // The runtime is split by what has run where, each part in its own
 // package, and this package is the only one that imports them all:
 //
-//	clipnpu         Load, Identify, Model (the face every command shares)
+//	clipnpu         Load, Identify, Model (the face every command shares);
+//	                Check (every stage against a bundle's reference
+//	                records) and Inspect (what a model folder holds)
 //	  ├─ hf         the Hugging Face loader: config.json, safetensors,
 //	  │             hashing, rounding at load, random weights (no engine)
 //	  ├─ cpu        the float32 engines: the plain reference forward and

@@ -2,18 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/clipidx/clipidx/clipnpu"
-	"github.com/clipidx/clipidx/clipnpu/bundle"
 	"github.com/clipidx/clipidx/clipnpu/xdna"
 	"github.com/clipidx/clipidx/internal/gemm"
 )
@@ -46,22 +42,8 @@ type infoJSON struct {
 		MemlockLimit  string            `json:"memlock_limit,omitempty"`
 		Notes         []string          `json:"notes,omitempty"`
 	} `json:"npu"`
-	Model struct {
-		Path       string   `json:"path"`
-		Kind       string   `json:"kind"` // "bundle", "huggingface", "missing", "unknown"
-		Error      string   `json:"error,omitempty"`
-		Contexts   int      `json:"contexts,omitempty"` // hardware contexts the bundle needs
-		Xclbins    []string `json:"xclbins,omitempty"`
-		ImageBatch int      `json:"image_batch,omitempty"`
-		TextBatch  int      `json:"text_batch,omitempty"`
-		// Hugging Face folders: what model.safetensors holds.
-		Weights *struct {
-			Dtype    string `json:"dtype"`     // the dtype of most of the data
-			Bytes    int64  `json:"bytes"`     // file size
-			F16Bytes int64  `json:"f16_bytes"` // with --weights f16
-		} `json:"weights,omitempty"`
-	} `json:"model"`
-	CPU struct {
+	Model clipnpu.FolderInfo `json:"model"`
+	CPU   struct {
 		Kernel string `json:"kernel"` // the GEMM the CPU path runs
 		// BF16 is the kernel --precision bf16 runs, or why there is none.
 		BF16     string   `json:"bf16"`
@@ -99,7 +81,7 @@ func newInfoCmd() *cobra.Command {
 	return cmd
 }
 
-// gatherInfo probes the device and inspects the model folder.
+// gatherInfo probes the device, the CPU kernels and the model folder.
 func gatherInfo(node, model string) infoJSON {
 	var r infoJSON
 	r.Note = hardwareNote
@@ -135,64 +117,10 @@ func gatherInfo(node, model string) infoJSON {
 		}
 	}
 
+	r.Model = clipnpu.Inspect(model)
 	m := &r.Model
-	m.Path = model
-	switch st, err := os.Stat(model); {
-	case errors.Is(err, os.ErrNotExist):
-		m.Kind = "missing"
-		m.Error = "no folder at " + model + "; run `clipidx model pull` or pass --model"
-	case err != nil:
-		m.Kind, m.Error = "unknown", err.Error()
-	case !st.IsDir():
-		m.Kind, m.Error = "unknown", model+" is not a folder"
-	case clipnpu.IsBundle(model):
-		m.Kind = "bundle"
-		b, err := bundle.Open(model)
-		if err != nil {
-			m.Error = err.Error()
-			break
-		}
-		set := map[string]bool{}
-		for _, gm := range b.GEMMs() {
-			if x, ok := b.Xclbin(gm.Ctx); ok {
-				set[x.File] = true
-			}
-		}
-		for _, o := range b.Ops() {
-			set[o.Xclbin] = true
-		}
-		for f := range set {
-			m.Xclbins = append(m.Xclbins, f)
-		}
-		sort.Strings(m.Xclbins)
-		m.Contexts = len(m.Xclbins)
-		var errs []string
-		for _, p := range []struct {
-			name string
-			dst  *int
-		}{{"v_batch", &m.ImageBatch}, {"t_batch", &m.TextBatch}} {
-			v, err := b.ParamInt(p.name)
-			if err != nil {
-				errs = append(errs, err.Error())
-			}
-			*p.dst = v
-		}
-		if len(errs) > 0 {
-			m.Error = strings.Join(errs, "; ")
-		}
-		b.Close()
-	default:
-		m.Kind = "huggingface"
-		ws, err := clipnpu.InspectWeights(model)
-		if err != nil {
-			m.Error = err.Error()
-			break
-		}
-		m.Weights = &struct {
-			Dtype    string `json:"dtype"`
-			Bytes    int64  `json:"bytes"`
-			F16Bytes int64  `json:"f16_bytes"`
-		}{ws.Mostly(), ws.Bytes, ws.F16Bytes}
+	if m.Kind == clipnpu.FolderMissing {
+		m.Error += "; run `clipidx model pull` or pass --model"
 	}
 
 	r.CPU.Kernel = gemm.Kernel()
@@ -206,8 +134,8 @@ func gatherInfo(node, model string) infoJSON {
 	if g.threads > 0 {
 		r.CPU.Threads = g.threads // what --threads / CLIPIDX_THREADS ask for
 	}
-	switch r.AutoDevice = clipnpu.AutoDevice(m.Kind == "bundle", r.NPU.Usable); {
-	case m.Kind == "bundle" && m.Error != "":
+	switch r.AutoDevice = clipnpu.AutoDevice(m.Kind == clipnpu.FolderBundle, r.NPU.Usable); {
+	case m.Kind == clipnpu.FolderBundle && m.Error != "":
 		r.AutoDevice = "none (the bundle cannot be read)"
 	case r.AutoDevice == clipnpu.DeviceEmulatedNPU:
 		r.AutoDevice = autoEmulated
@@ -285,7 +213,7 @@ func printInfo(w io.Writer, r infoJSON) {
 			fmt.Fprintf(w, "  weights:    %s, %s in model.safetensors, memory-mapped and kept 16-bit\n", ws.Dtype, gb(ws.Bytes))
 		}
 	}
-	if m.Kind == "bundle" && m.Error == "" {
+	if m.Kind == clipnpu.FolderBundle && m.Error == "" {
 		fmt.Fprintf(w, "  needs:      %d hardware contexts; %d images and %d prompts a pass\n", m.Contexts, m.ImageBatch, m.TextBatch)
 		if n.FreeContexts != nil && *n.FreeContexts < m.Contexts {
 			fmt.Fprintf(w, "  warning:    only %d contexts are free; close other NPU programs\n", *n.FreeContexts)
