@@ -166,43 +166,6 @@ func (m *Model) weightsNote() string {
 	return m.Dtype.String() + " (as stored, memory-mapped)"
 }
 
-// DropMatrices forgets every weight matrix of the loaded towers (their
-// views or copies), for an engine that has repacked them: memory of its
-// own is then freed by the collector, a mapping's pages stay released.
-// Vectors (biases, LayerNorm, embeddings) are kept.
-func (m *Model) DropMatrices() {
-	drop := func(t *Tensor) { t.F32, t.U16 = nil, nil }
-	for _, ls := range [][]LayerWeights{m.visionLayers(), m.textLayers()} {
-		for i := range ls {
-			l := &ls[i]
-			for _, t := range []*Tensor{&l.Q, &l.K, &l.V, &l.O, &l.FC1, &l.FC2} {
-				drop(t)
-			}
-		}
-	}
-	if m.Vision != nil {
-		drop(&m.Vision.Patch)
-		drop(&m.Vision.Proj)
-	}
-	if m.Text != nil {
-		drop(&m.Text.Proj)
-	}
-}
-
-func (m *Model) visionLayers() []LayerWeights {
-	if m.Vision == nil {
-		return nil
-	}
-	return m.Vision.Layers
-}
-
-func (m *Model) textLayers() []LayerWeights {
-	if m.Text == nil {
-		return nil
-	}
-	return m.Text.Layers
-}
-
 // Close releases the mapping; the model must not be used afterwards.
 func (m *Model) Close() error {
 	m.Vision, m.Text = nil, nil
