@@ -391,7 +391,7 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
 	}
 	f.linear(qp, hp, n, &l.q, l.qB)
 	scale := float32(1 / math.Sqrt(float64(d)))
-	p.ParallelWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
+	p.ShareWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
 		s := t.scores[w.ID()*T*T : w.ID()*T*T+T]
 		for i := lo; i < hi; i++ {
 			b, a := i/A, i%A
@@ -419,7 +419,7 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
 func (f *fastCPU) activate(t *fastTower, mlp []float32, R int) {
 	M := t.M
 	if t.quick {
-		f.pool.ParallelWorkers(R, func(w *gemm.Worker, lo, hi int) {
+		f.pool.ShareWorkers(R, func(w *gemm.Worker, lo, hi int) {
 			aux := t.aux[w.ID()*M : (w.ID()+1)*M]
 			for r := lo; r < hi; r++ {
 				fastQuickGELU(mlp[r*M:(r+1)*M], aux)
@@ -475,7 +475,7 @@ func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
 	T, H, A := t.T, t.H, t.A // T bounds every sequence's length L
 	d := H / A
 	scale := float32(1 / math.Sqrt(float64(d)))
-	f.pool.ParallelWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
+	f.pool.ShareWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
 		s := t.scores[w.ID()*T*T : (w.ID()+1)*T*T]
 		for i := lo; i < hi; i++ {
 			b, a := i/A, i%A

@@ -15,3 +15,13 @@ func threadCPUTime() (time.Duration, bool) {
 	}
 	return time.Duration(ts.Nano()), true
 }
+
+// processCPUTime returns the CPU time consumed by all threads of the
+// process (0 when the clock is unavailable).
+func processCPUTime() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}

@@ -1,7 +1,47 @@
 package gemm
 
+// microKernel is one register-blocked micro-kernel with its tile and the
+// blocking sizes tuned for it (tune.go). The driver, the packing and the
+// work split read the tile from here, so kernels with different tiles
+// (the Go and AVX2 kernels' [6, 16], AVX-512's wider one) share them.
+type microKernel struct {
+	name   string // "avx512", "avx2", "neon" or "go" (SetKernel's names)
+	impl   kernelImpl
+	desc   string // what Kernel() says about it
+	mr, nr int    // tile of C: rows (broadcasts of A) × columns (packed B)
+	kc     int    // depth of one packed block
+	kcPad  int    // row stride of a copied A block (kc plus an L1-set offset)
+	mc     int    // rows of A per block
+	nc     int    // columns of B packed at a time
+	aOuter bool   // macro's loop order: A slab outer (B panels stream from L2)
+
+	// The kernel itself is run by runKernel and its packer by packKernelT,
+	// which switch on name to call the assembly directly: a call through a
+	// func value would make every pointer argument escape (and a Linear on
+	// stack-held arguments allocate).
+}
+
+// kernelImpl says which assembly runs a microKernel (runKernel,
+// packKernelT); variants of one kernel with other blocking sizes share it.
+type kernelImpl uint8
+
+const (
+	implGo kernelImpl = iota
+	implAVX2
+	implAVX512
+	implNEON
+)
+
+// maxTile bounds mr·nr over all kernels (the Worker's edge-tile buffer).
+const maxTile = 14 * 32
+
+// goKernel is the portable kernel (kernel_go.go), the reference of the
+// others.
+var goKernel = &microKernel{name: "go", mr: mr, nr: nr, kc: kc, kcPad: kcPad, mc: mcBlock, nc: ncBlock}
+
 // gemmRegion computes rows [m0,m1) × columns [n0,n1) of the product on this
-// worker's buffers. n0 is a multiple of nr (a panel boundary) and m0 of mr.
+// worker's buffers. n0 is a multiple of the kernel's nr (a panel boundary)
+// and m0 of its mr.
 func (w *Worker) gemmRegion(g *gemmArgs, m0, m1, n0, n1 int) {
 	if m0 >= m1 || n0 >= n1 {
 		return
@@ -14,22 +54,39 @@ func (w *Worker) gemmRegion(g *gemmArgs, m0, m1, n0, n1 int) {
 		fillBias(g, m0, m1, n0, n1)
 		return
 	}
-	if w.bpack == nil {
-		w.apack = make([]float32, (mcBlock+mr-1)/mr*mr*kcPad)
-		w.bpack = make([]float32, kc*((ncBlock+nr-1)/nr*nr))
+	if g.kr == nil {
+		g.kr = currentKernel().kr
 	}
-	for jc := n0; jc < n1; jc += ncBlock {
-		nc := min(ncBlock, n1-jc)
-		for pc := 0; pc < g.k; pc += kc {
-			kb := min(kc, g.k-pc)
+	kr := g.kr
+	w.buffers(kr)
+	// Depth blocks of near-equal size (multiples of 16, the packers'
+	// groups), not kc, kc, ..., remainder: k = 257 would otherwise end with
+	// a pass over C for a depth of 1.
+	nb := (g.k + kr.kc - 1) / kr.kc
+	step := min(kr.kc, ((g.k+nb-1)/nb+15)/16*16)
+	for jc := n0; jc < n1; jc += kr.nc {
+		nc := min(kr.nc, n1-jc)
+		for pc := 0; pc < g.k; pc += step {
+			kb := min(step, g.k-pc)
 			w.packB(g, pc, kb, jc, nc)
-			for ic := m0; ic < m1; ic += mcBlock {
-				mc := min(mcBlock, m1-ic)
-				direct := directA(g.lda)
+			for ic := m0; ic < m1; ic += kr.mc {
+				mc := min(kr.mc, m1-ic)
+				direct := directA(kr, g.lda)
 				w.packA(g, ic, mc, pc, kb, direct)
 				w.macro(g, ic, mc, jc, nc, pc, kb, direct)
 			}
 		}
+	}
+}
+
+// buffers makes sure the packing buffers fit kernel kr's blocks; they are
+// allocated once per worker (and again only if a larger kernel is chosen).
+func (w *Worker) buffers(kr *microKernel) {
+	if na := (kr.mc + kr.mr - 1) / kr.mr * kr.mr * kr.kcPad; len(w.apack) < na {
+		w.apack = make([]float32, na)
+	}
+	if nb := kr.kc * ((kr.nc + kr.nr - 1) / kr.nr * kr.nr); len(w.bpack) < nb {
+		w.bpack = make([]float32, nb)
 	}
 }
 
@@ -49,11 +106,11 @@ func fillBias(g *gemmArgs, m0, m1, n0, n1 int) {
 // 1 always copies, 2 reads A in place whenever possible.
 var aMode = 0
 
-// directA reports whether the kernel may read full slabs of A in place.
+// directA reports whether kernel kr may read full slabs of A in place.
 // It copies A when the lda stride makes three or more of the mr rows fall
 // on the same L1 sets (4 KiB aliasing, e.g. k = 1024, 4096, 5120), where
 // they would evict each other and the B panel.
-func directA(lda int) bool {
+func directA(kr *microKernel, lda int) bool {
 	switch aMode {
 	case 1:
 		return false
@@ -62,9 +119,9 @@ func directA(lda int) bool {
 	}
 	const way = 4096 // bytes covered by one way of a 32 KiB 8-way L1
 	hits := 0
-	for i := 1; i < mr; i++ {
+	for i := 1; i < kr.mr; i++ {
 		d := i * lda * 4 % way
-		if d < kc*4 || way-d < kc*4 {
+		if d < kr.kc*4 || way-d < kr.kc*4 {
 			hits++
 		}
 	}
@@ -76,6 +133,7 @@ func directA(lda int) bool {
 // With direct set only the last, partial slab is copied (to row 0 of apack):
 // the kernel reads full slabs in place.
 func (w *Worker) packA(g *gemmArgs, ic, mc, pc, kb int, direct bool) {
+	mr, kcPad := g.kr.mr, g.kr.kcPad
 	i0 := 0
 	if direct {
 		i0 = mc / mr * mr
@@ -97,6 +155,7 @@ func (w *Worker) packA(g *gemmArgs, ic, mc, pc, kb int, direct bool) {
 // packB packs B[pc:pc+kb, jc:jc+nc] into panels of nr columns: panel q holds
 // bpack[q·kb·nr + p·nr + j] = B[pc+p, jc+q·nr+j], zero beyond column nc.
 func (w *Worker) packB(g *gemmArgs, pc, kb, jc, nc int) {
+	nr := g.kr.nr
 	for q := 0; q*nr < nc; q++ {
 		j0 := jc + q*nr
 		nn := min(nr, jc+nc-j0)
@@ -111,16 +170,24 @@ func (w *Worker) packB(g *gemmArgs, pc, kb, jc, nc int) {
 			continue
 		}
 		if nn == nr {
-			packPanelT(dst, g, j0, pc, kb)
+			packPanelT(g.kr, dst, g, j0, pc, kb)
 		} else {
-			packTGo(dst, g, j0, nn, pc, 0, kb)
+			packTGo(dst, nr, g, j0, nn, pc, 0, kb)
 		}
 	}
 }
 
-// packTGo packs rows p in [p0,p1) of a transposed panel: dst[p·nr+j] =
-// B[j0+j, pc+p] for j < nn (converted to float32), zero for nn ≤ j < nr.
-func packTGo(dst []float32, g *gemmArgs, j0, nn, pc, p0, p1 int) {
+// packPanelT packs a full transposed panel of kr.nr columns: whole groups
+// of depths in the kernel's assembly packer, the rest in Go.
+func packPanelT(kr *microKernel, dst []float32, g *gemmArgs, j0, pc, kb int) {
+	done := packKernelT(kr, dst, g, j0, pc, kb)
+	packTGo(dst, kr.nr, g, j0, kr.nr, pc, done, kb)
+}
+
+// packTGo packs rows p in [p0,p1) of a transposed panel of nr columns:
+// dst[p·nr+j] = B[j0+j, pc+p] for j < nn (converted to float32), zero for
+// nn ≤ j < nr.
+func packTGo(dst []float32, nr int, g *gemmArgs, j0, nn, pc, p0, p1 int) {
 	for j := 0; j < nn; j++ {
 		off := (j0+j)*g.ldb + pc
 		switch g.kind {
@@ -146,49 +213,82 @@ func packTGo(dst []float32, g *gemmArgs, j0, nn, pc, p0, p1 int) {
 }
 
 // macro runs the micro-kernel over the packed A block [mc, kb] and B block
-// [kb, nc]. Full tiles are written straight into C; edge tiles go through
-// w.tmp and only their valid part is merged.
+// [kb, nc], in one of two orders: B panel outer (kr.aOuter false: each
+// [kb, nr] panel of B stays in L1 while the mr-row slabs of A stream
+// from L2) or A slab outer (true: each slab of A stays in L1 while the
+// panels of B stream from L2, one sequential stream).
 func (w *Worker) macro(g *gemmArgs, ic, mc, jc, nc, pc, kb int, direct bool) {
-	first := pc == 0
-	for jr := 0; jr < nc; jr += nr {
-		nn := min(nr, nc-jr)
-		bp := &w.bpack[jr/nr*kb*nr]
-		var bias *float32
-		if first && g.bias != nil && nn == nr {
-			bias = &g.bias[jc+jr]
+	kr := g.kr
+	aOuter := kr.aOuter
+	switch macroOrder {
+	case 1:
+		aOuter = false
+	case 2:
+		aOuter = true
+	}
+	if aOuter {
+		for ir := 0; ir < mc; ir += kr.mr {
+			for jr := 0; jr < nc; jr += kr.nr {
+				w.tile(g, ic, ir, mc, jc, jr, nc, pc, kb, direct)
+			}
 		}
-		for ir := 0; ir < mc; ir += mr {
-			mm := min(mr, mc-ir)
-			ap, lda := &w.apack[ir*kcPad], kcPad
-			if direct {
-				if mm == mr {
-					ap, lda = &g.a[(ic+ir)*g.lda+pc], g.lda
-				} else {
-					ap = &w.apack[0]
-				}
+		return
+	}
+	for jr := 0; jr < nc; jr += kr.nr {
+		for ir := 0; ir < mc; ir += kr.mr {
+			w.tile(g, ic, ir, mc, jc, jr, nc, pc, kb, direct)
+		}
+	}
+}
+
+// macroOrder forces macro's loop order for experiments: 0 the kernel's,
+// 1 B panel outer, 2 A slab outer.
+var macroOrder = 0
+
+// tile runs the micro-kernel on the tile at rows ic+ir and columns jc+jr.
+// Full tiles are written straight into C; edge tiles go through w.tmp and
+// only their valid part is merged.
+func (w *Worker) tile(g *gemmArgs, ic, ir, mc, jc, jr, nc, pc, kb int, direct bool) {
+	kr := g.kr
+	mr, nr := kr.mr, kr.nr
+	first := pc == 0
+	nn := min(nr, nc-jr)
+	bp := &w.bpack[jr/nr*kb*nr]
+	var bias *float32
+	if first && g.bias != nil && nn == nr {
+		bias = &g.bias[jc+jr]
+	}
+	mm := min(mr, mc-ir)
+	ap, lda := &w.apack[ir*kr.kcPad], kr.kcPad
+	if direct {
+		if mm == mr {
+			ap, lda = &g.a[(ic+ir)*g.lda+pc], g.lda
+		} else {
+			ap = &w.apack[0]
+		}
+	}
+	ci := (ic+ir)*g.ldc + jc + jr
+	if mm == mr && nn == nr {
+		runKernel(kr, kb, ap, lda, bp, &g.c[ci], g.ldc, g.alpha, bias, !first)
+		return
+	}
+	if nn > nr/2 || !runKernelHalf(kr, kb, ap, lda, bp, &w.tmp[0], nr, g.alpha) {
+		runKernel(kr, kb, ap, lda, bp, &w.tmp[0], nr, g.alpha, nil, false)
+	}
+	for i := 0; i < mm; i++ {
+		row := g.c[ci+i*g.ldc : ci+i*g.ldc+nn]
+		t := w.tmp[i*nr : i*nr+nn]
+		switch {
+		case !first:
+			for j := range row {
+				row[j] += t[j]
 			}
-			ci := (ic+ir)*g.ldc + jc + jr
-			if mm == mr && nn == nr {
-				kernel(kb, ap, lda, bp, &g.c[ci], g.ldc, g.alpha, bias, !first)
-				continue
+		case g.bias != nil:
+			for j := range row {
+				row[j] = g.bias[jc+jr+j] + t[j]
 			}
-			kernel(kb, ap, lda, bp, &w.tmp[0], nr, g.alpha, nil, false)
-			for i := 0; i < mm; i++ {
-				row := g.c[ci+i*g.ldc : ci+i*g.ldc+nn]
-				t := w.tmp[i*nr : i*nr+nn]
-				switch {
-				case !first:
-					for j := range row {
-						row[j] += t[j]
-					}
-				case g.bias != nil:
-					for j := range row {
-						row[j] = g.bias[jc+jr+j] + t[j]
-					}
-				default:
-					copy(row, t)
-				}
-			}
+		default:
+			copy(row, t)
 		}
 	}
 }

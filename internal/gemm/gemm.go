@@ -1,5 +1,6 @@
 // Package gemm owns the matrix multiplications of the CPU forward pass: a
-// register-blocked micro-kernel in Go assembly (AVX2/FMA on amd64, NEON on
+// register-blocked micro-kernel in Go assembly (AVX-512F or AVX2/FMA on
+// amd64, chosen at run time by CPU and overridable with SetKernel; NEON on
 // arm64), a pure-Go kernel everywhere else (and under the purego build tag),
 // the packing of operands into cache-sized panels (widening 16-bit weights on
 // the way), a persistent worker Pool that splits each product across cores,
@@ -25,8 +26,10 @@
 //	                          per worker when lda aliases L1 sets (L2)
 //	      for jr, ir          micro-kernel: C tile [MR, NR] in registers
 //
-// Products on several workers are cut into a grid of chunks that the
-// workers take dynamically (gemmSplit); each chunk runs the loops above.
+// MR and NR are the kernel's (6×16 for Go, AVX2 and NEON, 14×32 for
+// AVX-512), as are the block sizes. Products on several workers are cut
+// into chunks that shrink as the product advances, which the workers take
+// as they free up (gemmSplit); each chunk runs the loops above.
 package gemm
 
 import (
@@ -134,6 +137,7 @@ type gemmArgs struct {
 	m, n, k int
 	alpha   float32
 	bias    []float32
+	kr      *microKernel // the kernel it runs on, fixed when it starts (driver.go)
 }
 
 func linearArgs(y, x []float32, m int, w *Matrix, bias []float32) gemmArgs {

@@ -7,14 +7,21 @@ package gemm
 // portable Go kernel.
 func Accelerated() bool { return false }
 
-// Kernel names the micro-kernel products run on.
-func Kernel() string { return "portable Go (no assembly in this build)" }
+func kernels() []kernelOption { return []kernelOption{{goKernel, "", true}} }
 
-func kernel(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, bias *float32, accum bool) {
+func defaultKernel() kernelChoice {
+	return kernelChoice{goKernel, "no assembly in this build (purego tag or an architecture without kernels)"}
+}
+
+// Features lists the SIMD features the kernels use; this build uses none.
+func Features() []string { return nil }
+
+func runKernel(kr *microKernel, k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, bias *float32, accum bool) {
 	kernelGo(k, a, lda, b, c, ldc, alpha, bias, accum)
 }
 
-// packPanelT packs a full transposed panel of nr columns.
-func packPanelT(dst []float32, g *gemmArgs, j0, pc, kb int) {
-	packTGo(dst, g, j0, nr, pc, 0, kb)
+func packKernelT(kr *microKernel, dst []float32, g *gemmArgs, j0, pc, kb int) int { return 0 }
+
+func runKernelHalf(kr *microKernel, k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32) bool {
+	return false
 }

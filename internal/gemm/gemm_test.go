@@ -251,7 +251,9 @@ func TestPackF16AllPatterns(t *testing.T) {
 	for _, mode := range kernelModes {
 		t.Run(mode.name, func(t *testing.T) {
 			mode.set(t)
-			const n, k = 16, 4096 // 16 rows × 4096 = every pattern once
+			kr := currentKernel().kr
+			n := kr.nr // n rows × k = every pattern once
+			k := 1 << 16 / n
 			u := make([]uint16, n*k)
 			for i := range u {
 				u[i] = uint16(i)
@@ -262,17 +264,17 @@ func TestPackF16AllPatterns(t *testing.T) {
 				if dt == BF16 {
 					g.kind = bBF16T
 				}
-				for pc := 0; pc < k; pc += kc {
-					dst := make([]float32, kc*nr)
-					packPanelT(dst, &g, 0, pc, kc)
-					for p := 0; p < kc; p++ {
-						for j := 0; j < nr; j++ {
+				for pc := 0; pc < k; pc += kr.kc {
+					dst := make([]float32, kr.kc*kr.nr)
+					packPanelT(kr, dst, &g, 0, pc, kr.kc)
+					for p := 0; p < kr.kc; p++ {
+						for j := 0; j < kr.nr; j++ {
 							h := u[j*k+pc+p]
 							want := F16ToF32(h)
 							if dt == BF16 {
 								want = BF16ToF32(h)
 							}
-							if got := dst[p*nr+j]; math.Float32bits(got) != math.Float32bits(want) &&
+							if got := dst[p*kr.nr+j]; math.Float32bits(got) != math.Float32bits(want) &&
 								!(math.IsNaN(float64(got)) && math.IsNaN(float64(want))) {
 								t.Fatalf("%v pattern %#04x packed as %#08x, want %#08x", dt, h, math.Float32bits(got), math.Float32bits(want))
 							}
@@ -474,27 +476,31 @@ func TestSplitCoversC(t *testing.T) {
 		{257, 257, 80}, {7, 2000, 9}, {300, 17, 520}, {5, 5, 5}, {1, 4096, 64},
 	} {
 		for _, threads := range []int{2, 3, 4, 7, 16, 64} {
-			g := gemmArgs{m: s.m, n: s.n, k: s.k, lda: s.k}
-			var sp gemmSplit
-			sp.plan(&g, threads)
-			if sp.chunks < 1 || sp.rg*sp.cg != sp.chunks {
-				t.Fatalf("%v t=%d: %d×%d grid, %d chunks", s, threads, sp.rg, sp.cg, sp.chunks)
-			}
-			seen := make([]uint8, s.m*s.n)
-			for i := 0; i < sp.chunks; i++ {
-				m0, m1, n0, n1 := sp.region(&g, i)
-				if m0%mr != 0 || n0%nr != 0 {
-					t.Fatalf("%v t=%d chunk %d starts at (%d,%d), not on a tile", s, threads, i, m0, n0)
+			for _, o := range kernels() {
+				g := gemmArgs{m: s.m, n: s.n, k: s.k, lda: s.k, kr: o.kr}
+				mr, nr := o.kr.mr, o.kr.nr
+				var sp gemmSplit
+				sp.plan(&g, threads)
+				tiles := ((s.m + mr - 1) / mr) * ((s.n + nr - 1) / nr)
+				if sp.chunks < 1 || sp.chunks > maxChunks || sp.chunks < min(threads, tiles, 2) {
+					t.Fatalf("%v t=%d %s: %d chunks", s, threads, o.kr.name, sp.chunks)
 				}
-				for r := m0; r < m1; r++ {
-					for c := n0; c < n1; c++ {
-						seen[r*s.n+c]++
+				seen := make([]uint8, s.m*s.n)
+				for i := 0; i < sp.chunks; i++ {
+					m0, m1, n0, n1 := sp.region(&g, i)
+					if m0%mr != 0 || n0%nr != 0 {
+						t.Fatalf("%v t=%d chunk %d starts at (%d,%d), not on a tile", s, threads, i, m0, n0)
+					}
+					for r := m0; r < m1; r++ {
+						for c := n0; c < n1; c++ {
+							seen[r*s.n+c]++
+						}
 					}
 				}
-			}
-			for i, v := range seen {
-				if v != 1 {
-					t.Fatalf("%v t=%d (grid %d×%d): element (%d,%d) covered %d times", s, threads, sp.rg, sp.cg, i/s.n, i%s.n, v)
+				for i, v := range seen {
+					if v != 1 {
+						t.Fatalf("%v t=%d %s (%d chunks): element (%d,%d) covered %d times", s, threads, o.kr.name, sp.chunks, i/s.n, i%s.n, v)
+					}
 				}
 			}
 		}

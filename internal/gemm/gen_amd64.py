@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-# gen_amd64.py writes gemm_amd64.s: the AVX2/FMA [6,16] micro-kernel and the
-# transposing (widening) B packers. The assembly is unrolled text, so it is
-# generated rather than typed; run `python3 gen_amd64.py` after editing.
+# gen_amd64.py writes gemm_amd64.s: the AVX2/FMA [6,16] micro-kernel and its
+# transposing (widening) B packers, the AVX-512F [14,32] micro-kernel and its
+# 512-bit packers, and CPUID. The assembly is unrolled text, so it is
+# generated rather than typed; run `python3 gen_amd64.py` after editing
+# (TestGeneratedAssemblyCurrent checks that gemm_amd64.s is its output).
 import os
 
 mr = 6
@@ -185,4 +187,300 @@ loop:
 	VZEROUPPER
 	RET
 """)
-open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "gemm_amd64.s"), "w").write("".join(out))
+
+# ---------------------------------------------------------------------------
+# AVX-512F: the [14, 32] tile. Z0..Z27 accumulate C (row i in Z(2i),
+# Z(2i+1)), Z28/Z29 hold one row (32 floats) of the packed B panel, Z30/Z31
+# the broadcast A elements: 28 FMAs per depth step against 2 + 14 loads.
+mr512 = 14
+# Row i of A is addressed from five bases so that no pointer arithmetic runs
+# in the loop besides one ADDQ per base: SI = row 0, R9 = row 3, R11 = row 6,
+# R12 = row 9, R13 = row 12, R8 = lda in bytes.
+arows = ["(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(R9)", "(SI)(R8*4)", "(R9)(R8*2)",
+         "(R11)", "(R9)(R8*4)", "(SI)(R8*8)", "(R12)", "(R11)(R8*4)", "(R9)(R8*8)",
+         "(R13)", "(R13)(R8*1)"]
+abases = ["SI", "R9", "R11", "R12", "R13"]
+w("""
+// Micro-kernel of the [14, 32] tile (AVX-512F): Z0..Z27 accumulate C (row
+// i in Z(2i), Z(2i+1)), Z28/Z29 hold one row of the packed B panel, Z30/Z31
+// the broadcast A elements. A row i is at the address in arows of gen_amd64.py
+// (bases SI, R9, R11, R12, R13 = rows 0, 3, 6, 9, 12; R8 = lda in bytes).
+""")
+w("#define STEP512(ao, bo) \\\n")
+lines = ["VMOVUPS bo(BX), Z28", "VMOVUPS bo+64(BX), Z29"]
+for i, ad in enumerate(arows):
+    z = 30 + (i % 2)
+    lines.append(f"VBROADCASTSS ao{ad}, Z{z}")
+    lines.append(f"VFMADD231PS Z28, Z{z}, Z{2*i}")
+    lines.append(f"VFMADD231PS Z29, Z{z}, Z{2*i+1}")
+w("; \\\n".join("\t" + l for l in lines) + "\n")
+w("""
+// func kernelAVX512(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32, bias *float32, accum bool)
+TEXT ·kernelAVX512(SB), NOSPLIT, $0-65
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R10
+	SHLQ $2, R10
+	LEAQ (SI)(R8*2), R9
+	ADDQ R8, R9
+	LEAQ (R9)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (R11)(R8*2), R12
+	ADDQ R8, R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+""")
+# Prefetch the C tile: 128 bytes a row, up to three cache lines when
+# unaligned; it is loaded (accumulate) or stored after the depth loop.
+w("\tMOVQ DI, AX\n")
+for i in range(mr512):
+    w("\tPREFETCHT0 (AX)\n\tPREFETCHT0 64(AX)\n\tPREFETCHT0 127(AX)\n")
+    if i < mr512 - 1:
+        w("\tADDQ R10, AX\n")
+for i in range(2 * mr512):
+    w(f"\tVPXORD Z{i}, Z{i}, Z{i}\n")
+# Depth loop: 16 steps an iteration (one cache line of each A row), each
+# row's line pf512 bytes ahead prefetched into L1 once per iteration; then
+# 4 steps, then 1.
+pf512 = 256
+w("""	MOVQ CX, DX
+	SHRQ $4, CX
+	JZ   rest4
+
+loop512:
+""")
+for j in range(16):
+    w(f"\tSTEP512({4*j}, {128*j})\n")
+    if j < mr512:
+        w(f"\tPREFETCHT0 {pf512}{arows[j]}\n")
+for r in abases:
+    w(f"\tADDQ $64, {r}\n")
+w("""	ADDQ $2048, BX
+	DECQ CX
+	JNZ  loop512
+
+rest4:
+	MOVQ DX, CX
+	ANDQ $15, CX
+	SHRQ $2, CX
+	JZ   rest1
+
+loop512q:
+	STEP512(0, 0)
+	STEP512(4, 128)
+	STEP512(8, 256)
+	STEP512(12, 384)
+""")
+for r in abases:
+    w(f"\tADDQ $16, {r}\n")
+w("""	ADDQ $512, BX
+	DECQ CX
+	JNZ  loop512q
+
+rest1:
+	ANDQ $3, DX
+	JZ   store512
+
+loop512t:
+	STEP512(0, 0)
+""")
+for r in abases:
+    w(f"\tADDQ $4, {r}\n")
+w("""	ADDQ $128, BX
+	DECQ DX
+	JNZ  loop512t
+
+store512:
+	VBROADCASTSS alpha+48(FP), Z30
+	MOVQ   bias+56(FP), AX
+	MOVBLZX accum+64(FP), DX
+	TESTL  DX, DX
+	JNZ    accumulate512
+	TESTQ  AX, AX
+	JNZ    withbias512
+
+""")
+def rows512(op):
+    for i in range(mr512):
+        for h in range(2):
+            w(op(2 * i + h, h))
+        w(f"\tVMOVUPS Z{2*i}, (DI)\n\tVMOVUPS Z{2*i+1}, 64(DI)\n")
+        if i < mr512 - 1:
+            w("\tADDQ R10, DI\n")
+    w("\tVZEROUPPER\n\tRET\n")
+rows512(lambda z, h: f"\tVMULPS Z30, Z{z}, Z{z}\n")
+w("\nwithbias512:\n\tVMOVUPS (AX), Z28\n\tVMOVUPS 64(AX), Z29\n")
+rows512(lambda z, h: f"\tVFMADD213PS Z{28+h}, Z30, Z{z}\n")
+w("\naccumulate512:\n")
+rows512(lambda z, h: f"\tVFMADD213PS {64*h}(DI), Z30, Z{z}\n")
+
+# The half-width variant for edge panels of at most 16 columns: the first
+# zmm of each row of the (32-wide) panel only, C = alpha·A·B into a
+# [14, 16] tile (no bias, no accumulation: edge tiles go through the
+# Worker's buffer). Z0..Z13 accumulate, Z28 holds B, Z30/Z31 broadcasts.
+w("#define STEP512H(ao, bo) \\\n")
+lines = ["VMOVUPS bo(BX), Z28"]
+for i, ad in enumerate(arows):
+    z = 30 + (i % 2)
+    lines.append(f"VBROADCASTSS ao{ad}, Z{z}")
+    lines.append(f"VFMADD231PS Z28, Z{z}, Z{i}")
+w("; \\\n".join("\t" + l for l in lines) + "\n")
+w("""
+// func kernelAVX512Half(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha float32)
+TEXT ·kernelAVX512Half(SB), NOSPLIT, $0-52
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R10
+	SHLQ $2, R10
+	LEAQ (SI)(R8*2), R9
+	ADDQ R8, R9
+	LEAQ (R9)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (R11)(R8*2), R12
+	ADDQ R8, R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+""")
+for i in range(mr512):
+    w(f"\tVPXORD Z{i}, Z{i}, Z{i}\n")
+w("""	MOVQ CX, DX
+	ANDQ $3, DX
+	SHRQ $2, CX
+	JZ   rest1
+
+loop4:
+	STEP512H(0, 0)
+	STEP512H(4, 128)
+	STEP512H(8, 256)
+	STEP512H(12, 384)
+""")
+for r in abases:
+    w(f"\tADDQ $16, {r}\n")
+w("""	ADDQ $512, BX
+	DECQ CX
+	JNZ  loop4
+
+rest1:
+	TESTQ DX, DX
+	JZ    store
+
+loop1:
+	STEP512H(0, 0)
+""")
+for r in abases:
+    w(f"\tADDQ $4, {r}\n")
+w("""	ADDQ $128, BX
+	DECQ DX
+	JNZ  loop1
+
+store:
+	VBROADCASTSS alpha+48(FP), Z30
+""")
+for i in range(mr512):
+    w(f"\tVMULPS Z30, Z{i}, Z{i}\n\tVMOVUPS Z{i}, (DI)\n")
+    if i < mr512 - 1:
+        w("\tADDQ R10, DI\n")
+w("\tVZEROUPPER\n\tRET\n")
+
+# 16×16 transpose in zmm registers: rows Z0..Z15 in, columns Z0..Z15 out
+# (column t = depth t in Zt), Z16..Z31 scratch. Three stages: interleave
+# pairs of rows (unpck), gather 4-row groups inside each 128-bit lane
+# (shufps), then move 128-bit lanes between registers (shuff32x4, twice).
+tr = []
+for p in range(8):
+    tr.append(f"VUNPCKLPS Z{2*p+1}, Z{2*p}, Z{16+2*p}")
+    tr.append(f"VUNPCKHPS Z{2*p+1}, Z{2*p}, Z{17+2*p}")
+for g in range(4):
+    t0, t1, t2, t3 = 16 + 4*g, 17 + 4*g, 18 + 4*g, 19 + 4*g
+    tr.append(f"VSHUFPS $0x44, Z{t2}, Z{t0}, Z{4*g}")
+    tr.append(f"VSHUFPS $0xEE, Z{t2}, Z{t0}, Z{4*g+1}")
+    tr.append(f"VSHUFPS $0x44, Z{t3}, Z{t1}, Z{4*g+2}")
+    tr.append(f"VSHUFPS $0xEE, Z{t3}, Z{t1}, Z{4*g+3}")
+for e in range(4):
+    a, b, c, d = e, 4 + e, 8 + e, 12 + e
+    tr.append(f"VSHUFF32X4 $0x44, Z{b}, Z{a}, Z{16+4*e}")
+    tr.append(f"VSHUFF32X4 $0xEE, Z{b}, Z{a}, Z{17+4*e}")
+    tr.append(f"VSHUFF32X4 $0x44, Z{d}, Z{c}, Z{18+4*e}")
+    tr.append(f"VSHUFF32X4 $0xEE, Z{d}, Z{c}, Z{19+4*e}")
+for e in range(4):
+    v0, v1, w0, w1 = 16 + 4*e, 17 + 4*e, 18 + 4*e, 19 + 4*e
+    tr.append(f"VSHUFF32X4 $0x88, Z{w0}, Z{v0}, Z{e}")
+    tr.append(f"VSHUFF32X4 $0xDD, Z{w0}, Z{v0}, Z{e+4}")
+    tr.append(f"VSHUFF32X4 $0x88, Z{w1}, Z{v1}, Z{e+8}")
+    tr.append(f"VSHUFF32X4 $0xDD, Z{w1}, Z{v1}, Z{e+12}")
+w("""
+// TRANSPOSE16 transposes the 16×16 block in Z0..Z15 (row r in Zr) in
+// place (column t in Zt), using Z16..Z31 as scratch.
+""")
+w("#define TRANSPOSE16 \\\n" + "; \\\n".join("\t" + l for l in tr) + "\n")
+
+def loads512(kind, bases):
+    # Rows 4q..4q+3 of the block are at bases[q] + {0, 1, 2, 3}·ldb.
+    res = []
+    for r in range(16):
+        b = bases[r // 4]
+        ad = [f"({b})", f"({b})(R8*1)", f"({b})(R8*2)", f"({b})(R9*1)"][r % 4]
+        if kind == "F32":
+            res.append(f"\tVMOVUPS {ad}, Z{r}")
+        elif kind == "F16":
+            res.append(f"\tVCVTPH2PS {ad}, Z{r}")
+        else:
+            res.append(f"\tVPMOVZXWD {ad}, Z{r}")
+            res.append(f"\tVPSLLD $16, Z{r}, Z{r}")
+    return "\n".join(res) + "\n"
+
+pbases = ["SI", "AX", "BX", "DX", "R10", "R11", "R12", "R13"]
+for kind, esz, styp in (("F32", 4, "*float32"), ("F16", 2, "*uint16"), ("BF16", 2, "*uint16")):
+    w(f"""
+// func packT32{kind}(dst *float32, src {styp}, ldb int, groups int)
+TEXT ·packT32{kind}(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), R8
+	MOVQ groups+24(FP), CX
+""")
+    w(f"\tSHLQ ${ {4:2, 2:1}[esz] }, R8\n")
+    w("\tLEAQ (R8)(R8*2), R9\n")
+    for i in range(1, 8):
+        w(f"\tLEAQ ({pbases[i-1]})(R8*4), {pbases[i]}\n")
+    w("\nloop:\n")
+    for blk in range(2):
+        w(loads512(kind, pbases[4*blk:4*blk+4]))
+        w("\tTRANSPOSE16\n")
+        for t in range(16):
+            w(f"\tVMOVUPS Z{t}, {t*128 + blk*64}(DI)\n")
+    for r in pbases:
+        w(f"\tADDQ ${16*esz}, {r}\n")
+    w("""	ADDQ $2048, DI
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+	RET
+""")
+
+w("""
+// func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL eaxArg+0(FP), AX
+	MOVL ecxArg+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
+""")
+
+# An optional argument names another output file (the test that checks the
+# committed assembly is current writes to a temporary one).
+import sys
+dest = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "gemm_amd64.s")
+open(dest, "w").write("".join(out))

@@ -4,20 +4,18 @@ package gemm
 
 import "testing"
 
-// kernelModes runs the tests on the assembly and, on the same machine, on
-// the portable Go code it must agree with.
+// kernelModes runs the tests on each assembly kernel and, on the same
+// machine, on the portable Go code they must agree with.
 var kernelModes = []struct {
 	name string
 	set  func(t *testing.T)
 }{
-	{"asm", func(t *testing.T) {
-		if !useAVX2 {
-			t.Skip("CPU without AVX2/FMA")
-		}
-	}},
+	{"avx512", func(t *testing.T) { useKernel(t, "avx512") }},
+	{"asm", func(t *testing.T) { useKernel(t, "avx2") }},
 	{"go", func(t *testing.T) {
-		avx, f16c := useAVX2, useF16C
-		useAVX2, useF16C = false, false
-		t.Cleanup(func() { useAVX2, useF16C = avx, f16c })
+		useKernel(t, "go")
+		f16c := useF16C
+		useF16C = false
+		t.Cleanup(func() { useF16C = f16c })
 	}},
 }

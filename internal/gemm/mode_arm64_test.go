@@ -10,14 +10,6 @@ var kernelModes = []struct {
 	name string
 	set  func(t *testing.T)
 }{
-	{"neon", func(t *testing.T) {
-		if !useNEON {
-			t.Skip("CPU without ASIMD")
-		}
-	}},
-	{"go", func(t *testing.T) {
-		neon := useNEON
-		useNEON = false
-		t.Cleanup(func() { useNEON = neon })
-	}},
+	{"neon", func(t *testing.T) { useKernel(t, "neon") }},
+	{"go", func(t *testing.T) { useKernel(t, "go") }},
 }

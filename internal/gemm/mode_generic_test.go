@@ -8,5 +8,5 @@ var kernelModes = []struct {
 	name string
 	set  func(t *testing.T)
 }{
-	{"go", func(t *testing.T) {}},
+	{"go", func(t *testing.T) { useKernel(t, "go") }},
 }

@@ -1,0 +1,156 @@
+//go:build amd64 && !purego
+
+package gemm
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// BenchmarkKernels runs the AVX2 and AVX-512 kernels and OpenBLAS's sgemm
+// in turn on each model shape (one call each per iteration, best of N, as
+// BenchmarkRatio) and reports each side's GFLOP/s and the ratios
+// avx512/openblas and avx512/avx2. Export OPENBLAS_CORETYPE=SkylakeX on
+// Sapphire/Emerald Rapids: OpenBLAS 0.3.21 does not recognise them and
+// falls back to a kernel about 5x slower.
+func BenchmarkKernels(b *testing.B) {
+	if !useAVX512 {
+		b.Skip("CPU lacks AVX-512F or AVX512BW")
+	}
+	if os.Getenv("OPENBLAS_THREAD_TIMEOUT") == "" {
+		os.Setenv("OPENBLAS_THREAD_TIMEOUT", "4") // see BenchmarkRatio
+	}
+	lib, err := LoadBLAS()
+	if err != nil {
+		b.Skip(err)
+	}
+	threads := *benchThreads
+	lib.SetThreads(threads)
+	pool := NewPool(threads)
+	defer pool.Close()
+	clock, cpu := benchClock(threads)
+	r := rand.New(rand.NewPCG(1, 1))
+	prev := chosen.Load()
+	defer chosen.Store(prev)
+	for _, s := range modelShapes {
+		b.Run(s.name, func(b *testing.B) {
+			if cpu {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
+			a, bm := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1)
+			c := make([]float32, s.m*s.n)
+			w := &Matrix{Rows: s.n, Cols: s.k, F32: bm}
+			ldb := s.n
+			if s.transB {
+				ldb = s.k
+			}
+			ours := func(kernel string) func() {
+				return func() {
+					if err := SetKernel(kernel); err != nil {
+						b.Fatal(err)
+					}
+					if s.linear {
+						pool.Linear(c, a, s.m, w, nil)
+					} else {
+						pool.MatMul(c, s.n, a, s.k, bm, ldb, s.m, s.n, s.k, s.transB, 1)
+					}
+				}
+			}
+			best := interleave(b, clock, ours("avx2"), ours("avx512"), func() {
+				lib.Sgemm(c, s.n, a, s.k, bm, ldb, s.m, s.n, s.k, s.transB, 1)
+			})
+			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+			b.ReportMetric(flops/best[0].Seconds()/1e9, "avx2_GFLOP/s")
+			b.ReportMetric(flops/best[1].Seconds()/1e9, "avx512_GFLOP/s")
+			b.ReportMetric(flops/best[2].Seconds()/1e9, "blas_GFLOP/s")
+			b.ReportMetric(best[2].Seconds()/best[1].Seconds(), "avx512/blas")
+			b.ReportMetric(best[0].Seconds()/best[1].Seconds(), "avx512/avx2")
+		})
+	}
+}
+
+// BenchmarkTile compares blockings of the AVX-512 kernel on the model's
+// linear shapes, interleaved, single-threaded by default: the numbers
+// behind tune.go's kc512, mc512 and nc512. Variants are given as
+// kc/mc/nc in -gemm.tiles.
+func BenchmarkTile(b *testing.B) {
+	if !useAVX512 {
+		b.Skip("CPU lacks AVX-512F or AVX512BW")
+	}
+	var variants []*microKernel
+	for _, v := range strings.Split(*benchTiles, ",") {
+		var kcv, mcv, ncv int
+		if _, err := fmt.Sscanf(v, "%d/%d/%d", &kcv, &mcv, &ncv); err != nil {
+			b.Fatalf("-gemm.tiles %q: %v", v, err)
+		}
+		kr := *avx512Kernel
+		kr.kc, kr.kcPad, kr.mc, kr.nc = kcv, kcv+16, mcv, ncv
+		variants = append(variants, &kr)
+	}
+	threads := *benchThreads
+	pool := NewPool(threads)
+	defer pool.Close()
+	clock, cpu := benchClock(threads)
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, s := range modelShapes {
+		if !s.linear {
+			continue
+		}
+		b.Run(s.name, func(b *testing.B) {
+			if cpu {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
+			a, bm := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1)
+			c := make([]float32, s.m*s.n)
+			w := &Matrix{Rows: s.n, Cols: s.k, F32: bm}
+			var sides []func()
+			for _, kr := range variants {
+				sides = append(sides, func() {
+					chosen.Store(&kernelChoice{kr, "benchmark"})
+					pool.Linear(c, a, s.m, w, nil)
+				})
+			}
+			prev := chosen.Load()
+			best := interleave(b, clock, sides...)
+			chosen.Store(prev)
+			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+			for i, kr := range variants {
+				b.ReportMetric(flops/best[i].Seconds()/1e9, fmt.Sprintf("%d/%d/%d_GFLOP/s", kr.kc, kr.mc, kr.nc))
+			}
+		})
+	}
+}
+
+var benchTiles = flag.String("gemm.tiles", "256/168/1024,192/168/1024,128/168/1024,384/168/512,256/336/1024",
+	"kc/mc/nc blockings of the AVX-512 kernel for BenchmarkTile")
+
+// BenchmarkMicroKernel runs one micro-kernel call on data in L1, 100 calls per iteration, best of N by the thread's CPU time (A packed
+// with stride kc, the B panel, C), the ceiling of each kernel on this core.
+func BenchmarkMicroKernel(b *testing.B) {
+	for _, name := range []string{"avx512", "avx2"} {
+		b.Run(name, func(b *testing.B) {
+			useKernel(b, name)
+			kr := currentKernel().kr
+			r := rand.New(rand.NewPCG(1, 1))
+			const k = 256
+			a, bp := randSlice(r, kr.mr*(k+16), 1), randSlice(r, k*kr.nr, 1)
+			c := make([]float32, kr.mr*kr.nr)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			clock, _ := benchClock(1) // this thread's CPU time on Linux
+			best := interleave(b, clock, func() {
+				for range 100 {
+					runKernel(kr, k, &a[0], k+16, &bp[0], &c[0], kr.nr, 1, nil, true)
+				}
+			})
+			b.ReportMetric(100*2*float64(kr.mr*kr.nr*k)/best[0].Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -1,0 +1,487 @@
+package gemm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The bf16 path: weights packed once as bfloat16, activations rounded to
+// bfloat16 (nearest even) while packing A, products accumulated in float32
+// by a micro-kernel that computes a [mr, 32] block of C:
+//
+//	AMX-BF16 tiles      mr = 32  TDPBF16PS on 2×2 tiles of [16, 16]
+//	AVX512_BF16         mr = 12  VDPBF16PS, C in 24 zmm registers
+//	portable Go         mr = 12  same arithmetic, for CPUs without either
+//
+// Layouts (bf16 elements, depths padded with zeros to kp = Cols rounded up
+// to 32, columns to np = Rows rounded up to 32):
+//
+//	packed B (weights)  [np/16 panels][kp/2 depth pairs][16 columns][2]
+//	                    (the "VNNI" pairs both instructions read: a 64-byte
+//	                    row per depth pair, an AMX B tile is 16 such rows)
+//	packed A            [mp, kp] row-major, mp = m rounded up to mr; for
+//	                    AMX in tiles [mp/16][kp/32][16 rows][32 depths]
+//	                    (1 KiB each, contiguous: no strided tile loads)
+//
+// Blocking, for one chunk of columns: for jc step bf16NC (B block in L2),
+// for pc step bf16KC (the C block accumulates across depth blocks in y),
+// for ir step mr (A micro-panel in L2), for jr step 32: kernel. The depth
+// blocks are long because reloading C from y between them costs more than
+// streaming A and B from L2 (the model's k ≤ 1280 takes one block, 5120
+// three); measured on a 2-core Sapphire Rapids, BenchmarkBF16. Blocks that
+// cross the edge of y (m or n not a multiple of the block) run over the
+// whole depth into a scratch block that is then copied.
+const (
+	bf16NR     = 32   // columns of C per kernel call (two panels of 16)
+	bf16KAlign = 32   // depth padding: one AMX A tile row of 32 bf16
+	bf16KC     = 2048 // depths per block: AMX A micro-panel 32·2048·2 = 128 KiB
+	bf16NC     = 256  // columns per B block: 256·2048·2 = 1 MiB, in L2 (2 MiB)
+
+	// bf16ChunksPerWorker column chunks per worker are handed out
+	// dynamically, so a descheduled worker takes fewer of them.
+	bf16ChunksPerWorker = 4
+	bf16GoMR            = 12
+)
+
+// PackedBF16 is a weight Matrix [Rows, Cols] (HF nn.Linear layout, y = x·wᵀ)
+// packed once for the bf16 kernels: each weight rounded to bfloat16 (nearest
+// even; f16 and bf16 sources are widened exactly first), laid out as the
+// kernels read it, 2 bytes a weight plus the padding of Rows and Cols to
+// multiples of 32.
+type PackedBF16 struct {
+	Rows, Cols int
+	kp, np     int      // Cols and Rows rounded up to 32
+	data       []uint16 // [np/16][kp/2][16][2]
+}
+
+// RoundBF16 rounds a float32 to the nearest bfloat16, ties to even.
+// Infinities stay infinite, values beyond the largest bfloat16 round to
+// infinity, subnormals round like any other value (VDPBF16PS and TDPBF16PS
+// then treat bfloat16 subnormals as zero; the portable kernel and
+// LinearBF16Ref do not), and NaNs keep their sign and top payload bits with
+// the quiet bit set.
+func RoundBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 { // NaN
+		return uint16((u | 0x00400000) >> 16)
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// PackBF16 packs w for LinearBF16. It returns an error for a nil or
+// malformed matrix (negative shape, short data, unknown dtype).
+func PackBF16(w *Matrix) (*PackedBF16, error) {
+	if w == nil {
+		return nil, errors.New("pack bf16: nil weight matrix")
+	}
+	n, k := w.Rows, w.Cols
+	if n < 0 || k < 0 {
+		return nil, fmt.Errorf("pack bf16: negative shape [%d, %d]", n, k)
+	}
+	have := len(w.U16)
+	if w.Dtype == F32 {
+		have = len(w.F32)
+	}
+	if w.Dtype > BF16 {
+		return nil, fmt.Errorf("pack bf16: unknown dtype %v", w.Dtype)
+	}
+	if have < n*k {
+		return nil, fmt.Errorf("pack bf16: %v weights [%d, %d] need %d elements, have %d", w.Dtype, n, k, n*k, have)
+	}
+	p := &PackedBF16{Rows: n, Cols: k, kp: roundUp(k, bf16KAlign), np: roundUp(n, bf16NR)}
+	p.data = make([]uint16, p.np*p.kp)
+	for j := range n {
+		panel := p.data[j/16*p.kp*16:]
+		col := (j % 16) * 2
+		for q := range k {
+			var h uint16
+			switch w.Dtype {
+			case F32:
+				h = RoundBF16(w.F32[j*k+q])
+			case F16:
+				h = RoundBF16(F16ToF32(w.U16[j*k+q])) // exact widening, one rounding
+			case BF16:
+				h = w.U16[j*k+q]
+			}
+			panel[q/2*32+col+q%2] = h
+		}
+	}
+	return p, nil
+}
+
+func roundUp(x, to int) int { return (x + to - 1) / to * to }
+
+// bf16KernelFunc computes a [mr, 32] block of C (mr the implementation's):
+//
+//	C[i][j] = init[i·ldi + j] + Σ_q A[i][q]·B[q][j]   for q in [0, k)
+//
+// with A at a (row stride lda bytes, k bf16 a row; for tiledA kernels the
+// 16-row tiles of the packed layout, lda bytes from one 16 rows to the
+// next), B the two 16-column
+// panels starting at b and b+ldp bytes (k/2 rows of 16 pairs each), k a
+// multiple of 32, C at c with row stride ldc bytes. ldi may be 0 (every row
+// starts from the same 32 values: the bias) and init may equal c (the block
+// accumulates). cfg is the AMX tile configuration (ignored by the others).
+type bf16KernelFunc func(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int)
+
+// bf16Impl is one bf16 micro-kernel.
+type bf16Impl struct {
+	name   string
+	mr     int
+	tiledA bool // A packed in [16, 32] tiles, not row-major
+	kern   bf16KernelFunc
+}
+
+// amxConfig is the AMX tile configuration (palette 1): all eight tiles are
+// 16 rows of 64 bytes (C: 16 float32, A: 32 bf16, B: 16 bf16 pairs).
+var amxConfig = func() (c [64]byte) {
+	c[0] = 1
+	for t := range 8 {
+		c[16+2*t] = 64
+		c[48+t] = 16
+	}
+	return c
+}()
+
+var bf16GoImpl = &bf16Impl{name: "portable Go (bf16 reference arithmetic)", mr: bf16GoMR, kern: kernelBF16Go}
+
+// bf16State is the kernel LinearBF16 runs, and the error BF16Kernel reports
+// (nil unless the CPU has no bf16 instructions, when impl is the Go kernel).
+var bf16State atomic.Pointer[bf16Choice]
+
+type bf16Choice struct {
+	impl *bf16Impl
+	err  error
+}
+
+func init() {
+	impl, err := bf16Best()
+	if err != nil {
+		impl = bf16GoImpl
+	}
+	bf16State.Store(&bf16Choice{impl, err})
+}
+
+// BF16Kernel names the bf16 kernel this CPU runs ("AMX-BF16 tiles",
+// "AVX512_BF16 VDPBF16PS"), or returns an error naming what the CPU (or the
+// build, or the operating system) lacks. LinearBF16 still works on such a
+// CPU, on a slow portable Go kernel; callers offering bf16 to users should
+// refuse it when BF16Kernel returns an error.
+func BF16Kernel() (string, error) {
+	c := bf16State.Load()
+	if c.err != nil {
+		return "", c.err
+	}
+	return c.impl.name, nil
+}
+
+// SetBF16Kernel forces the kernel LinearBF16 runs, for tests and
+// benchmarks: "amx", "avx512bf16", "go" (the portable kernel), or "" for the
+// best this CPU has. It returns an error, and changes nothing, when the CPU
+// cannot run the kernel asked for. Products already running finish on the
+// kernel they started with.
+func SetBF16Kernel(name string) error {
+	var impl *bf16Impl
+	var err error
+	switch name {
+	case "":
+		impl, err = bf16Best()
+		if err != nil {
+			bf16State.Store(&bf16Choice{bf16GoImpl, err})
+			return nil
+		}
+	case "go":
+		impl = bf16GoImpl
+	case "amx":
+		impl, err = bf16AMX()
+	case "avx512bf16":
+		impl, err = bf16AVX512()
+	default:
+		return fmt.Errorf("set bf16 kernel: unknown kernel %q (want amx, avx512bf16, go or empty)", name)
+	}
+	if err != nil {
+		return fmt.Errorf("set bf16 kernel %s: %w", name, err)
+	}
+	bf16State.Store(&bf16Choice{impl, nil})
+	return nil
+}
+
+// bf16Best returns the fastest kernel this CPU runs: AMX, then AVX512_BF16.
+func bf16Best() (*bf16Impl, error) {
+	if impl, err := bf16AMX(); err == nil {
+		return impl, nil
+	}
+	if impl, err := bf16AVX512(); err == nil {
+		return impl, nil
+	}
+	return nil, bf16Missing()
+}
+
+// LinearBF16 computes y[m, w.Rows] = x[m, w.Cols] · wᵀ + bias with the bf16
+// kernel (see BF16Kernel), using all the pool's workers: x is rounded to
+// bfloat16 (nearest even) while packing, products accumulate in float32.
+// bias, when not nil, has w.Rows elements. x and y are dense row-major and
+// must not overlap. Like Linear, it panics when a slice is shorter than the
+// shapes require, and must not be called from inside a Parallel callback
+// (use Worker.LinearBF16 there).
+func (p *Pool) LinearBF16(y, x []float32, m int, w *PackedBF16, bias []float32) {
+	g := newBF16Args(y, x, m, w, bias)
+	if g == nil {
+		return
+	}
+	defer g.release()
+	t := p.Threads()
+	if t == 1 || 2*float64(m)*float64(w.Rows)*float64(w.Cols) < parallelFlops {
+		g.packRows(0, g.mp)
+		g.columns(0, w.np)
+		return
+	}
+	p.Parallel(g.mp, g.packRows)
+	blocks := w.np / bf16NR
+	chunks := min(blocks, t*bf16ChunksPerWorker)
+	var next atomic.Int64
+	p.Parallel(t, func(_, _ int) {
+		for {
+			c := int(next.Add(1) - 1)
+			if c >= chunks {
+				return
+			}
+			g.columns(c*blocks/chunks*bf16NR, (c+1)*blocks/chunks*bf16NR)
+		}
+	})
+}
+
+// LinearBF16 is Pool.LinearBF16 on this worker alone (single-threaded), for
+// use inside ParallelWorkers callbacks.
+func (w *Worker) LinearBF16(y, x []float32, m int, wt *PackedBF16, bias []float32) {
+	g := newBF16Args(y, x, m, wt, bias)
+	if g == nil {
+		return
+	}
+	defer g.release()
+	g.packRows(0, g.mp)
+	g.columns(0, wt.np)
+}
+
+// bf16Args is one validated LinearBF16 with its packed A.
+type bf16Args struct {
+	impl    *bf16Impl
+	y, x    []float32
+	m, n, k int
+	mp      int
+	w       *PackedBF16
+	bias    []float32 // np elements, zeros when the caller gave none
+	ap      []uint16  // [mp, kp]
+	buf     *[]uint16
+}
+
+// bf16Bufs recycles packed A blocks and padded biases between calls.
+var bf16Bufs, bf16Biases sync.Pool
+
+// newBF16Args validates the arguments and prepares the buffers; it returns
+// nil when there is nothing to compute beyond y = bias.
+func newBF16Args(y, x []float32, m int, w *PackedBF16, bias []float32) *bf16Args {
+	if w == nil {
+		panic("gemm: LinearBF16 with nil weights")
+	}
+	n, k := w.Rows, w.Cols
+	if m < 0 {
+		panic(fmt.Sprintf("gemm: LinearBF16 with negative m=%d", m))
+	}
+	need(len(x), m, k, k, "x")
+	need(len(y), m, n, n, "y")
+	if bias != nil && len(bias) < n {
+		panic(fmt.Sprintf("gemm: LinearBF16 bias has %d elements, want %d", len(bias), n))
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	if k == 0 {
+		for i := range m {
+			row := y[i*n : i*n+n]
+			for j := range row {
+				row[j] = 0
+				if bias != nil {
+					row[j] = bias[j]
+				}
+			}
+		}
+		return nil
+	}
+	impl := bf16State.Load().impl
+	g := &bf16Args{impl: impl, y: y, x: x, m: m, n: n, k: k, mp: roundUp(m, impl.mr), w: w}
+	g.buf = getU16(&bf16Bufs, g.mp*w.kp)
+	g.ap = (*g.buf)[:g.mp*w.kp]
+	bp := getF32(w.np)
+	g.bias = bp[:w.np]
+	copy(g.bias, bias)
+	clear(g.bias[min(len(bias), n):])
+	return g
+}
+
+func (g *bf16Args) release() {
+	bf16Bufs.Put(g.buf)
+	b := g.bias
+	bf16Biases.Put(&b)
+}
+
+func getU16(p *sync.Pool, n int) *[]uint16 {
+	if b, ok := p.Get().(*[]uint16); ok && cap(*b) >= n {
+		return b
+	}
+	b := make([]uint16, n)
+	return &b
+}
+
+func getF32(n int) []float32 {
+	if b, ok := bf16Biases.Get().(*[]float32); ok && cap(*b) >= n {
+		return *b
+	}
+	return make([]float32, n)
+}
+
+// packRows rounds rows [lo, hi) of x into the packed A, zero-padding the
+// depths to kp and the rows beyond m.
+func (g *bf16Args) packRows(lo, hi int) {
+	kp := g.w.kp
+	if !g.impl.tiledA {
+		for i := lo; i < hi; i++ {
+			dst := g.ap[i*kp : (i+1)*kp]
+			if i >= g.m {
+				clear(dst)
+				continue
+			}
+			roundBF16Slice(dst[:g.k], g.x[i*g.k:(i+1)*g.k])
+			clear(dst[g.k:])
+		}
+		return
+	}
+	row := make([]uint16, kp)
+	for i := lo; i < hi; i++ {
+		if i < g.m {
+			roundBF16Slice(row[:g.k], g.x[i*g.k:(i+1)*g.k])
+			clear(row[g.k:])
+		} else {
+			clear(row)
+		}
+		base := g.ap[i/16*kp*16+i%16*32:]
+		for q := 0; q < kp; q += 32 {
+			copy(base[q*16:q*16+32], row[q:q+32])
+		}
+	}
+}
+
+// columns computes the columns [j0, j1) of y (j0 a multiple of 32, j1 a
+// multiple of 32 or np) for all rows.
+func (g *bf16Args) columns(j0, j1 int) {
+	impl, w := g.impl, g.w
+	mr, kp, n := impl.mr, w.kp, g.n
+	mFull, nFull := g.m-g.m%mr, n-n%bf16NR
+	var tmp [32 * bf16NR]float32 // one edge block
+	cfg := &amxConfig[0]
+	// A at row ir (a multiple of mr), depth pc: row-major, or in tiles (ir
+	// a multiple of 16: tile ir/16, step pc/32, like the B panels).
+	lda, aStep := kp*2, 1
+	if impl.tiledA {
+		lda, aStep = kp*32, 16
+	}
+	for jc := j0; jc < j1; jc += bf16NC {
+		je := min(jc+bf16NC, j1)
+		ie := min(je, nFull)
+		for pc := 0; pc < kp && jc < ie; pc += bf16KC {
+			kb := min(bf16KC, kp-pc)
+			for ir := 0; ir < mFull; ir += mr {
+				a := &g.ap[ir*kp+pc*aStep]
+				for jr := jc; jr < ie; jr += bf16NR {
+					c := &g.y[ir*n+jr]
+					init, ldi := &g.bias[jr], 0
+					if pc > 0 {
+						init, ldi = c, n*4
+					}
+					impl.kern(cfg, a, lda, &w.data[jr*kp+pc*16], kp*32, kb, c, n*4, init, ldi)
+				}
+			}
+		}
+		// Edge blocks, each over the whole depth into tmp.
+		for ir := 0; ir < g.m; ir += mr {
+			for jr := jc; jr < je; jr += bf16NR {
+				if ir < mFull && jr < nFull {
+					continue
+				}
+				impl.kern(cfg, &g.ap[ir*kp], lda, &w.data[jr*kp], kp*32, kp, &tmp[0], bf16NR*4, &g.bias[jr], 0)
+				cols := min(bf16NR, n-jr)
+				for i := ir; i < min(ir+mr, g.m); i++ {
+					copy(g.y[i*n+jr:i*n+jr+cols], tmp[(i-ir)*bf16NR:])
+				}
+			}
+		}
+	}
+}
+
+// kernelBF16Go is the portable bf16KernelFunc for mr = bf16GoMR. A product
+// of two bfloat16 values is exact in float32, so each step rounds once, as
+// in the instructions (which differ only in flushing subnormals to zero).
+func kernelBF16Go(_ *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int) {
+	lda, ldp, ldc, ldi = lda/2, ldp/2, ldc/4, ldi/4
+	as := unsafe.Slice(a, (bf16GoMR-1)*lda+k)
+	bs := unsafe.Slice(b, ldp+k*16)
+	is := unsafe.Slice(init, (bf16GoMR-1)*ldi+bf16NR)
+	var acc [bf16GoMR][bf16NR]float32
+	for i := range bf16GoMR {
+		copy(acc[i][:], is[i*ldi:])
+	}
+	for i := range bf16GoMR {
+		ar := as[i*lda : i*lda+k]
+		for j := range bf16NR {
+			panel := bs[j/16*ldp+j%16*2:]
+			s := acc[i][j]
+			for q := 0; q < k; q += 2 {
+				s += BF16ToF32(ar[q]) * BF16ToF32(panel[q*16])
+				s += BF16ToF32(ar[q+1]) * BF16ToF32(panel[q*16+1])
+			}
+			acc[i][j] = s
+		}
+	}
+	cs := unsafe.Slice(c, (bf16GoMR-1)*ldc+bf16NR)
+	for i := range bf16GoMR {
+		copy(cs[i*ldc:i*ldc+bf16NR], acc[i][:])
+	}
+}
+
+// LinearBF16Ref is the plain-loop oracle of LinearBF16 on the unpacked
+// weights: x and w rounded to bfloat16 (nearest even), y = bias + the
+// products summed in float32 in order of depth.
+func LinearBF16Ref(y, x []float32, m int, w *Matrix, bias []float32) {
+	n, k := w.Rows, w.Cols
+	wr := make([]float32, n*k)
+	for i := range wr {
+		switch w.Dtype {
+		case F32:
+			wr[i] = BF16ToF32(RoundBF16(w.F32[i]))
+		case F16:
+			wr[i] = BF16ToF32(RoundBF16(F16ToF32(w.U16[i])))
+		case BF16:
+			wr[i] = BF16ToF32(w.U16[i])
+		}
+	}
+	xr := make([]float32, k)
+	for i := range m {
+		for p := range k {
+			xr[p] = BF16ToF32(RoundBF16(x[i*k+p]))
+		}
+		for j := range n {
+			var s float32
+			if bias != nil {
+				s = bias[j]
+			}
+			for p, v := range xr {
+				s += v * wr[j*k+p]
+			}
+			y[i*n+j] = s
+		}
+	}
+}

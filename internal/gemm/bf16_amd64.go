@@ -1,0 +1,91 @@
+//go:build amd64 && !purego
+
+package gemm
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/cpu"
+)
+
+var (
+	bf16AMXImpl    = &bf16Impl{name: "AMX-BF16 tiles", mr: 32, tiledA: true, kern: amxBF16}
+	bf16AVX512Impl = &bf16Impl{name: "AVX512_BF16 VDPBF16PS", mr: 12, kern: avx512BF16}
+)
+
+// bf16AMX returns the AMX kernel, or why this CPU or system cannot run it.
+// The CPUID bits are not enough: the operating system must grant the tile
+// data state (amxPermit), which is the real gate.
+func bf16AMX() (*bf16Impl, error) {
+	if !cpu.X86.HasAMXTile || !cpu.X86.HasAMXBF16 {
+		return nil, errors.New("this CPU lacks AMX-BF16")
+	}
+	if err := amxPermit(); err != nil {
+		return nil, fmt.Errorf("the CPU has AMX-BF16 but the tile state is not available: %w", err)
+	}
+	return bf16AMXImpl, nil
+}
+
+// bf16AVX512 returns the AVX512_BF16 kernel, or why this CPU cannot run it.
+// (cpu.X86.HasAVX512* are false when the OS does not save the zmm state.)
+func bf16AVX512() (*bf16Impl, error) {
+	if !cpu.X86.HasAVX512F || !cpu.X86.HasAVX512BF16 {
+		return nil, errors.New("this CPU lacks AVX512_BF16")
+	}
+	return bf16AVX512Impl, nil
+}
+
+// bf16Missing describes a CPU with neither bf16 kernel.
+func bf16Missing() error {
+	has := "no AVX2"
+	switch {
+	case cpu.X86.HasAVX512F:
+		has = "AVX-512F without AVX512_BF16"
+	case cpu.X86.HasAVX2:
+		has = "AVX2 only"
+	}
+	if cpu.X86.HasAMXBF16 {
+		_, err := bf16AMX()
+		return fmt.Errorf("bf16 needs AVX512_BF16 or AMX-BF16: %w", err)
+	}
+	return fmt.Errorf("bf16 needs AVX512_BF16 or AMX-BF16; this CPU has neither (%s)", has)
+}
+
+// roundBF16Slice stores RoundBF16 of each src element in dst (as long).
+func roundBF16Slice(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	done := 0
+	if cpu.X86.HasAVX512F && len(src) >= 16 {
+		done = len(src) &^ 15
+		roundBF16AVX512(&dst[0], &src[0], done)
+	}
+	for i := done; i < len(src); i++ {
+		dst[i] = RoundBF16(src[i])
+	}
+}
+
+// amxBF16 is a bf16KernelFunc with mr = 32 on AMX tiles.
+//
+//go:noescape
+func amxBF16(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int)
+
+// avx512BF16 is a bf16KernelFunc with mr = 12 on VDPBF16PS.
+//
+//go:noescape
+func avx512BF16(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int)
+
+// roundBF16AVX512 is RoundBF16 over n float32 (a multiple of 16).
+//
+//go:noescape
+func roundBF16AVX512(dst *uint16, src *float32, n int)
+
+// probeVDPBF16PS runs n iterations of 24 independent VDPBF16PS (benchmarks).
+//
+//go:noescape
+func probeVDPBF16PS(n int)
+
+// probeVFMADD231PS runs n iterations of 24 independent zmm VFMADD231PS.
+//
+//go:noescape
+func probeVFMADD231PS(n int)

@@ -1,0 +1,127 @@
+package gemm
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+)
+
+var benchSpin = flag.Bool("gemm.spin", true, "BenchmarkPoolUnderLoad: keep one CPU busy with another process")
+
+// planBefore is the split Pool used before the guided one: a fixed grid
+// of rg × cg equal chunks (up to 4 per worker, at least minChunkCols wide),
+// taken dynamically. BenchmarkPoolUnderLoad runs it through planHook, side
+// by side with plan.
+func planBefore(s *gemmSplit, g *gemmArgs, t int) {
+	const chunksPerWorker = 4
+	mr, nr := g.kr.mr, g.kr.nr
+	panels, slabs := (g.n+nr-1)/nr, (g.m+mr-1)/mr
+	minCols := minChunkCols
+	if !directA(g.kr, g.lda) {
+		minCols = minChunkColsCopy
+	}
+	cgMax := max(1, min(panels, g.n/minCols))
+	var rg, cg int
+	switch {
+	case cgMax >= t:
+		rg, cg = 1, min(chunksPerWorker, cgMax/t)*t
+	case cgMax == 1:
+		rg, cg = chunksPerWorker*t, 1
+	default:
+		cg = 1
+		for d := cgMax; d > 1; d-- {
+			if t%d == 0 {
+				cg = d
+				break
+			}
+		}
+		rg = t / cg
+	}
+	rg = min(rg, slabs)
+	for i := 0; i < rg*cg; i++ {
+		r, c := i/cg, i%cg
+		s.add(g, r*slabs/rg, (r+1)*slabs/rg, c*panels/cg, (c+1)*panels/cg)
+	}
+}
+
+// TestHelperSpin is not a test: BenchmarkPoolUnderLoad runs the test
+// binary with GEMM_HELPER_SPIN=1 to get a process that keeps one CPU busy.
+func TestHelperSpin(t *testing.T) {
+	if os.Getenv("GEMM_HELPER_SPIN") != "1" {
+		t.Skip("helper process for BenchmarkPoolUnderLoad")
+	}
+	x := 0
+	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); {
+		for i := range 1 << 20 {
+			x += i
+		}
+	}
+	fmt.Println(x)
+}
+
+// BenchmarkPoolUnderLoad runs a representative product (the image tower's
+// fc1, 1028×1280 by 1280×5120) on a Pool of -gemm.threads workers while
+// another process keeps one CPU busy, alternating the previous fixed grid
+// of chunks ("before") and the guided split ("after"), and reports the
+// minimum, median and maximum of each side's pass times in ms: the spread
+// that a descheduled worker causes. A third side ("fine") cuts every chunk
+// minChunkCols wide. -gemm.spin=false leaves the busy process out.
+func BenchmarkPoolUnderLoad(b *testing.B) {
+	if *benchSpin {
+		spin := exec.Command(os.Args[0], "-test.run=^TestHelperSpin$")
+		spin.Env = append(os.Environ(), "GEMM_HELPER_SPIN=1")
+		if err := spin.Start(); err != nil {
+			b.Skipf("cannot start the busy process: %v", err)
+		}
+		defer func() {
+			spin.Process.Kill()
+			spin.Wait()
+		}()
+	}
+	threads := *benchThreads
+	pool := NewPool(threads)
+	defer pool.Close()
+	r := rand.New(rand.NewPCG(1, 1))
+	const m, n, k = 1028, 5120, 1280
+	x, c := randSlice(r, m*k, 1), make([]float32, m*n)
+	w := &Matrix{Rows: n, Cols: k, F32: randSlice(r, n*k, 1)}
+	pool.Linear(c, x, m, w, nil) // buffers
+	sides := []struct {
+		name   string
+		hook   func(*gemmSplit, *gemmArgs, int)
+		spread int
+		d      []time.Duration
+		cpu    []time.Duration // process CPU time per pass (all threads)
+	}{
+		{"before", planBefore, guidedSpread, nil, nil},
+		{"guided", nil, guidedSpread, nil, nil}, // the default
+		{"fine", nil, 1 << 20, nil, nil},        // every chunk minChunkCols wide
+	}
+	for b.Loop() {
+		for i := range sides {
+			s := &sides[i]
+			planHook, spread = s.hook, s.spread
+			t0, c0 := time.Now(), processCPUTime()
+			pool.Linear(c, x, m, w, nil)
+			s.d = append(s.d, time.Since(t0))
+			s.cpu = append(s.cpu, processCPUTime()-c0)
+		}
+	}
+	planHook, spread = nil, guidedSpread
+	for _, side := range sides {
+		slices.Sort(side.d)
+		ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+		b.ReportMetric(ms(side.d[0]), side.name+"_min_ms")
+		b.ReportMetric(ms(side.d[len(side.d)/2]), side.name+"_med_ms")
+		b.ReportMetric(ms(side.d[len(side.d)-1]), side.name+"_max_ms")
+		if side.cpu[0] > 0 {
+			slices.Sort(side.cpu)
+			b.ReportMetric(ms(side.cpu[len(side.cpu)/2]), side.name+"_cpu_med_ms")
+		}
+	}
+}

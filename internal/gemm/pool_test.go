@@ -1,0 +1,125 @@
+package gemm
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSharedLoopsSurviveAStall stalls the first chunk that starts until
+// every other index is done: with chunks handed out dynamically the other
+// workers finish the loop; with fixed shares (one chunk per worker) they
+// would wait for the stalled one forever (the test gives up after 20 s).
+func TestSharedLoopsSurviveAStall(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	const n = 100
+	loops := map[string]func(fn func(w *Worker, lo, hi int)){
+		"Parallel":     func(fn func(w *Worker, lo, hi int)) { p.Parallel(n, func(lo, hi int) { fn(nil, lo, hi) }) },
+		"ShareWorkers": func(fn func(w *Worker, lo, hi int)) { p.ShareWorkers(n, fn) },
+	}
+	for name, loop := range loops {
+		t.Run(name, func(t *testing.T) {
+			var (
+				first     sync.Once
+				stallSize atomic.Int64 // indices held by the stalled chunk
+				others    atomic.Int64 // indices done by the other chunks
+				mu        sync.Mutex
+				seen      [n]int
+				chunks    int
+				busy      [3]atomic.Bool
+				overlap   atomic.Bool
+			)
+			rest := make(chan struct{}) // closed when all but the stalled chunk are done
+			loop(func(w *Worker, lo, hi int) {
+				if w != nil {
+					if busy[w.ID()].Swap(true) {
+						overlap.Store(true)
+					}
+					defer busy[w.ID()].Store(false)
+				}
+				mu.Lock()
+				chunks++
+				for i := lo; i < hi; i++ {
+					seen[i]++
+				}
+				mu.Unlock()
+				stalled := false
+				first.Do(func() { stalled = true; stallSize.Store(int64(hi - lo)) })
+				if stalled {
+					select {
+					case <-rest:
+					case <-time.After(20 * time.Second):
+						t.Errorf("the other workers did not take the stalled worker's share")
+					}
+					return
+				}
+				if others.Add(int64(hi-lo)) == n-stallSize.Load() {
+					close(rest)
+				}
+			})
+			for i, s := range seen {
+				if s != 1 {
+					t.Fatalf("index %d visited %d times", i, s)
+				}
+			}
+			if chunks <= p.Threads() {
+				t.Errorf("%d chunks for %d workers: not shared dynamically", chunks, p.Threads())
+			}
+			if overlap.Load() {
+				t.Errorf("a worker ran two chunks at once")
+			}
+		})
+	}
+}
+
+// TestSharedLoopsDoNotWaitForSleepers holds worker 1 before it looks for
+// work (as if the OS had not scheduled it) until the calls are over:
+// products, Parallel and ShareWorkers must finish on the other workers
+// instead of waiting for it to check in.
+func TestSharedLoopsDoNotWaitForSleepers(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	p := NewPool(3)
+	defer p.Close()
+	p.wakeHook = func(i int) {
+		if i == 1 {
+			<-release
+		}
+	}
+	defer once.Do(func() { close(release) })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var sum atomic.Int64
+		for range 20 {
+			p.Parallel(1000, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+			p.ShareWorkers(50, func(w *Worker, lo, hi int) { sum.Add(int64(hi - lo)) })
+		}
+		if sum.Load() != 20*1050 {
+			t.Errorf("covered %d indices, want %d", sum.Load(), 20*1050)
+		}
+		const m, n, k = 64, 700, 64
+		a, b, c := make([]float32, m*k), make([]float32, n*k), make([]float32, m*n)
+		for i := range a {
+			a[i] = 1
+		}
+		for i := range b {
+			b[i] = 2
+		}
+		p.MatMul(c, n, a, k, b, k, m, n, k, true, 1)
+		for i, v := range c {
+			if v != 2*k {
+				t.Errorf("c[%d] = %v, want %v", i, v, 2*k)
+				break
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("calls waited for a worker that never ran")
+	}
+	once.Do(func() { close(release) })
+}
