@@ -13,8 +13,6 @@ import (
 	"sync"
 	_ "unsafe" // for go:linkname
 
-	_ "github.com/gen2brain/avif" // for its embedded decode.wasm.gz
-	_ "github.com/gen2brain/heic" // for its embedded heif.wasm.gz
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -36,13 +34,9 @@ import (
 //     must not print.
 //   - The runtime is shared and unbounded; here its memory has a limit.
 // The embedded .wasm.gz bytes are taken from the pinned packages with
-// go:linkname (TestHEIFWASMEmbedded fails if an upgrade renames them).
-
-//go:linkname heifWASMgz github.com/gen2brain/heic.heifWasm
-var heifWASMgz []byte
-
-//go:linkname avifWASMgz github.com/gen2brain/avif.decodeWasm
-var avifWASMgz []byte
+// go:linkname in heifwasm_embed.go (TestHEIFWASMEmbedded fails if an
+// upgrade renames them); architectures where those packages do not build
+// get heifwasm_other.go instead.
 
 // wasmMemoryPages bounds the linear memory of one decode: 16384 pages of
 // 64 KiB are 1 GiB, room for the default 100-megapixel limit (planes,
@@ -66,6 +60,10 @@ var (
 // instantiate returns a fresh instance (its own memory) of the module.
 func (w *wasmModule) instantiate(ctx context.Context) (api.Module, error) {
 	w.once.Do(func() {
+		if len(*w.gz) == 0 {
+			w.err = errNoWASM
+			return
+		}
 		zr, err := gzip.NewReader(bytes.NewReader(*w.gz))
 		if err != nil {
 			w.err = fmt.Errorf("embedded decoder: %w", err)
