@@ -12,6 +12,7 @@ import (
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/xdna"
 	"github.com/clipidx/clipidx/internal/gemm"
+	"github.com/clipidx/clipidx/search"
 )
 
 func init() { subcommands = append(subcommands, newInfoCmd) }
@@ -47,6 +48,7 @@ type infoJSON struct {
 		Kernel string `json:"kernel"` // the GEMM the CPU path runs
 		// BF16 is the kernel --precision bf16 runs, or why there is none.
 		BF16     string   `json:"bf16"`
+		Search   string   `json:"search"`   // the kernel of the search scan
 		Features []string `json:"features"` // the SIMD features the kernels look at
 		Threads  int      `json:"threads"`  // what --threads 0 gives
 	} `json:"cpu"`
@@ -130,6 +132,7 @@ func gatherInfo(node, model string) infoJSON {
 	} else {
 		r.CPU.BF16 = "unavailable: " + err.Error()
 	}
+	r.CPU.Search = search.Kernel()
 	r.CPU.Threads = runtime.GOMAXPROCS(0)
 	if g.threads > 0 {
 		r.CPU.Threads = g.threads // what --threads / CLIPIDX_THREADS ask for
@@ -186,6 +189,7 @@ func printInfo(w io.Writer, r infoJSON) {
 	fmt.Fprintln(w, "CPU")
 	fmt.Fprintf(w, "  kernels:    %s, %d %s\n", r.CPU.Kernel, r.CPU.Threads, plural(r.CPU.Threads, "thread", "threads"))
 	fmt.Fprintf(w, "  bf16:       %s (--precision bf16)\n", r.CPU.BF16)
+	fmt.Fprintf(w, "  search:     %s\n", r.CPU.Search)
 	if len(r.CPU.Features) > 0 {
 		fmt.Fprintf(w, "  features:   %s\n", strings.Join(r.CPU.Features, " "))
 	}
