@@ -13,42 +13,6 @@ import (
 
 var benchSpin = flag.Bool("gemm.spin", true, "BenchmarkPoolUnderLoad: keep one CPU busy with another process")
 
-// planBefore is the split Pool used before the guided one: a fixed grid
-// of rg × cg equal chunks (up to 4 per worker, at least minChunkCols wide),
-// taken dynamically. BenchmarkPoolUnderLoad runs it through planHook, side
-// by side with plan.
-func planBefore(s *gemmSplit, g *gemmArgs, t int) {
-	const chunksPerWorker = 4
-	mr, nr := g.kr.mr, g.kr.nr
-	panels, slabs := (g.n+nr-1)/nr, (g.m+mr-1)/mr
-	minCols := minChunkCols
-	if !directA(g.kr, g.lda) {
-		minCols = minChunkColsCopy
-	}
-	cgMax := max(1, min(panels, g.n/minCols))
-	var rg, cg int
-	switch {
-	case cgMax >= t:
-		rg, cg = 1, min(chunksPerWorker, cgMax/t)*t
-	case cgMax == 1:
-		rg, cg = chunksPerWorker*t, 1
-	default:
-		cg = 1
-		for d := cgMax; d > 1; d-- {
-			if t%d == 0 {
-				cg = d
-				break
-			}
-		}
-		rg = t / cg
-	}
-	rg = min(rg, slabs)
-	for i := 0; i < rg*cg; i++ {
-		r, c := i/cg, i%cg
-		s.add(g, r*slabs/rg, (r+1)*slabs/rg, c*panels/cg, (c+1)*panels/cg)
-	}
-}
-
 // TestHelperSpin is not a test: BenchmarkPoolUnderLoad runs the test
 // binary with GEMM_HELPER_SPIN=1 to get a process that keeps one CPU busy.
 func TestHelperSpin(t *testing.T) {
@@ -98,9 +62,9 @@ func BenchmarkPoolUnderLoad(b *testing.B) {
 		d      []time.Duration
 		cpu    []time.Duration // process CPU time per pass (all threads)
 	}{
-		{"before", planBefore, guidedSpread, nil, nil},
-		{"guided", nil, guidedSpread, nil, nil}, // the default
-		{"fine", nil, 1 << 20, nil, nil},        // every chunk minChunkCols wide
+		{"grid", nil, guidedSpread, nil, nil}, // the default
+		{"guided", planGuided, guidedSpread, nil, nil},
+		{"fine", planGuided, 1 << 20, nil, nil}, // every chunk minChunkCols wide
 	}
 	for b.Loop() {
 		for i := range sides {
