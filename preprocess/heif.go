@@ -190,23 +190,8 @@ func packRows(pix []byte, stride, n, h int) []byte {
 // dst receives it displayed as orientation o asks.
 func orientPix(dst, src []byte, w, h, o, bpp int) {
 	ow, oh := orientDims(w, h, o)
-	var base, dx, dy int
-	switch o {
-	case 2:
-		base, dx, dy = w-1, -1, w
-	case 3:
-		base, dx, dy = w*h-1, -1, -w
-	case 4:
-		base, dx, dy = (h-1)*w, 1, -w
-	case 5:
-		base, dx, dy = 0, w, 1
-	case 6:
-		base, dx, dy = (h-1)*w, -w, 1
-	case 7:
-		base, dx, dy = (h-1)*w+w-1, -w, -1
-	case 8:
-		base, dx, dy = w-1, w, -1
-	default:
+	base, dx, dy, moved := orientWalk(w, h, o)
+	if !moved {
 		copy(dst, src)
 		return
 	}

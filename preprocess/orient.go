@@ -16,24 +16,8 @@ func orientDims(w, h, o int) (int, int) {
 // dst must hold w*h*3 bytes; it returns the new width and height.
 func orient(dst, src []byte, w, h, o int) (int, int) {
 	ow, oh := orientDims(w, h, o)
-	// Output pixel (x, y) reads source pixel index base + x*dx + y*dy.
-	var base, dx, dy int
-	switch o {
-	case 2:
-		base, dx, dy = w-1, -1, w
-	case 3:
-		base, dx, dy = w*h-1, -1, -w
-	case 4:
-		base, dx, dy = (h-1)*w, 1, -w
-	case 5: // (x, y) <- (y, x)
-		base, dx, dy = 0, w, 1
-	case 6: // (x, y) <- (y, h-1-x)
-		base, dx, dy = (h-1)*w, -w, 1
-	case 7: // (x, y) <- (w-1-y, h-1-x)
-		base, dx, dy = (h-1)*w+w-1, -w, -1
-	case 8: // (x, y) <- (w-1-y, x)
-		base, dx, dy = w-1, w, -1
-	default:
+	base, dx, dy, moved := orientWalk(w, h, o)
+	if !moved {
 		copy(dst, src[:w*h*3])
 		return w, h
 	}
@@ -53,4 +37,27 @@ func orient(dst, src []byte, w, h, o int) (int, int) {
 		}
 	}
 	return ow, oh
+}
+
+// orientWalk says how orientation o reads a w x h source: output pixel
+// (x, y) is source pixel base + x*dx + y*dy. moved is false for 1 (and
+// unknown values): the image stays as it is.
+func orientWalk(w, h, o int) (base, dx, dy int, moved bool) {
+	switch o {
+	case 2:
+		return w - 1, -1, w, true
+	case 3:
+		return w*h - 1, -1, -w, true
+	case 4:
+		return (h - 1) * w, 1, -w, true
+	case 5: // (x, y) <- (y, x)
+		return 0, w, 1, true
+	case 6: // (x, y) <- (y, h-1-x)
+		return (h - 1) * w, -w, 1, true
+	case 7: // (x, y) <- (w-1-y, h-1-x)
+		return (h-1)*w + w - 1, -w, -1, true
+	case 8: // (x, y) <- (w-1-y, x)
+		return w - 1, w, -1, true
+	}
+	return 0, 0, 0, false
 }
