@@ -197,8 +197,11 @@ func etag(h store.Hash, kind string) string {
 	return `"` + kind + "-" + hex.EncodeToString(h[:12]) + `"`
 }
 
-func (s *Server) thumb(w http.ResponseWriter, r *http.Request, id string) {
-	var f indexedFile
+// fileOrNotModified resolves id to its indexed file and sets the caching
+// headers of a response about its content (kind "t" a thumbnail, "i" the
+// image). ok is false when the response is already written: an error, or
+// 304 for a client that holds this content.
+func (s *Server) fileOrNotModified(w http.ResponseWriter, r *http.Request, id, kind string) (f indexedFile, ok bool) {
 	err := s.view(func(snap *store.Snapshot) error {
 		var err error
 		f, err = s.resolve(snap, id)
@@ -206,13 +209,21 @@ func (s *Server) thumb(w http.ResponseWriter, r *http.Request, id string) {
 	})
 	if err != nil {
 		fail(w, err)
-		return
+		return f, false
 	}
-	tag := etag(f.rec.Hash, "t")
+	tag := etag(f.rec.Hash, kind)
 	w.Header().Set("ETag", tag)
 	w.Header().Set("Cache-Control", "private, max-age=300")
 	if r.Header.Get("If-None-Match") == tag {
 		w.WriteHeader(http.StatusNotModified)
+		return f, false
+	}
+	return f, true
+}
+
+func (s *Server) thumb(w http.ResponseWriter, r *http.Request, id string) {
+	f, ok := s.fileOrNotModified(w, r, id, "t")
+	if !ok {
 		return
 	}
 	var b []byte
@@ -252,21 +263,8 @@ func contentType(data []byte, path string) string {
 }
 
 func (s *Server) image(w http.ResponseWriter, r *http.Request, id string) {
-	var f indexedFile
-	err := s.view(func(snap *store.Snapshot) error {
-		var err error
-		f, err = s.resolve(snap, id)
-		return err
-	})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	tag := etag(f.rec.Hash, "i")
-	w.Header().Set("ETag", tag)
-	w.Header().Set("Cache-Control", "private, max-age=300")
-	if r.Header.Get("If-None-Match") == tag {
-		w.WriteHeader(http.StatusNotModified)
+	f, ok := s.fileOrNotModified(w, r, id, "i")
+	if !ok {
 		return
 	}
 	data, err := readChecked(f)
