@@ -75,6 +75,10 @@ type fastLayer struct {
 	q, k, v, o, fc1, fc2   lin
 	qB, kB, vB, oB         []float32
 	fc1B, fc2B             []float32
+	// The query, key and value matrices for gemm.LinearStack, and their
+	// biases end to end, so that the three projections run as one product.
+	qkv  []*gemm.Matrix
+	qkvB []float32
 }
 
 // fastTower is one tower's weights as gemm views plus its reusable buffers.
@@ -92,6 +96,7 @@ type fastTower struct {
 	cap              int
 	x                []float32 // residual stream [R, H]
 	h, q, k, v       []float32 // LayerNorm output / attention operands [R, H]
+	qkv              []float32 // the three projections side by side [R, 3H]; k and v share it
 	mlp              []float32 // MLP hidden [R, M]; also im2col and patch scratch
 	scores           []float32 // per worker [T, T]
 	pooled, pooledLN []float32 // [n, H]
@@ -127,6 +132,15 @@ func fastLayers(ls []core.LayerWeights) []fastLayer {
 			q: newLin(&l.Q), k: newLin(&l.K), v: newLin(&l.V), o: newLin(&l.O),
 			fc1: newLin(&l.FC1), fc2: newLin(&l.FC2),
 			qB: l.QB, kB: l.KB, vB: l.VB, oB: l.OB, fc1B: l.FC1B, fc2B: l.FC2B,
+		}
+		o := &out[i]
+		o.qkv = []*gemm.Matrix{&o.q.m, &o.k.m, &o.v.m}
+		if l.QB != nil || l.KB != nil || l.VB != nil {
+			H := l.Q.Rows
+			o.qkvB = make([]float32, 3*H)
+			copy(o.qkvB, l.QB)
+			copy(o.qkvB[H:], l.KB)
+			copy(o.qkvB[2*H:], l.VB)
 		}
 	}
 	return out
@@ -242,8 +256,9 @@ func (t *fastTower) reserve(n, workers int) {
 	t.x = make([]float32, R*t.H)
 	t.h = make([]float32, R*t.H)
 	t.q = make([]float32, R*t.H)
-	t.k = make([]float32, R*t.H)
-	t.v = make([]float32, R*t.H)
+	// layer uses qkv, lastLayer k and v: never both at once.
+	t.qkv = make([]float32, 3*R*t.H)
+	t.k, t.v = t.qkv[:R*t.H], t.qkv[R*t.H:2*R*t.H]
 	t.mlp = make([]float32, max(R*t.M, n*t.colsPer))
 	t.scores = make([]float32, workers*t.T*t.T)
 	t.pooled = make([]float32, n*t.H)
@@ -437,7 +452,7 @@ func (f *fastCPU) activate(t *fastTower, mlp []float32, R int) {
 func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 	p := f.pool
 	R, H, M := t.rows, t.H, t.M
-	x, h, q, k, v := t.x[:R*H], t.h[:R*H], t.q[:R*H], t.k[:R*H], t.v[:R*H]
+	x, h, q := t.x[:R*H], t.h[:R*H], t.q[:R*H]
 	mlp := t.mlp[:R*M]
 
 	p.Parallel(R, func(lo, hi int) {
@@ -445,10 +460,18 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln1W, l.ln1B, t.eps)
 		}
 	})
-	f.linear(q, h, R, &l.q, l.qB)
-	f.linear(k, h, R, &l.k, l.kB)
-	f.linear(v, h, R, &l.v, l.vB)
-	f.attention(t, h, q, k, v, n) // context [R, H] into h
+	if l.q.bf == nil {
+		// One product: qkv [R, 3H] holds q, k and v side by side.
+		qkv := t.qkv[:3*R*H]
+		p.LinearStack(qkv, h, R, l.qkv, l.qkvB)
+		f.attention(t, h, qkv, qkv[H:], qkv[2*H:], 3*H, n) // context [R, H] into h
+	} else {
+		k, v := t.qkv[:R*H], t.qkv[R*H:2*R*H]
+		f.linear(q, h, R, &l.q, l.qB)
+		f.linear(k, h, R, &l.k, l.kB)
+		f.linear(v, h, R, &l.v, l.vB)
+		f.attention(t, h, q, k, v, H, n)
+	}
 	f.linear(q, h, R, &l.o, l.oB)
 	fastAddRows(p, x, q, R, H)
 
@@ -469,9 +492,9 @@ func fastAddRows(p *gemm.Pool, x, y []float32, R, H int) {
 }
 
 // attention writes softmax(q·kᵀ/√d [+ causal mask])·v into ctx [R, H], one
-// (sequence, head) pair per task; q, k, v are [R, H] with head a in columns
-// [a·d, (a+1)·d).
-func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
+// (sequence, head) pair per task; q, k, v are [R, H] with row stride ld
+// and head a in columns [a·d, (a+1)·d).
+func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, ld, n int) {
 	T, H, A := t.T, t.H, t.A // T bounds every sequence's length L
 	d := H / A
 	scale := float32(1 / math.Sqrt(float64(d)))
@@ -479,9 +502,9 @@ func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
 		s := t.scores[w.ID()*T*T : (w.ID()+1)*T*T]
 		for i := lo; i < hi; i++ {
 			b, a := i/A, i%A
-			L, off := t.lens[b], t.off[b]*H+a*d
+			L, in, off := t.lens[b], t.off[b]*ld+a*d, t.off[b]*H+a*d
 			// s [L, L] = scale · q_a · k_aᵀ
-			w.MatMul(s, L, q[off:], H, k[off:], H, L, L, d, true, scale)
+			w.MatMul(s, L, q[in:], ld, k[in:], ld, L, L, d, true, scale)
 			for r := 0; r < L; r++ {
 				row := s[r*L : (r+1)*L]
 				if t.causal {
@@ -492,7 +515,7 @@ func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, n int) {
 				}
 			}
 			// ctx_a [L, d] = s · v_a
-			w.MatMul(ctx[off:], H, s, L, v[off:], H, L, d, L, false, 1)
+			w.MatMul(ctx[off:], H, s, L, v[in:], ld, L, d, L, false, 1)
 		}
 	})
 }

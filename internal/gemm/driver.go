@@ -14,6 +14,10 @@ type microKernel struct {
 	mc     int    // rows of A per block
 	nc     int    // columns of B packed at a time
 	aOuter bool   // macro's loop order: A slab outer (B panels stream from L2)
+	// aWays, when set, is how many ways of an L1 set the mr rows of an A
+	// slab may take together and still be read in place (directA); 0
+	// keeps the older rule for the [6, 16] kernels.
+	aWays int
 
 	// The kernel itself is run by runKernel and its packer by packKernelT,
 	// which switch on name to call the assembly directly: a call through a
@@ -64,6 +68,7 @@ func (w *Worker) gemmRegion(g *gemmArgs, m0, m1, n0, n1 int) {
 	// a pass over C for a depth of 1.
 	nb := (g.k + kr.kc - 1) / kr.kc
 	step := min(kr.kc, ((g.k+nb-1)/nb+15)/16*16)
+	direct := directA(kr, g.lda)
 	for jc := n0; jc < n1; jc += kr.nc {
 		nc := min(kr.nc, n1-jc)
 		for pc := 0; pc < g.k; pc += step {
@@ -71,7 +76,6 @@ func (w *Worker) gemmRegion(g *gemmArgs, m0, m1, n0, n1 int) {
 			w.packB(g, pc, kb, jc, nc)
 			for ic := m0; ic < m1; ic += kr.mc {
 				mc := min(kr.mc, m1-ic)
-				direct := directA(kr, g.lda)
 				w.packA(g, ic, mc, pc, kb, direct)
 				w.macro(g, ic, mc, jc, nc, pc, kb, direct)
 			}
@@ -107,9 +111,11 @@ func fillBias(g *gemmArgs, m0, m1, n0, n1 int) {
 var aMode = 0
 
 // directA reports whether kernel kr may read full slabs of A in place.
-// It copies A when the lda stride makes three or more of the mr rows fall
-// on the same L1 sets (4 KiB aliasing, e.g. k = 1024, 4096, 5120), where
-// they would evict each other and the B panel.
+// It copies A when the lda stride makes the kernel's mr rows fall on the
+// same L1 sets (4 KiB aliasing, e.g. k = 1024, 4096, 5120), where they would
+// evict each other and the B panel. The [6, 16] kernels copy when three or
+// more rows overlap row 0's sets; a kernel with aWays set copies when any
+// set would hold more than aWays lines of the slab.
 func directA(kr *microKernel, lda int) bool {
 	switch aMode {
 	case 1:
@@ -117,7 +123,22 @@ func directA(kr *microKernel, lda int) bool {
 	case 2:
 		return true
 	}
-	const way = 4096 // bytes covered by one way of a 32 KiB 8-way L1
+	const way = 4096 // bytes covered by one way of the L1 (32 KiB 8-way, 48 KiB 12-way)
+	if kr.aWays > 0 {
+		const line, sets = 64, way / 64
+		var use [sets]uint8
+		span := (kr.kc*4 + line - 1) / line // lines of one row's block
+		for i := 0; i < kr.mr; i++ {
+			first := i * lda * 4 % way / line
+			for l := 0; l < min(span, sets); l++ {
+				s := (first + l) % sets
+				if use[s]++; int(use[s]) > kr.aWays {
+					return false
+				}
+			}
+		}
+		return true
+	}
 	hits := 0
 	for i := 1; i < kr.mr; i++ {
 		d := i * lda * 4 % way
@@ -156,10 +177,18 @@ func (w *Worker) packA(g *gemmArgs, ic, mc, pc, kb int, direct bool) {
 // bpack[q·kb·nr + p·nr + j] = B[pc+p, jc+q·nr+j], zero beyond column nc.
 func (w *Worker) packB(g *gemmArgs, pc, kb, jc, nc int) {
 	nr := g.kr.nr
+	var part gemmArgs // one matrix of a stacked product (LinearStack)
+	src := g
 	for q := 0; q*nr < nc; q++ {
 		j0 := jc + q*nr
 		nn := min(nr, jc+nc-j0)
 		dst := w.bpack[q*kb*nr : (q+1)*kb*nr]
+		if g.partRows > 0 {
+			// Parts end on panel boundaries (partRows is a multiple of nr).
+			i := j0 / g.partRows
+			part.b32, part.b16, part.ldb, part.kind, part.kr = g.b32s[i], g.b16s[i], g.ldb, g.kind, g.kr
+			src, j0 = &part, j0-i*g.partRows
+		}
 		if g.kind == bF32N {
 			for p := 0; p < kb; p++ {
 				row := g.b32[(pc+p)*g.ldb+j0:]
@@ -170,9 +199,9 @@ func (w *Worker) packB(g *gemmArgs, pc, kb, jc, nc int) {
 			continue
 		}
 		if nn == nr {
-			packPanelT(g.kr, dst, g, j0, pc, kb)
+			packPanelT(g.kr, dst, src, j0, pc, kb)
 		} else {
-			packTGo(dst, nr, g, j0, nn, pc, 0, kb)
+			packTGo(dst, nr, src, j0, nn, pc, 0, kb)
 		}
 	}
 }

@@ -86,6 +86,60 @@ func (p *Pool) Linear(y, x []float32, m int, w *Matrix, bias []float32) {
 	p.gemm(&g)
 }
 
+// LinearStack computes y[m, N] = x[m, k] · Wᵀ + bias, where W [N, k] is
+// the matrices of ws stacked by rows (N = Σ ws[i].Rows, bias has N
+// elements or is nil), without copying them: a transformer's query, key
+// and value projections as one product, which keeps both cores busier
+// than three products a third as wide. The matrices must share Cols and
+// Dtype; up to 4 of them.
+//
+// When they also share Rows, a multiple of 32, the product runs as one;
+// otherwise as one product per matrix into its columns of y.
+func (p *Pool) LinearStack(y, x []float32, m int, ws []*Matrix, bias []float32) {
+	if len(ws) == 0 || len(ws) > maxParts {
+		panic(fmt.Sprintf("gemm: LinearStack of %d matrices (1 to %d)", len(ws), maxParts))
+	}
+	n, equal := 0, true
+	for _, w := range ws {
+		if w == nil {
+			panic("gemm: LinearStack with nil weight matrix")
+		}
+		if w.Cols != ws[0].Cols || w.Dtype != ws[0].Dtype {
+			panic(fmt.Sprintf("gemm: LinearStack of [%d,%d] %v and [%d,%d] %v matrices", ws[0].Rows, ws[0].Cols, ws[0].Dtype, w.Rows, w.Cols, w.Dtype))
+		}
+		equal = equal && w.Rows == ws[0].Rows
+		n += w.Rows
+	}
+	rows, k := ws[0].Rows, ws[0].Cols
+	need(len(y), m, n, n, "y")
+	if bias != nil && len(bias) < n {
+		panic(fmt.Sprintf("gemm: LinearStack bias has %d elements, want %d", len(bias), n))
+	}
+	if equal && rows%32 == 0 && rows > 0 && p.workers[0].sys == nil {
+		// Part 0 checks x and its own size; the others their sizes.
+		g := linearArgs(y[:m*rows], x, m, ws[0], nil)
+		g.c, g.ldc, g.n, g.bias, g.partRows = y, n, n, bias, rows
+		for i, w := range ws {
+			other := linearArgs(nil, x[:0], 0, w, nil)
+			g.b32s[i], g.b16s[i] = other.b32, other.b16
+		}
+		g.b32, g.b16 = nil, nil
+		p.gemm(&g)
+		return
+	}
+	off := 0
+	for _, w := range ws {
+		g := linearArgs(y, x, 0, w, nil) // checks w
+		g.m, g.c, g.ldc = m, y[off:], n
+		need(len(x), m, k, k, "x")
+		if bias != nil {
+			g.bias = bias[off : off+w.Rows]
+		}
+		p.gemm(&g)
+		off += w.Rows
+	}
+}
+
 // MatMul computes c[m,n] = alpha · a[m,k] · B with B = b[k,n] (ldb ≥ n), or,
 // when transB is set, B = bᵀ where b is [n,k] (ldb ≥ k); lda ≥ k, ldc ≥ n.
 // c must not overlap a or b; its columns beyond n are not touched. It serves
@@ -138,7 +192,16 @@ type gemmArgs struct {
 	alpha   float32
 	bias    []float32
 	kr      *microKernel // the kernel it runs on, fixed when it starts (driver.go)
+
+	// A stacked product (LinearStack): B's rows [i·partRows, (i+1)·partRows)
+	// are row 0 on of part i (b32s or b16s), not of b32 / b16.
+	partRows int
+	b32s     [maxParts][]float32
+	b16s     [maxParts][]uint16
 }
+
+// maxParts bounds the matrices of one LinearStack.
+const maxParts = 4
 
 func linearArgs(y, x []float32, m int, w *Matrix, bias []float32) gemmArgs {
 	if w == nil {

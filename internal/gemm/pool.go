@@ -50,6 +50,11 @@ type Pool struct {
 	g     *gemmArgs // &cur while a product runs
 	cur   gemmArgs
 	split gemmSplit
+	// apad is the product's A copied once with a padded row stride when
+	// the kernel could not read it in place (sharedA), so that the chunks
+	// read that copy instead of each copying their rows of A again.
+	apad  []float32
+	ldPad int // apad's row stride
 }
 
 // Worker is one thread of a Pool with its own packing buffers. It is handed
@@ -72,6 +77,7 @@ const (
 	taskWorkerFunc
 	taskWorkerShare
 	taskGemm
+	taskCopyA // rows [lo, hi) of p.g's A into p.apad (sharedA)
 )
 
 // NewPool starts a pool of threads workers (0 or less means
@@ -224,6 +230,11 @@ func (p *Pool) runShared(w *Worker) {
 		case taskGemm:
 			m0, m1, n0, n1 := p.split.region(p.g, int(i))
 			w.gemmRegion(p.g, m0, m1, n0, n1)
+		case taskCopyA:
+			g, ld := p.g, p.ldPad
+			for r := int(i) * p.step; r < min(p.n, int(i+1)*p.step); r++ {
+				copy(p.apad[r*ld:r*ld+g.k], g.a[r*g.lda:r*g.lda+g.k])
+			}
 		}
 		if p.done.Add(1) == int64(total) {
 			p.fin <- struct{}{}
@@ -434,9 +445,50 @@ func (p *Pool) gemm(g *gemmArgs) {
 		// worker allocates once, not whenever it first wins a chunk.
 		w.buffers(p.cur.kr)
 	}
+	p.sharedA(&p.cur, t)
 	s := &p.split
 	s.plan(&p.cur, t)
 	p.kind, p.g = taskGemm, &p.cur
 	p.share(s.chunks, min(t, s.chunks))
 	p.g, p.cur = nil, gemmArgs{}
+}
+
+// sharedA replaces g's A, when its stride keeps the kernel from reading it
+// in place (directA), by a copy with a padded stride that it can read in
+// place, made once by the t workers together. Otherwise every chunk of
+// the product copies its rows of A block by block (packA), which with
+// column strips is every row of A once per strip. On ViT-H/14 (Emerald
+// Rapids, 2 threads) those copies, with the AVX-512 kernel copying A for
+// every stride before directA's aWays rule, took 6% of an image pass's CPU
+// time; with both, 1.3%.
+func (p *Pool) sharedA(g *gemmArgs, t int) {
+	kr := g.kr
+	if directA(kr, g.lda) || aMode != 0 || g.k == 0 {
+		return
+	}
+	ld := paddedStride(kr, g.k)
+	if ld < 0 {
+		return
+	}
+	if need := g.m * ld; len(p.apad) < need {
+		p.apad = make([]float32, need)
+	}
+	p.kind, p.n, p.g, p.ldPad = taskCopyA, g.m, g, ld
+	p.step = max(1, (g.m+parallelChunks*t-1)/(parallelChunks*t))
+	chunks := (g.m + p.step - 1) / p.step
+	p.share(chunks, min(t, chunks))
+	p.g = nil
+	g.a, g.lda = p.apad[:g.m*ld], ld
+}
+
+// paddedStride returns the smallest row stride ≥ k (in steps of 16 floats,
+// one cache line) that kernel kr reads in place, or -1 if none within
+// 4 KiB of padding does.
+func paddedStride(kr *microKernel, k int) int {
+	for ld := (k + 15) &^ 15; ld <= k+1024; ld += 16 {
+		if directA(kr, ld) {
+			return ld
+		}
+	}
+	return -1
 }

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,4 +123,33 @@ func TestSharedLoopsDoNotWaitForSleepers(t *testing.T) {
 		t.Fatal("calls waited for a worker that never ran")
 	}
 	once.Do(func() { close(release) })
+}
+
+// TestSharedACopy runs products whose A stride the kernels cannot read in
+// place (4 KiB aliasing) on several threads: A is copied once, padded, for
+// all the chunks (Pool.sharedA), and the results still match SgemmRef.
+func TestSharedACopy(t *testing.T) {
+	for _, mode := range kernelModes {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.set(t)
+			kr := currentKernel().kr
+			for _, k := range []int{1024, 4096, 5120} {
+				if directA(kr, k) {
+					continue // this kernel reads such rows in place
+				}
+				p := NewPool(3)
+				r := rand.New(rand.NewPCG(7, uint64(k)))
+				m, n := 2*kr.mr+3, 700
+				a, b := randSlice(r, m*k, 1), randSlice(r, n*k, 2)
+				c, want := make([]float32, m*n), make([]float32, m*n)
+				SgemmRef(want, n, a, k, b, k, m, n, k, true, 1)
+				p.MatMul(c, n, a, k, b, k, m, n, k, true, 1)
+				if len(p.apad) == 0 || !directA(kr, p.ldPad) {
+					t.Errorf("k=%d: A was not copied to a stride the kernel reads in place (apad %d, ld %d)", k, len(p.apad), p.ldPad)
+				}
+				compare(t, c, want, m, n, n, n, tolerance(k, maxAbs(a), maxAbs(b)))
+				p.Close()
+			}
+		})
+	}
 }
