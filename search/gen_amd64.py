@@ -93,7 +93,8 @@ done:
 #   R9, R10, R11  rows 1, 2, 3      AX  byte offset inside the rows
 #   R12 bytes of whole 32-element blocks (2·(n &^ 31))
 #   BX  rows left   DX  out   CX  prefetch base (the next group, or SI)
-#   Z0–Z3, Z4–Z7  two accumulators per row; Z16, Z17 query; Z20–Z23 rows.
+#   Z0–Z3, Z4–Z7  two accumulators per row; Z16, Z17 query; Z20–Z27 rows;
+#   Z18 (FMA kernel) the mask 0xffff0000 in every dword.
 ROWS = ["SI", "R9", "R10", "R11"]
 
 
@@ -105,9 +106,12 @@ def rowptrs():
 
 # Prefetch: while a group of four rows is scored, the group PF_GROUPS
 # groups ahead is fetched with PF_INSN, one cache line per row line
-# consumed. On a 2-core Sapphire Rapids a 1M x 1024 scan without it took
-# 1.3-1.5x as long; 2 or 3 groups ahead or PREFETCHT1 measured the same as
-# this within the noise, PREFETCHNTA 2.3x as long.
+# consumed. Re-tuned on Intel Xeon (Emerald Rapids, family 6 model 0xcf),
+# 2 vCPUs, with BenchmarkScan and BenchmarkSearch1M (1M x 1024, paired
+# with numpy's X @ q, 3 runs of 10 each): without it 0.69-0.80x numpy,
+# with it 0.51-0.65x; 2 groups ahead and PREFETCHT2 fell in that same
+# spread (no setting won consistently on the shared machine). Earlier, on
+# Sapphire Rapids under load, PREFETCHNTA took 2.3x as long.
 PF_GROUPS = 1
 PF_INSN = "PREFETCHT0"
 
@@ -173,32 +177,34 @@ def fma_body(g):
     w("\tVMOVUPS (DI)(AX*2), Z16\n")
     w("\tVMOVUPS 64(DI)(AX*2), Z17\n")
     for r in range(g):
-        w(f"\tVPMOVZXWD ({ROWS[r]})(AX*1), Z{20+r}\n")
-        w(f"\tVPMOVZXWD 32({ROWS[r]})(AX*1), Z{24+r}\n")
+        w(f"\tVMOVDQU32 ({ROWS[r]})(AX*1), Z{24+r}\n")
+    widen_fma(g)
+
+
+def widen_fma(g):
+    # Z24+r holds 32 bfloat16 of row r as 16 dwords (odd element high,
+    # even low): the shift makes the even ones float32, the mask the odd
+    # ones; the query block is laid out evens first to match (permuteQuery).
     for r in range(g):
-        w(f"\tVPSLLD $16, Z{20+r}, Z{20+r}\n")
-        w(f"\tVPSLLD $16, Z{24+r}, Z{24+r}\n")
+        w(f"\tVPSLLD $16, Z{24+r}, Z{20+r}\n")
+    for r in range(g):
+        w(f"\tVPANDD Z18, Z{24+r}, Z{24+r}\n")
     for r in range(g):
         w(f"\tVFMADD231PS Z16, Z{20+r}, Z{r}\n")
         w(f"\tVFMADD231PS Z17, Z{24+r}, Z{4+r}\n")
 
 
 def fma_tail(g):
-    # The last n%32 elements: lanes 0–15 under K1, 16–31 under K2; masked
-    # loads read nothing outside the row (and fault on nothing).
-    w("\tKORTESTW K1, K2\n")
+    # The last n%32 elements of each row under K1, one bit a bfloat16;
+    # masked loads read nothing outside the row (and fault on nothing).
+    # The query is zero-padded to whole blocks.
+    w("\tKORTESTD K1, K1\n")
     w(f"\tJZ   sum{g}_{kname}\n")
-    w("\tVMOVUPS.Z (DI)(AX*2), K1, Z16\n")
-    w("\tVMOVUPS.Z 64(DI)(AX*2), K2, Z17\n")
+    w("\tVMOVUPS (DI)(AX*2), Z16\n")
+    w("\tVMOVUPS 64(DI)(AX*2), Z17\n")
     for r in range(g):
-        w(f"\tVPMOVZXWD.Z ({ROWS[r]})(AX*1), K1, Z{20+r}\n")
-        w(f"\tVPMOVZXWD.Z 32({ROWS[r]})(AX*1), K2, Z{24+r}\n")
-    for r in range(g):
-        w(f"\tVPSLLD $16, Z{20+r}, Z{20+r}\n")
-        w(f"\tVPSLLD $16, Z{24+r}, Z{24+r}\n")
-    for r in range(g):
-        w(f"\tVFMADD231PS Z16, Z{20+r}, Z{r}\n")
-        w(f"\tVFMADD231PS Z17, Z{24+r}, Z{4+r}\n")
+        w(f"\tVMOVDQU16.Z ({ROWS[r]})(AX*1), K1, Z{24+r}\n")
+    widen_fma(g)
 
 
 def prologue(name, args, frame):
@@ -218,18 +224,21 @@ def prologue(name, args, frame):
 
 
 kname = "fma"
-w("""// func dotHiRowsAVX512(hi *byte, q *float32, n, rows int, out *float32)
+w("""// func dotHiRowsAVX512(hi *byte, qp *float32, n, rows int, out *float32)
 //
 // out[r] = Σ q[i]·x[r][i] for the rows bfloat16 vectors x[r] of n elements
-// stored back to back at hi. Four rows at a time share each query load;
-// each 16 bfloat16 are widened (zero-extend, shift by 16) and accumulated
-// with FMA, two 16-lane accumulators per row; the next four rows are
-// prefetched meanwhile. Any n ≥ 1: the tail is masked.
+// stored back to back at hi; qp is q in permuteQuery's order (each block
+// of 32: the 16 even elements, then the 16 odd ones; zero-padded to whole
+// blocks). Four rows at a time share each query load; each 32 bfloat16
+// take one load, a shift (the even ones to float32) and an AND (the odd
+// ones) and two FMAs into the row's two 16-lane accumulators; the next
+// four rows are prefetched meanwhile. Any n ≥ 1: the tail is masked.
 """)
-prologue("dotHiRowsAVX512", [("SI", "hi+0(FP)"), ("DI", "q+8(FP)"), ("CX", "n+16(FP)"),
+prologue("dotHiRowsAVX512", [("SI", "hi+0(FP)"), ("DI", "qp+8(FP)"), ("CX", "n+16(FP)"),
                              ("BX", "rows+24(FP)"), ("DX", "out+32(FP)")], 40)
 w("\tKMOVD AX, K1\n")
-w("\tKSHIFTRD $16, K1, K2\n")
+w("\tMOVL $0xffff0000, AX\n")
+w("\tVPBROADCASTD AX, Z18\n")
 group(4, fma_body, fma_tail)
 group(1, fma_body, fma_tail)
 w("\tVZEROUPPER\n\tRET\n\n")

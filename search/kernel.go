@@ -99,15 +99,32 @@ func (k kernelKind) String() string {
 type hiQuery struct {
 	q      []float32
 	kernel kernelKind
-	qh, ql []uint16 // kernelBF16: q ≈ qh + ql, zero-padded to a multiple of 32
+	qh, ql []uint16  // kernelBF16: q ≈ qh + ql, zero-padded to a multiple of 32
+	qp     []float32 // kernelAVX512: q in permuteQuery's order
 }
 
 func newHiQuery(q []float32) *hiQuery {
 	h := &hiQuery{q: q, kernel: kernel}
-	if h.kernel == kernelBF16 {
+	switch h.kernel {
+	case kernelBF16:
 		h.qh, h.ql = splitBF16(q)
+	case kernelAVX512:
+		h.qp = permuteQuery(q)
 	}
 	return h
+}
+
+// permuteQuery lays q out for the AVX-512 kernel, which reads 32 bfloat16
+// as 16 dwords and widens the even elements (low halves) apart from the
+// odd ones (high halves): each block of 32 becomes its 16 even elements,
+// then its 16 odd ones. Zero-padded to a multiple of 32.
+func permuteQuery(q []float32) []float32 {
+	qp := make([]float32, (len(q)+31)&^31)
+	for i, v := range q {
+		b := i &^ 31
+		qp[b+(i&1)*16+(i&31)/2] = v
+	}
+	return qp
 }
 
 // splitBF16 writes finite x as qh + ql, both bfloat16 rounded to nearest

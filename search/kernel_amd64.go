@@ -16,11 +16,12 @@ var (
 var kernel = defaultKernel()
 
 // defaultKernel is the fastest kernel this CPU has. That is not the
-// VDPBF16PS one: on Sapphire Rapids it scans an index too large for the
-// caches no faster than the AVX-512 kernel (both run at the memory's
-// speed), a cached one no faster either (BenchmarkScoreRows, best of 10:
-// 16.9 µs a chunk against 14.8), and it carries the query to 16 bits only.
-// It stays, tested, for CPUs where it may win and for the benchmarks.
+// VDPBF16PS one: it scans an index too large for the caches no faster
+// than the AVX-512 kernel (both run at the memory's speed), a cached one
+// slower (BenchmarkScoreRows on Intel Xeon (Emerald Rapids, family 6
+// model 0xcf), 2 vCPUs, 3 runs of 3: 13.1-15.5 µs a chunk against
+// 6.9-9.5), and it carries the query to 16 bits only. It stays, tested,
+// for CPUs where it may win and for the benchmarks.
 func defaultKernel() kernelKind {
 	ks := kernels()
 	k := ks[len(ks)-1]
@@ -51,10 +52,11 @@ func kernels() []kernelKind {
 func dotHiAVX2(hi *byte, q *float32, n int) float32
 
 // dotHiRowsAVX512 sets out[r] for rows vectors of n ≥ 1 bfloat16 values
-// back to back at hi (kernel_amd64.s).
+// back to back at hi, qp being the query as permuteQuery lays it out
+// (kernel_amd64.s).
 //
 //go:noescape
-func dotHiRowsAVX512(hi *byte, q *float32, n, rows int, out *float32)
+func dotHiRowsAVX512(hi *byte, qp *float32, n, rows int, out *float32)
 
 // dotHiRowsBF16 is dotHiRowsAVX512 with VDPBF16PS on the query halves of
 // splitBF16 (kernel_amd64.s).
@@ -101,7 +103,7 @@ func (h *hiQuery) scoreRows(hi []byte, out []float32) {
 	case kernelBF16:
 		dotHiRowsBF16(&hi[0], &h.qh[0], &h.ql[0], n, len(out), &out[0])
 	case kernelAVX512:
-		dotHiRowsAVX512(&hi[0], &h.q[0], n, len(out), &out[0])
+		dotHiRowsAVX512(&hi[0], &h.qp[0], n, len(out), &out[0])
 	default:
 		for r := range out {
 			out[r] = dotHiOne(hi[r*2*n:(r+1)*2*n], h.q, h.kernel)

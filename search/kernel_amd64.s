@@ -61,16 +61,18 @@ done:
 	MOVSS X0, ret+24(FP)
 	RET
 
-// func dotHiRowsAVX512(hi *byte, q *float32, n, rows int, out *float32)
+// func dotHiRowsAVX512(hi *byte, qp *float32, n, rows int, out *float32)
 //
 // out[r] = Σ q[i]·x[r][i] for the rows bfloat16 vectors x[r] of n elements
-// stored back to back at hi. Four rows at a time share each query load;
-// each 16 bfloat16 are widened (zero-extend, shift by 16) and accumulated
-// with FMA, two 16-lane accumulators per row; the next four rows are
-// prefetched meanwhile. Any n ≥ 1: the tail is masked.
+// stored back to back at hi; qp is q in permuteQuery's order (each block
+// of 32: the 16 even elements, then the 16 odd ones; zero-padded to whole
+// blocks). Four rows at a time share each query load; each 32 bfloat16
+// take one load, a shift (the even ones to float32) and an AND (the odd
+// ones) and two FMAs into the row's two 16-lane accumulators; the next
+// four rows are prefetched meanwhile. Any n ≥ 1: the tail is masked.
 TEXT ·dotHiRowsAVX512(SB), NOSPLIT, $0-40
 	MOVQ hi+0(FP), SI
-	MOVQ q+8(FP), DI
+	MOVQ qp+8(FP), DI
 	MOVQ n+16(FP), CX
 	MOVQ rows+24(FP), BX
 	MOVQ out+32(FP), DX
@@ -83,7 +85,8 @@ TEXT ·dotHiRowsAVX512(SB), NOSPLIT, $0-40
 	SHLL CX, AX
 	DECL AX
 	KMOVD AX, K1
-	KSHIFTRD $16, K1, K2
+	MOVL $0xffff0000, AX
+	VPBROADCASTD AX, Z18
 group4_fma:
 	CMPQ BX, $4
 	JLT  end4_fma
@@ -113,22 +116,18 @@ loop4_fma:
 	PREFETCHT0 192(CX)(AX*4)
 	VMOVUPS (DI)(AX*2), Z16
 	VMOVUPS 64(DI)(AX*2), Z17
-	VPMOVZXWD (SI)(AX*1), Z20
-	VPMOVZXWD 32(SI)(AX*1), Z24
-	VPMOVZXWD (R9)(AX*1), Z21
-	VPMOVZXWD 32(R9)(AX*1), Z25
-	VPMOVZXWD (R10)(AX*1), Z22
-	VPMOVZXWD 32(R10)(AX*1), Z26
-	VPMOVZXWD (R11)(AX*1), Z23
-	VPMOVZXWD 32(R11)(AX*1), Z27
-	VPSLLD $16, Z20, Z20
-	VPSLLD $16, Z24, Z24
-	VPSLLD $16, Z21, Z21
-	VPSLLD $16, Z25, Z25
-	VPSLLD $16, Z22, Z22
-	VPSLLD $16, Z26, Z26
-	VPSLLD $16, Z23, Z23
-	VPSLLD $16, Z27, Z27
+	VMOVDQU32 (SI)(AX*1), Z24
+	VMOVDQU32 (R9)(AX*1), Z25
+	VMOVDQU32 (R10)(AX*1), Z26
+	VMOVDQU32 (R11)(AX*1), Z27
+	VPSLLD $16, Z24, Z20
+	VPSLLD $16, Z25, Z21
+	VPSLLD $16, Z26, Z22
+	VPSLLD $16, Z27, Z23
+	VPANDD Z18, Z24, Z24
+	VPANDD Z18, Z25, Z25
+	VPANDD Z18, Z26, Z26
+	VPANDD Z18, Z27, Z27
 	VFMADD231PS Z16, Z20, Z0
 	VFMADD231PS Z17, Z24, Z4
 	VFMADD231PS Z16, Z21, Z1
@@ -140,26 +139,22 @@ loop4_fma:
 	ADDQ $64, AX
 	JMP  loop4_fma
 tail4_fma:
-	KORTESTW K1, K2
+	KORTESTD K1, K1
 	JZ   sum4_fma
-	VMOVUPS.Z (DI)(AX*2), K1, Z16
-	VMOVUPS.Z 64(DI)(AX*2), K2, Z17
-	VPMOVZXWD.Z (SI)(AX*1), K1, Z20
-	VPMOVZXWD.Z 32(SI)(AX*1), K2, Z24
-	VPMOVZXWD.Z (R9)(AX*1), K1, Z21
-	VPMOVZXWD.Z 32(R9)(AX*1), K2, Z25
-	VPMOVZXWD.Z (R10)(AX*1), K1, Z22
-	VPMOVZXWD.Z 32(R10)(AX*1), K2, Z26
-	VPMOVZXWD.Z (R11)(AX*1), K1, Z23
-	VPMOVZXWD.Z 32(R11)(AX*1), K2, Z27
-	VPSLLD $16, Z20, Z20
-	VPSLLD $16, Z24, Z24
-	VPSLLD $16, Z21, Z21
-	VPSLLD $16, Z25, Z25
-	VPSLLD $16, Z22, Z22
-	VPSLLD $16, Z26, Z26
-	VPSLLD $16, Z23, Z23
-	VPSLLD $16, Z27, Z27
+	VMOVUPS (DI)(AX*2), Z16
+	VMOVUPS 64(DI)(AX*2), Z17
+	VMOVDQU16.Z (SI)(AX*1), K1, Z24
+	VMOVDQU16.Z (R9)(AX*1), K1, Z25
+	VMOVDQU16.Z (R10)(AX*1), K1, Z26
+	VMOVDQU16.Z (R11)(AX*1), K1, Z27
+	VPSLLD $16, Z24, Z20
+	VPSLLD $16, Z25, Z21
+	VPSLLD $16, Z26, Z22
+	VPSLLD $16, Z27, Z23
+	VPANDD Z18, Z24, Z24
+	VPANDD Z18, Z25, Z25
+	VPANDD Z18, Z26, Z26
+	VPANDD Z18, Z27, Z27
 	VFMADD231PS Z16, Z20, Z0
 	VFMADD231PS Z17, Z24, Z4
 	VFMADD231PS Z16, Z21, Z1
@@ -217,23 +212,21 @@ loop1_fma:
 	JGE  tail1_fma
 	VMOVUPS (DI)(AX*2), Z16
 	VMOVUPS 64(DI)(AX*2), Z17
-	VPMOVZXWD (SI)(AX*1), Z20
-	VPMOVZXWD 32(SI)(AX*1), Z24
-	VPSLLD $16, Z20, Z20
-	VPSLLD $16, Z24, Z24
+	VMOVDQU32 (SI)(AX*1), Z24
+	VPSLLD $16, Z24, Z20
+	VPANDD Z18, Z24, Z24
 	VFMADD231PS Z16, Z20, Z0
 	VFMADD231PS Z17, Z24, Z4
 	ADDQ $64, AX
 	JMP  loop1_fma
 tail1_fma:
-	KORTESTW K1, K2
+	KORTESTD K1, K1
 	JZ   sum1_fma
-	VMOVUPS.Z (DI)(AX*2), K1, Z16
-	VMOVUPS.Z 64(DI)(AX*2), K2, Z17
-	VPMOVZXWD.Z (SI)(AX*1), K1, Z20
-	VPMOVZXWD.Z 32(SI)(AX*1), K2, Z24
-	VPSLLD $16, Z20, Z20
-	VPSLLD $16, Z24, Z24
+	VMOVUPS (DI)(AX*2), Z16
+	VMOVUPS 64(DI)(AX*2), Z17
+	VMOVDQU16.Z (SI)(AX*1), K1, Z24
+	VPSLLD $16, Z24, Z20
+	VPANDD Z18, Z24, Z24
 	VFMADD231PS Z16, Z20, Z0
 	VFMADD231PS Z17, Z24, Z4
 sum1_fma:

@@ -297,3 +297,44 @@ func TestSearchSkipsVectorsWithoutFiles(t *testing.T) {
 		}
 	})
 }
+
+// TestTopkFloor: dropping scores under floor() before push, as scan does,
+// keeps exactly what pushing every score keeps (ties and near misses
+// included).
+func TestTopkFloor(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, window := range []float32{0, 0.01, 0.2} {
+		for _, k := range []int{1, 3, 10} {
+			all, cut := topk{k: k, window: window}, topk{k: k, window: window}
+			for i := range 2000 {
+				// Coarse scores, so that ties and window edges occur.
+				c := cand{id: store.VecID(i + 1), score: float32(r.IntN(1000)) / 1000}
+				all.push(c)
+				if c.score >= cut.floor() {
+					cut.push(c)
+				}
+			}
+			key := func(a, b cand) int {
+				if better(a, b) {
+					return -1
+				}
+				if better(b, a) {
+					return 1
+				}
+				return 0
+			}
+			got, want := cut.all(), all.all()
+			slices.SortFunc(got, key)
+			slices.SortFunc(want, key)
+			// The extra list is pruned at different moments, so compare
+			// what survives the final floor, as Search's re-rank does
+			// (computed here, not by the floor under test).
+			f := all.heap[0].score - window
+			got = slices.DeleteFunc(got, func(c cand) bool { return c.score < f })
+			want = slices.DeleteFunc(want, func(c cand) bool { return c.score < f })
+			if !slices.Equal(got, want) {
+				t.Errorf("window %g k %d: with the floor %d kept, without %d", window, k, len(got), len(want))
+			}
+		}
+	}
+}
