@@ -8,11 +8,23 @@ uses, y[m, n] = x[m, k] · wᵀ with w [n, k] as nn.Linear stores it, on
 Prints one JSON object. Never run by tests or CI:
 
     python3 internal/anchors/torch_bf16_mm.py --threads 2
+
+With --versus, a test binary of internal/gemm (`go test -c -o gemm.test
+./internal/gemm`), it alternates shape by shape, --rounds times, between
+that binary's BenchmarkBF16AMX/<shape> (10 calls, best) and torch.mm (10
+calls after 3 warm-up, best), and reports each side's best over the rounds
+and their ratio: on a shared machine whose speed comes and goes in
+seconds, only runs this close together compare.
+
+    python3 internal/anchors/torch_bf16_mm.py --threads 1 --versus /tmp/gemm.test
 """
 import argparse
 import json
+import os
 import platform
+import re
 import statistics
+import subprocess
 import time
 
 import torch
@@ -36,8 +48,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--versus", help="internal/gemm test binary to alternate with")
+    ap.add_argument("--rounds", type=int, default=4)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.versus:
+        versus(args)
+        return
     clock = time.thread_time if args.threads == 1 else time.perf_counter
     torch.manual_seed(1)
     out = {"torch": torch.__version__, "threads": args.threads,
@@ -62,6 +79,46 @@ def main():
                 "best_gflops": round(flops / best / 1e9, 1),
                 "median_gflops": round(flops / med / 1e9, 1),
             }
+    print(json.dumps(out, indent=1))
+
+
+def ours_gflops(binary, name, threads):
+    """Best GFLOP/s of BenchmarkBF16AMX/name over 10 calls."""
+    out = subprocess.run([binary, "-test.run", "XXX", "-test.bench", f"BF16AMX/{name}$",
+                          "-test.benchtime", "10x", f"-gemm.threads={threads}"],
+                         capture_output=True, text=True, check=True,
+                         cwd=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gemm")).stdout
+    found = re.search(r"([0-9.]+) amx_GFLOP/s", out)
+    if not found:
+        raise SystemExit(f"{binary}: no amx_GFLOP/s for {name} in:\n{out}")
+    return float(found.group(1))
+
+
+def versus(args):
+    clock = time.thread_time if args.threads == 1 else time.perf_counter
+    torch.manual_seed(1)
+    runs = {name: ([], []) for name in SHAPES}
+    with torch.no_grad():
+        for _ in range(args.rounds):
+            for name, (m, n, k) in SHAPES.items():
+                runs[name][0].append(ours_gflops(args.versus, name, args.threads))
+                x = (torch.rand(m, k) * 2 - 1).bfloat16()
+                w = (torch.rand(n, k) * 2 - 1).bfloat16()
+                best = float("inf")
+                for i in range(13):
+                    t0 = clock()
+                    torch.mm(x, w.t())
+                    if i >= 3:
+                        best = min(best, clock() - t0)
+                runs[name][1].append(2.0 * m * n * k / best / 1e9)
+    out = {"torch": torch.__version__, "threads": args.threads, "rounds": args.rounds,
+           "versus": args.versus, "clock": "thread cpu" if args.threads == 1 else "wall", "shapes": {}}
+    for name, (ours, theirs) in runs.items():
+        out["shapes"][name] = {
+            "ours_gflops": max(ours), "torch_gflops": round(max(theirs), 1),
+            "ratio": round(max(ours) / max(theirs), 2),
+            "round_ratios": [round(a / b, 2) for a, b in zip(ours, theirs)],
+        }
     print(json.dumps(out, indent=1))
 
 

@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	bf16AMXImpl    = &bf16Impl{name: "AMX-BF16 tiles", mr: 32, tiledA: true, kern: amxBF16}
+	bf16AMXImpl    = &bf16Impl{name: "AMX-BF16 tiles", mr: 32, tiledA: true, kern: amxBF16, strip: amxBF16Strip}
 	bf16AVX512Impl = &bf16Impl{name: "AVX512_BF16 VDPBF16PS", mr: 12, kern: avx512BF16}
 )
 
@@ -56,29 +56,49 @@ func bf16Missing() error {
 func roundBF16Slice(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
 	done := 0
-	if cpu.X86.HasAVX512F && len(src) >= 16 {
-		done = len(src) &^ 15
-		roundBF16AVX512(&dst[0], &src[0], done)
+	if cpu.X86.HasAVX512F && len(src) >= 32 {
+		done = len(src) &^ 31
+		roundBF16AVX512(&dst[0], &src[0], done, 64)
 	}
 	for i := done; i < len(src); i++ {
 		dst[i] = RoundBF16(src[i])
 	}
 }
 
-// amxBF16 is a bf16KernelFunc with mr = 32 on AMX tiles.
+// roundBF16Tiled stores RoundBF16 of src[q] in dst[q/32·512 + q%32]: one
+// row of AMX A tiles (tiles of 16 rows of 32, 512 elements apart).
+func roundBF16Tiled(dst []uint16, src []float32) {
+	done := 0
+	if n := len(src); cpu.X86.HasAVX512F && n >= 32 {
+		done = n &^ 31
+		_ = dst[(done-32)*16+31] // the last tile row the assembly writes
+		roundBF16AVX512(&dst[0], &src[0], done, 1024)
+	}
+	for q := done; q < len(src); q++ {
+		dst[q/32*512+q%32] = RoundBF16(src[q])
+	}
+}
+
+// amxBF16 is a bf16KernelFunc with mr = 32 on AMX tiles: one block.
+func amxBF16(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int) {
+	amxBF16Strip(cfg, a, lda, b, ldp, k, c, ldc, init, ldi, 1)
+}
+
+// amxBF16Strip is a bf16StripFunc with mr = 32 on AMX tiles.
 //
 //go:noescape
-func amxBF16(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int)
+func amxBF16Strip(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int, nb int)
 
 // avx512BF16 is a bf16KernelFunc with mr = 12 on VDPBF16PS.
 //
 //go:noescape
 func avx512BF16(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int)
 
-// roundBF16AVX512 is RoundBF16 over n float32 (a multiple of 16).
+// roundBF16AVX512 is RoundBF16 over n float32 (a multiple of 32), each 32
+// results (64 bytes) dstep bytes after the previous 32.
 //
 //go:noescape
-func roundBF16AVX512(dst *uint16, src *float32, n int)
+func roundBF16AVX512(dst *uint16, src *float32, n int, dstep int)
 
 // probeVDPBF16PS runs n iterations of 24 independent VDPBF16PS (benchmarks).
 //

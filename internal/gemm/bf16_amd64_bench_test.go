@@ -3,6 +3,8 @@
 package gemm
 
 import (
+	"flag"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 
@@ -33,14 +35,15 @@ func cpuTimed(b *testing.B, reps int, sides ...func()) []float64 {
 	return best
 }
 
-// bf16KernelDepth is the depth BenchmarkBF16Kernels runs each call over.
-var bf16KernelDepth = 512
+// bf16KernelDepth is the depth BenchmarkBF16Kernels runs each call over
+// (a multiple of 32); 512 puts the AMX operands (2·32·512·2 bytes) in L2.
+var bf16KernelDepth = flag.Int("gemm.bf16depth", 512, "depth of one call in BenchmarkBF16Kernels (multiple of 32)")
 
 // BenchmarkBF16Kernels measures each bf16 micro-kernel alone on one core,
 // operands in L1 (a [mr, 32] block over bf16KernelDepth depths): the
 // ceiling of LinearBF16 (compare BenchmarkBF16 at -gemm.threads=1).
 func BenchmarkBF16Kernels(b *testing.B) {
-	kb := bf16KernelDepth
+	kb := *bf16KernelDepth
 	for _, name := range []string{"amx", "avx512bf16"} {
 		b.Run(name, func(b *testing.B) {
 			useBF16Kernel(b, name)
@@ -80,4 +83,77 @@ func BenchmarkBF16Instructions(b *testing.B) {
 	b.ReportMetric(dp, "ns/vdpbf16ps")
 	b.ReportMetric(fma, "ns/vfmadd231ps")
 	b.ReportMetric(2*fma/dp, "flop_ratio")
+}
+
+// BenchmarkBF16AMX runs LinearBF16 on the AMX kernel alone on the model's
+// linear shapes (best of N calls, CPU time at -gemm.threads=1, wall time
+// otherwise) and reports GFLOP/s, the figure to set beside
+// internal/anchors/torch_bf16_mm.py run with the same threads.
+func BenchmarkBF16AMX(b *testing.B) {
+	threads := *benchThreads
+	pool := NewPool(threads)
+	defer pool.Close()
+	useBF16Kernel(b, "amx")
+	clock, cpu := benchClock(threads)
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, s := range modelShapes {
+		if !s.linear {
+			continue
+		}
+		b.Run(s.name, func(b *testing.B) {
+			if cpu {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
+			a, c := randSlice(r, s.m*s.k, 1), make([]float32, s.m*s.n)
+			pw, err := PackBF16(&Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			best := interleave(b, clock, func() { pool.LinearBF16(c, a, s.m, pw, nil) })
+			b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)/best[0].Seconds()/1e9, "amx_GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkBF16AMXStrip interleaves LinearBF16 on the AMX kernel called
+// once per [32, 32] block (one tile config load each) with the strip kernel
+// (one config load per [32, 256] strip), and reports strip/block speed.
+func BenchmarkBF16AMXStrip(b *testing.B) {
+	threads := *benchThreads
+	pool := NewPool(threads)
+	defer pool.Close()
+	useBF16Kernel(b, "amx")
+	strip := bf16State.Load().impl
+	block := *strip
+	block.strip = nil
+	clock, cpu := benchClock(threads)
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, s := range modelShapes {
+		if !s.linear {
+			continue
+		}
+		b.Run(s.name, func(b *testing.B) {
+			if cpu {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
+			a, c := randSlice(r, s.m*s.k, 1), make([]float32, s.m*s.n)
+			pw, err := PackBF16(&Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			side := func(impl *bf16Impl) func() {
+				return func() {
+					bf16State.Store(&bf16Choice{impl, nil})
+					pool.LinearBF16(c, a, s.m, pw, nil)
+				}
+			}
+			best := interleave(b, clock, side(&block), side(strip))
+			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+			b.ReportMetric(flops/best[0].Seconds()/1e9, "block_GFLOP/s")
+			b.ReportMetric(flops/best[1].Seconds()/1e9, "strip_GFLOP/s")
+			b.ReportMetric(best[0].Seconds()/best[1].Seconds(), "strip/block")
+		})
+	}
 }

@@ -4,6 +4,8 @@ package gemm
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,5 +178,61 @@ func TestBF16Generated(t *testing.T) {
 	}
 	if !bytes.Equal(have, want) {
 		t.Error("bf16_amd64.s differs from the output of gen_bf16_amd64.py: run `python3 gen_bf16_amd64.py`")
+	}
+}
+
+// TestAMXStrip checks the AMX strip kernel over nb blocks against nb calls
+// of one block each (bit for bit: each block runs the same instructions),
+// from a bias (ldi = 0) and accumulating into C (init = C), with guard
+// values around and between the rows of C that no call may touch.
+func TestAMXStrip(t *testing.T) {
+	useBF16Kernel(t, "amx")
+	r := rand.New(rand.NewPCG(4, 5))
+	const guard = float32(-7.25e30)
+	for _, k := range []int{32, 64, 96, 608} {
+		for nb := 1; nb <= 9; nb++ {
+			lda, ldp := k*32, k*32 // A: two 16-row tiles-rows; B: panels of k/2 pairs
+			a := make([]uint16, 2*lda/2)
+			for i := range a {
+				a[i] = RoundBF16(r.Float32()*2 - 1)
+			}
+			b := make([]uint16, nb*2*ldp/2)
+			for i := range b {
+				b[i] = RoundBF16(r.Float32()*2 - 1)
+			}
+			bias := bf16RandSlice(r, nb*bf16NR, 1)
+			ldcF := nb*bf16NR + 5 // floats; the 5 between rows are guards
+			for _, acc := range []bool{false, true} {
+				strip, blocks := make([]float32, 32*ldcF+3), make([]float32, 32*ldcF+3)
+				for i := range strip {
+					strip[i], blocks[i] = guard, guard
+					if acc && i%ldcF < nb*bf16NR && i < 32*ldcF {
+						strip[i] = float32(i%13) - 6
+						blocks[i] = strip[i]
+					}
+				}
+				init, ldi := &bias[0], 0
+				if acc {
+					init, ldi = &strip[0], ldcF*4
+				}
+				amxBF16Strip(&amxConfig[0], &a[0], lda, &b[0], ldp, k, &strip[0], ldcF*4, init, ldi, nb)
+				for j := range nb {
+					init := &bias[j*bf16NR]
+					if acc {
+						init = &blocks[j*bf16NR]
+					}
+					amxBF16(&amxConfig[0], &a[0], lda, &b[j*ldp], ldp, k, &blocks[j*bf16NR], ldcF*4, init, ldi)
+				}
+				for i := range strip {
+					inside := i < 32*ldcF && i%ldcF < nb*bf16NR
+					if !inside && strip[i] != guard {
+						t.Fatalf("k=%d nb=%d acc=%v: the strip wrote %v at %d (row %d, column %d), outside C", k, nb, acc, strip[i], i, i/ldcF, i%ldcF)
+					}
+					if math.Float32bits(strip[i]) != math.Float32bits(blocks[i]) {
+						t.Fatalf("k=%d nb=%d acc=%v: C[%d][%d] = %v from the strip, %v from one block at a time", k, nb, acc, i/ldcF, i%ldcF, strip[i], blocks[i])
+					}
+				}
+			}
+		}
 	}
 }

@@ -19,3 +19,11 @@ func roundBF16Slice(dst []uint16, src []float32) {
 		dst[i] = RoundBF16(f)
 	}
 }
+
+// roundBF16Tiled stores RoundBF16 of src[q] in dst[q/32·512 + q%32]: one
+// row of AMX A tiles (tiles of 16 rows of 32, 512 elements apart).
+func roundBF16Tiled(dst []uint16, src []float32) {
+	for q, f := range src {
+		dst[q/32*512+q%32] = RoundBF16(f)
+	}
+}

@@ -138,6 +138,36 @@ func TestRoundBF16Slice(t *testing.T) {
 	}
 }
 
+// TestRoundBF16Tiled checks the rounding into a row of AMX A tiles (32
+// values a tile, 512 elements apart) against RoundBF16 on every length up
+// to 100, and that every other element keeps its sentinel.
+func TestRoundBF16Tiled(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	for n := range 101 {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = math.Float32frombits(r.Uint32())
+		}
+		dst := make([]uint16, (n+31)/32*512+600)
+		for i := range dst {
+			dst[i] = 0xdead
+		}
+		roundBF16Tiled(dst, src)
+		want := make([]uint16, len(dst))
+		for i := range want {
+			want[i] = 0xdead
+		}
+		for q, f := range src {
+			want[q/32*512+q%32] = RoundBF16(f)
+		}
+		for i := range dst {
+			if dst[i] != want[i] {
+				t.Fatalf("n=%d: element %d is %#04x, want %#04x", n, i, dst[i], want[i])
+			}
+		}
+	}
+}
+
 func TestPackBF16Errors(t *testing.T) {
 	bad := []*Matrix{
 		nil,

@@ -89,40 +89,51 @@ w("//go:build amd64 && !purego\n\n")
 w('#include "textflag.h"\n\n')
 
 # ---------------------------------------------------------------- AMX
-w("""// func amxBF16(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int)
+w("""// func amxBF16Strip(cfg *byte, a *uint16, lda int, b *uint16, ldp int, k int, c *float32, ldc int, init *float32, ldi int, nb int)
 //
-// The [32, 32] block of C in tiles 0-3 (tmm0 rows 0-15 columns 0-15, tmm1
-// rows 0-15 columns 16-31, tmm2 and tmm3 rows 16-31), A rows 0-15 and 16-31
-// in tmm4/tmm5 (A is packed in tiles: 16 rows of 32 bf16, contiguous, one
-// tile after another along the depth; rows 16-31 start lda bytes further),
-// the two B panels in tmm6/tmm7 (16 rows of 16 bf16 pairs, contiguous). The config is loaded on
-// entry and the tiles released before returning, so no tile state outlives
-// the call. Registers: SI, DX A rows 0 and 16; BX, R11 the B panels; R13
-// the tile row stride (64); CX pairs of steps of 32 depths, R9 the odd step.
-TEXT ·amxBF16(SB), NOSPLIT, $0-80
+// nb ≥ 1 [32, 32] blocks of C side by side (a [32, 32·nb] strip) from the
+// same 32 rows of A: block j reads the B panels at b + j·2·ldp and writes
+// C at c + 128·j, starting from init + 128·j. Per block: C in tiles 0-3
+// (tmm0 rows 0-15 columns 0-15, tmm1 rows 0-15 columns 16-31, tmm2 and tmm3
+// rows 16-31), A rows 0-15 and 16-31 in tmm4/tmm5 (A is packed in tiles:
+// 16 rows of 32 bf16, contiguous, one tile after another along the depth;
+// rows 16-31 start lda bytes further), the two B panels in tmm6/tmm7 (16
+// rows of 16 bf16 pairs, contiguous). The config is loaded once on entry
+// and the tiles released before returning, so no tile state outlives the
+// call; a strip costs one config load instead of one per block (a call
+// costs ~0.2 µs beyond its steps of ~45 ns each on Emerald Rapids,
+// BenchmarkBF16Kernels at -gemm.bf16depth=32 and 1280: a fifth of a block
+// 608 deep, as in the patch embedding).
+// Registers: SI, DX A rows 0 and 16; BX, R11 the B panels; R13 the tile
+// row stride (64); CX pairs of steps of 32 depths, R9 the odd step; DI the
+// block's C. The block's B and init pointers and the count of blocks left
+// live in their argument slots, advanced after each block.
+TEXT ·amxBF16Strip(SB), NOSPLIT, $0-88
 	MOVQ cfg+0(FP), AX
 """)
 raw(ldtilecfg("AX"))
+w("""	MOVQ lda+16(FP), R8
+	MOVQ c+48(FP), DI
+	MOVQ ldc+56(FP), R10
+	MOVQ ldi+72(FP), R12
+	MOVQ $64, R13
+
+amxblock:
+	MOVQ init+64(FP), AX
+""")
+raw(tileloadd(0, "AX", "R12"))
+w("\tADDQ $64, AX\n")
+raw(tileloadd(1, "AX", "R12"))
+w("\tMOVQ R12, AX\n\tSHLQ $4, AX\n\tADDQ init+64(FP), AX\n")
+raw(tileloadd(2, "AX", "R12"))
+w("\tADDQ $64, AX\n")
+raw(tileloadd(3, "AX", "R12"))
 w("""	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R8
+	LEAQ (SI)(R8*1), DX
 	MOVQ b+24(FP), BX
 	MOVQ ldp+32(FP), R11
 	ADDQ BX, R11
 	MOVQ k+40(FP), CX
-	MOVQ c+48(FP), DI
-	MOVQ ldc+56(FP), R10
-	MOVQ init+64(FP), DX
-	MOVQ ldi+72(FP), R12
-	MOVQ $64, R13
-""")
-raw(tileloadd(0, "DX", "R12"))
-w("\tLEAQ 64(DX), AX\n")
-raw(tileloadd(1, "AX", "R12"))
-w("\tMOVQ R12, AX\n\tSHLQ $4, AX\n\tADDQ DX, AX\n")
-raw(tileloadd(2, "AX", "R12"))
-w("\tADDQ $64, AX\n")
-raw(tileloadd(3, "AX", "R12"))
-w("""	LEAQ (SI)(R8*1), DX
 	SHRQ $5, CX
 	MOVQ CX, R9
 	ANDQ $1, R9
@@ -171,6 +182,14 @@ w("\tMOVQ R10, AX\n\tSHLQ $4, AX\n\tADDQ DI, AX\n")
 raw(tilestored(2, "AX", "R10"))
 w("\tADDQ $64, AX\n")
 raw(tilestored(3, "AX", "R10"))
+w("""	ADDQ $128, DI
+	ADDQ $128, init+64(FP)
+	MOVQ ldp+32(FP), AX
+	SHLQ $1, AX
+	ADDQ AX, b+24(FP)
+	DECQ nb+80(FP)
+	JNZ  amxblock
+""")
 raw(tilerelease())
 w("\tRET\n\n")
 
@@ -237,16 +256,19 @@ for i in range(MR):
 w("\tVZEROUPPER\n\tRET\n\n")
 
 # ---------------------------------------------------------------- packer
-w("""// func roundBF16AVX512(dst *uint16, src *float32, n int)
+w("""// func roundBF16AVX512(dst *uint16, src *float32, n int, dstep int)
 //
-// Rounds n float32 (a multiple of 16) to bfloat16, nearest even, exactly as
+// Rounds n float32 (a multiple of 32) to bfloat16, nearest even, exactly as
 // RoundBF16: u + 0x7fff + (bit 16 of u), top half; NaNs keep their sign and
-// top payload bits and get the quiet bit. Needs AVX-512F only.
-TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-24
+// top payload bits and get the quiet bit. Each 32 results (64 bytes) go
+// dstep bytes after the previous 32: 64 for a row, 1024 for the rows of
+// AMX A tiles (16 rows of 32). Needs AVX-512F only.
+TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
-	SHRQ $4, CX
+	MOVQ dstep+24(FP), DX
+	SHRQ $5, CX
 	JZ   rounddone
 	MOVL $0x7fff, AX
 	VPBROADCASTD AX, Z30
@@ -256,17 +278,21 @@ TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-24
 	VPBROADCASTD AX, Z28
 
 roundloop:
-	VMOVUPS (SI), Z0
-	VPSRLD $16, Z0, Z1
-	VPANDD Z29, Z1, Z1
-	VPADDD Z30, Z1, Z1
-	VPADDD Z0, Z1, Z1
-	VCMPPS $3, Z0, Z0, K1
-	VPORD Z28, Z0, K1, Z1
-	VPSRLD $16, Z1, Z1
-	VPMOVDW Z1, (DI)
-	ADDQ $64, SI
-	ADDQ $32, DI
+""")
+for half in (0, 1):
+    z, t = 2 * half, 2 * half + 1
+    w(f"""	VMOVUPS {64 * half}(SI), Z{z}
+	VPSRLD $16, Z{z}, Z{t}
+	VPANDD Z29, Z{t}, Z{t}
+	VPADDD Z30, Z{t}, Z{t}
+	VPADDD Z{z}, Z{t}, Z{t}
+	VCMPPS $3, Z{z}, Z{z}, K1
+	VPORD Z28, Z{z}, K1, Z{t}
+	VPSRLD $16, Z{t}, Z{t}
+	VPMOVDW Z{t}, {32 * half}(DI)
+""")
+w("""	ADDQ $128, SI
+	ADDQ DX, DI
 	DECQ CX
 	JNZ  roundloop
 	VZEROUPPER
