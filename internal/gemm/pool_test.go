@@ -139,7 +139,7 @@ func TestSharedACopy(t *testing.T) {
 				}
 				p := NewPool(3)
 				r := rand.New(rand.NewPCG(7, uint64(k)))
-				m, n := 2*kr.mr+3, 700
+				m, n := 2*kr.mr+3, 300
 				a, b := randSlice(r, m*k, 1), randSlice(r, n*k, 2)
 				c, want := make([]float32, m*n), make([]float32, m*n)
 				SgemmRef(want, n, a, k, b, k, m, n, k, true, 1)
