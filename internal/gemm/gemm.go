@@ -22,14 +22,18 @@
 //	for jc in N step nc      B block  [kc, nc]  packed per worker (L2/L3)
 //	  for pc in K step kc
 //	    pack B[pc:pc+kc, jc:jc+nc] into NR-wide panels (widening 16-bit)
-//	    for ic in M step mc   A block  [mc, kc]  read in place, or copied
-//	                          per worker when lda aliases L1 sets (L2)
+//	    for ic in M step mc   A block  [mc, kc]  read in place (L2), or,
+//	                          when lda aliases L1 sets, from a copy
 //	      for jr, ir          micro-kernel: C tile [MR, NR] in registers
 //
 // MR and NR are the kernel's (6×16 for Go, AVX2 and NEON, 14×32 for
 // AVX-512), as are the block sizes. Products on several workers are cut
-// into chunks that shrink as the product advances, which the workers take
-// as they free up (gemmSplit); each chunk runs the loops above.
+// into a fixed grid of chunks (about four a worker), which the workers
+// take as they free up (gemmSplit); each chunk runs the loops above. An A
+// that must be copied is copied once per product, with a padded stride,
+// by all the workers (Pool.sharedA); a single worker copies it block by
+// block. LinearStack runs the products of several weight matrices that
+// share x (a layer's query, key and value) as one.
 package gemm
 
 import (
