@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkKernels runs the AVX2 and AVX-512 kernels and OpenBLAS's sgemm
@@ -93,39 +94,23 @@ func BenchmarkTile(b *testing.B) {
 		kr.kc, kr.kcPad, kr.mc, kr.nc = kcv, kcv+16, mcv, ncv
 		variants = append(variants, &kr)
 	}
-	threads := *benchThreads
-	pool := NewPool(threads)
-	defer pool.Close()
-	clock, cpu := benchClock(threads)
-	r := rand.New(rand.NewPCG(1, 1))
-	for _, s := range modelShapes {
-		if !s.linear {
-			continue
+	benchLinearShapes(b, func(b *testing.B, pool *Pool, s modelShape, a, c []float32, r *rand.Rand, clock func() time.Duration) {
+		w := &Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)}
+		var sides []func()
+		for _, kr := range variants {
+			sides = append(sides, func() {
+				chosen.Store(&kernelChoice{kr, "benchmark"})
+				pool.Linear(c, a, s.m, w, nil)
+			})
 		}
-		b.Run(s.name, func(b *testing.B) {
-			if cpu {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-			}
-			a, bm := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1)
-			c := make([]float32, s.m*s.n)
-			w := &Matrix{Rows: s.n, Cols: s.k, F32: bm}
-			var sides []func()
-			for _, kr := range variants {
-				sides = append(sides, func() {
-					chosen.Store(&kernelChoice{kr, "benchmark"})
-					pool.Linear(c, a, s.m, w, nil)
-				})
-			}
-			prev := chosen.Load()
-			best := interleave(b, clock, sides...)
-			chosen.Store(prev)
-			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
-			for i, kr := range variants {
-				b.ReportMetric(flops/best[i].Seconds()/1e9, fmt.Sprintf("%d/%d/%d_GFLOP/s", kr.kc, kr.mc, kr.nc))
-			}
-		})
-	}
+		prev := chosen.Load()
+		best := interleave(b, clock, sides...)
+		chosen.Store(prev)
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		for i, kr := range variants {
+			b.ReportMetric(flops/best[i].Seconds()/1e9, fmt.Sprintf("%d/%d/%d_GFLOP/s", kr.kc, kr.mc, kr.nc))
+		}
+	})
 }
 
 var benchTiles = flag.String("gemm.tiles", "256/168/1024,192/168/1024,128/168/1024,384/168/512,256/336/1024",

@@ -14,12 +14,7 @@ var benchThreads = flag.Int("gemm.threads", 2, "threads for BenchmarkShapes (our
 // modelShapes are the products of the ViT-H/14 forward: the four per-layer
 // linears of the image tower (a pass of 4 images, m = 4·257) and of the text
 // tower (8 prompts, m = 8·77), the patch embedding, and one attention head.
-var modelShapes = []struct {
-	name    string
-	m, n, k int
-	linear  bool // y = x·wᵀ (w [n,k]); otherwise MatMul as named
-	transB  bool
-}{
+var modelShapes = []modelShape{
 	{"img_qkv", 1028, 3840, 1280, true, true},
 	{"img_o", 1028, 1280, 1280, true, true},
 	{"img_fc1", 1028, 5120, 1280, true, true},
@@ -31,6 +26,41 @@ var modelShapes = []struct {
 	{"patch", 1024, 1280, 588, true, true},
 	{"attn_qk", 257, 257, 80, false, true},
 	{"attn_pv", 257, 80, 257, false, false},
+}
+
+// modelShape is one product of modelShapes.
+type modelShape struct {
+	name    string
+	m, n, k int
+	linear  bool // y = x·wᵀ (w [n,k]); otherwise MatMul as named
+	transB  bool
+}
+
+// benchLinearShapes is the frame of the benchmarks over the model's linear
+// shapes: a pool of -gemm.threads workers and benchClock's clock, then for
+// each shape a sub-benchmark (its OS thread locked when the clock is the
+// thread's CPU time) that calls body with x [m, k] of random values and y
+// [m, n]. r draws the shapes' operands in order, so every benchmark sees
+// the same x for a shape.
+func benchLinearShapes(b *testing.B, body func(b *testing.B, p *Pool, s modelShape, x, y []float32, r *rand.Rand, clock func() time.Duration)) {
+	threads := *benchThreads
+	pool := NewPool(threads)
+	defer pool.Close()
+	clock, cpu := benchClock(threads)
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, s := range modelShapes {
+		if !s.linear {
+			continue
+		}
+		b.Run(s.name, func(b *testing.B) {
+			if cpu {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
+			x, y := randSlice(r, s.m*s.k, 1), make([]float32, s.m*s.n)
+			body(b, pool, s, x, y, r, clock)
+		})
+	}
 }
 
 // BenchmarkShapes measures our kernels and the system OpenBLAS side by side
@@ -183,31 +213,16 @@ func BenchmarkRatio(b *testing.B) {
 // and binary16 weights, interleaved like BenchmarkRatio: the cost of
 // widening 16-bit weights while packing.
 func BenchmarkDtypes(b *testing.B) {
-	threads := *benchThreads
-	pool := NewPool(threads)
-	defer pool.Close()
-	clock, cpu := benchClock(threads)
-	r := rand.New(rand.NewPCG(1, 1))
-	for _, s := range modelShapes {
-		if !s.linear {
-			continue
+	benchLinearShapes(b, func(b *testing.B, pool *Pool, s modelShape, a, c []float32, r *rand.Rand, clock func() time.Duration) {
+		var sides []func()
+		for _, dt := range []Dtype{F32, BF16, F16} {
+			w := randWeights(r, s.n, s.k, dt)
+			sides = append(sides, func() { pool.Linear(c, a, s.m, w, nil) })
 		}
-		b.Run(s.name, func(b *testing.B) {
-			if cpu {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-			}
-			a, c := randSlice(r, s.m*s.k, 1), make([]float32, s.m*s.n)
-			var sides []func()
-			for _, dt := range []Dtype{F32, BF16, F16} {
-				w := randWeights(r, s.n, s.k, dt)
-				sides = append(sides, func() { pool.Linear(c, a, s.m, w, nil) })
-			}
-			best := interleave(b, clock, sides...)
-			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
-			for i, dt := range []Dtype{F32, BF16, F16} {
-				b.ReportMetric(flops/best[i].Seconds()/1e9, dt.String()+"_GFLOP/s")
-			}
-		})
-	}
+		best := interleave(b, clock, sides...)
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		for i, dt := range []Dtype{F32, BF16, F16} {
+			b.ReportMetric(flops/best[i].Seconds()/1e9, dt.String()+"_GFLOP/s")
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/cpu"
 )
@@ -90,70 +91,40 @@ func BenchmarkBF16Instructions(b *testing.B) {
 // otherwise) and reports GFLOP/s, the figure to set beside
 // internal/anchors/torch_bf16_mm.py run with the same threads.
 func BenchmarkBF16AMX(b *testing.B) {
-	threads := *benchThreads
-	pool := NewPool(threads)
-	defer pool.Close()
 	useBF16Kernel(b, "amx")
-	clock, cpu := benchClock(threads)
-	r := rand.New(rand.NewPCG(1, 1))
-	for _, s := range modelShapes {
-		if !s.linear {
-			continue
+	benchLinearShapes(b, func(b *testing.B, pool *Pool, s modelShape, a, c []float32, r *rand.Rand, clock func() time.Duration) {
+		pw, err := PackBF16(&Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)})
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(s.name, func(b *testing.B) {
-			if cpu {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-			}
-			a, c := randSlice(r, s.m*s.k, 1), make([]float32, s.m*s.n)
-			pw, err := PackBF16(&Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			best := interleave(b, clock, func() { pool.LinearBF16(c, a, s.m, pw, nil) })
-			b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)/best[0].Seconds()/1e9, "amx_GFLOP/s")
-		})
-	}
+		best := interleave(b, clock, func() { pool.LinearBF16(c, a, s.m, pw, nil) })
+		b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)/best[0].Seconds()/1e9, "amx_GFLOP/s")
+	})
 }
 
 // BenchmarkBF16AMXStrip interleaves LinearBF16 on the AMX kernel called
 // once per [32, 32] block (one tile config load each) with the strip kernel
 // (one config load per [32, 256] strip), and reports strip/block speed.
 func BenchmarkBF16AMXStrip(b *testing.B) {
-	threads := *benchThreads
-	pool := NewPool(threads)
-	defer pool.Close()
 	useBF16Kernel(b, "amx")
 	strip := bf16State.Load().impl
 	block := *strip
 	block.strip = nil
-	clock, cpu := benchClock(threads)
-	r := rand.New(rand.NewPCG(1, 1))
-	for _, s := range modelShapes {
-		if !s.linear {
-			continue
+	benchLinearShapes(b, func(b *testing.B, pool *Pool, s modelShape, a, c []float32, r *rand.Rand, clock func() time.Duration) {
+		pw, err := PackBF16(&Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)})
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(s.name, func(b *testing.B) {
-			if cpu {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
+		side := func(impl *bf16Impl) func() {
+			return func() {
+				bf16State.Store(&bf16Choice{impl, nil})
+				pool.LinearBF16(c, a, s.m, pw, nil)
 			}
-			a, c := randSlice(r, s.m*s.k, 1), make([]float32, s.m*s.n)
-			pw, err := PackBF16(&Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			side := func(impl *bf16Impl) func() {
-				return func() {
-					bf16State.Store(&bf16Choice{impl, nil})
-					pool.LinearBF16(c, a, s.m, pw, nil)
-				}
-			}
-			best := interleave(b, clock, side(&block), side(strip))
-			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
-			b.ReportMetric(flops/best[0].Seconds()/1e9, "block_GFLOP/s")
-			b.ReportMetric(flops/best[1].Seconds()/1e9, "strip_GFLOP/s")
-			b.ReportMetric(best[0].Seconds()/best[1].Seconds(), "strip/block")
-		})
-	}
+		}
+		best := interleave(b, clock, side(&block), side(strip))
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		b.ReportMetric(flops/best[0].Seconds()/1e9, "block_GFLOP/s")
+		b.ReportMetric(flops/best[1].Seconds()/1e9, "strip_GFLOP/s")
+		b.ReportMetric(best[0].Seconds()/best[1].Seconds(), "strip/block")
+	})
 }

@@ -2,8 +2,8 @@ package gemm
 
 import (
 	"math/rand/v2"
-	"runtime"
 	"testing"
+	"time"
 )
 
 // BenchmarkBF16 runs LinearBF16 on the model's linear shapes with each bf16
@@ -13,9 +13,6 @@ import (
 // AVX512_BF16). Compare AMX with `python3 internal/anchors/torch_bf16_mm.py`
 // (torch.mm on bfloat16 tensors, same shapes and threads).
 func BenchmarkBF16(b *testing.B) {
-	threads := *benchThreads
-	pool := NewPool(threads)
-	defer pool.Close()
 	defer SetBF16Kernel("")
 	var kernels []string
 	for _, k := range []string{"avx512bf16", "amx"} {
@@ -25,37 +22,25 @@ func BenchmarkBF16(b *testing.B) {
 		}
 		kernels = append(kernels, k)
 	}
-	clock, cpu := benchClock(threads)
-	r := rand.New(rand.NewPCG(1, 1))
-	for _, s := range modelShapes {
-		if !s.linear {
-			continue
+	benchLinearShapes(b, func(b *testing.B, pool *Pool, s modelShape, a, c []float32, r *rand.Rand, clock func() time.Duration) {
+		w := &Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)}
+		pw, err := PackBF16(w)
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(s.name, func(b *testing.B) {
-			if cpu {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-			}
-			a, c := randSlice(r, s.m*s.k, 1), make([]float32, s.m*s.n)
-			w := &Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)}
-			pw, err := PackBF16(w)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sides := []func(){func() { pool.Linear(c, a, s.m, w, nil) }}
-			for _, k := range kernels {
-				sides = append(sides, func() {
-					SetBF16Kernel(k)
-					pool.LinearBF16(c, a, s.m, pw, nil)
-				})
-			}
-			best := interleave(b, clock, sides...)
-			flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
-			b.ReportMetric(flops/best[0].Seconds()/1e9, "f32_GFLOP/s")
-			for i, k := range kernels {
-				b.ReportMetric(flops/best[i+1].Seconds()/1e9, k+"_GFLOP/s")
-				b.ReportMetric(best[0].Seconds()/best[i+1].Seconds(), k+"/f32")
-			}
-		})
-	}
+		sides := []func(){func() { pool.Linear(c, a, s.m, w, nil) }}
+		for _, k := range kernels {
+			sides = append(sides, func() {
+				SetBF16Kernel(k)
+				pool.LinearBF16(c, a, s.m, pw, nil)
+			})
+		}
+		best := interleave(b, clock, sides...)
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		b.ReportMetric(flops/best[0].Seconds()/1e9, "f32_GFLOP/s")
+		for i, k := range kernels {
+			b.ReportMetric(flops/best[i+1].Seconds()/1e9, k+"_GFLOP/s")
+			b.ReportMetric(best[0].Seconds()/best[i+1].Seconds(), k+"/f32")
+		}
+	})
 }
