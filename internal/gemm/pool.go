@@ -445,7 +445,7 @@ func (p *Pool) gemm(g *gemmArgs) {
 		// worker allocates once, not whenever it first wins a chunk.
 		w.buffers(p.cur.kr)
 	}
-	p.sharedA(&p.cur, t)
+	p.sharedA(&p.cur)
 	s := &p.split
 	s.plan(&p.cur, t)
 	p.kind, p.g = taskGemm, &p.cur
@@ -455,13 +455,13 @@ func (p *Pool) gemm(g *gemmArgs) {
 
 // sharedA replaces g's A, when its stride keeps the kernel from reading it
 // in place (directA), by a copy with a padded stride that it can read in
-// place, made once by the t workers together. Otherwise every chunk of
-// the product copies its rows of A block by block (packA), which with
-// column strips is every row of A once per strip. On ViT-H/14 (Emerald
+// place, made once by the workers together (a shared loop over its rows).
+// Otherwise every chunk of the product copies its rows of A block by block
+// (packA), which with column strips is every row of A once per strip. On ViT-H/14 (Emerald
 // Rapids, 2 threads) those copies, with the AVX-512 kernel copying A for
 // every stride before directA's aWays rule, took 6% of an image pass's CPU
 // time; with both, 1.3%.
-func (p *Pool) sharedA(g *gemmArgs, t int) {
+func (p *Pool) sharedA(g *gemmArgs) {
 	kr := g.kr
 	if directA(kr, g.lda) || aMode != 0 || g.k == 0 {
 		return
@@ -474,9 +474,7 @@ func (p *Pool) sharedA(g *gemmArgs, t int) {
 		p.apad = make([]float32, need)
 	}
 	p.kind, p.n, p.g, p.ldPad = taskCopyA, g.m, g, ld
-	p.step = max(1, (g.m+parallelChunks*t-1)/(parallelChunks*t))
-	chunks := (g.m + p.step - 1) / p.step
-	p.share(chunks, min(t, chunks))
+	p.dispatchShared(g.m)
 	p.g = nil
 	g.a, g.lda = p.apad[:g.m*ld], ld
 }
