@@ -95,15 +95,7 @@ func TestBF16Precision(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer bf16.Close()
-			var px []float32
-			for _, im := range ref.Images {
-				px = append(px, im.Pixels...)
-			}
-			var ids []int32
-			for _, tx := range ref.Texts {
-				ids = append(ids, tx.IDs...)
-			}
-			img, txt := samePrecision(t, f32, bf16, px, len(ref.Images), ids, len(ref.Texts))
+			img, txt := samePrecision(t, f32, bf16, ref.Pixels(), len(ref.Images), ref.IDs(), len(ref.Texts))
 			t.Logf("%s: bf16 vs f32: images %v; texts %v", name, img, txt)
 		})
 	}

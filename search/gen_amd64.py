@@ -253,6 +253,12 @@ def bf16_body(g):
     w("\tVMOVDQU32 (R13)(AX*1), Z17\n")
     for r in range(g):
         w(f"\tVMOVDQU32 ({ROWS[r]})(AX*1), Z{20+r}\n")
+    bf16_dots(g)
+
+
+def bf16_dots(g):
+    # Z20+r holds 32 bfloat16 of row r: one VDPBF16PS with each query half
+    # (Z16 = qh, Z17 = ql) into the row's two accumulators.
     for r in range(g):
         w("\t" + vdpbf16ps(r, 20 + r, 16) + "\n")
         w("\t" + vdpbf16ps(4 + r, 20 + r, 17) + "\n")
@@ -267,9 +273,7 @@ def bf16_tail(g):
     w("\tVMOVDQU32 (R13)(AX*1), Z17\n")
     for r in range(g):
         w(f"\tVMOVDQU16.Z ({ROWS[r]})(AX*1), K1, Z{20+r}\n")
-    for r in range(g):
-        w("\t" + vdpbf16ps(r, 20 + r, 16) + "\n")
-        w("\t" + vdpbf16ps(4 + r, 20 + r, 17) + "\n")
+    bf16_dots(g)
 
 
 kname = "bf16"

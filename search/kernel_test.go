@@ -225,13 +225,7 @@ func TestSearchEveryKernel(t *testing.T) {
 			r := rand.New(rand.NewPCG(4, uint64(dim)))
 			within(t, path, func(s *store.Snapshot) {
 				for qi := range 12 {
-					q := randVec(r, dim, 1)
-					if qi%2 == 0 { // a query near the data: many close scores
-						v := s.Vector(store.VecID(1 + qi))
-						for i := range q {
-							q[i] = v[i] + 0.01*q[i]
-						}
-					}
+					q := testQuery(r, s, dim, qi)
 					for _, kk := range []int{1, 10, 57} {
 						want := reference(s, q, kk)
 						got, err := Search(s, q, Options{K: kk, Threads: 2})

@@ -65,6 +65,19 @@ func randVec(r *rand.Rand, dim int, scale float64) []float32 {
 	return v
 }
 
+// testQuery is query qi of a test: random, and for even qi near stored
+// vector 1+qi, so that many scores are close.
+func testQuery(r *rand.Rand, s *store.Snapshot, dim, qi int) []float32 {
+	q := randVec(r, dim, 1)
+	if qi%2 == 0 {
+		v := s.Vector(store.VecID(1 + qi))
+		for i := range q {
+			q[i] = v[i] + 0.01*q[i]
+		}
+	}
+	return q
+}
+
 func within(t testing.TB, path string, fn func(s *store.Snapshot)) {
 	t.Helper()
 	rd, err := store.OpenReader(path, store.ReaderOptions{})
@@ -110,13 +123,7 @@ func TestSearchMatchesExhaustiveFloat32(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	within(t, path, func(s *store.Snapshot) {
 		for qi := range 20 {
-			q := randVec(r, dim, 1)
-			if qi%2 == 0 { // a query near the data: many close scores
-				v := s.Vector(store.VecID(1 + qi))
-				for i := range q {
-					q[i] = v[i] + 0.01*q[i]
-				}
-			}
+			q := testQuery(r, s, dim, qi)
 			for _, k := range []int{1, 10, 57} {
 				want := reference(s, q, k)
 				for _, threads := range []int{1, 3} {

@@ -79,6 +79,26 @@ type RefImage struct {
 	Pixels      []float32 `json:"-"`
 }
 
+// Pixels is the pixels of every reference image back to back, the batch
+// [len(Images), 3, S, S] that EncodeImages takes.
+func (r *Reference) Pixels() []float32 {
+	var px []float32
+	for _, im := range r.Images {
+		px = append(px, im.Pixels...)
+	}
+	return px
+}
+
+// IDs is the token ids of every reference prompt back to back, the batch
+// [len(Texts), context] that EncodeTexts takes.
+func (r *Reference) IDs() []int32 {
+	var ids []int32
+	for _, tx := range r.Texts {
+		ids = append(ids, tx.IDs...)
+	}
+	return ids
+}
+
 // ReadReference loads dir/reference.json and the pixel tensors it names.
 func ReadReference(dir string) (*Reference, error) {
 	path := filepath.Join(dir, "reference.json")
@@ -149,14 +169,7 @@ func RunDir(t *testing.T, dir string, open func(t *testing.T, dir string) clipnp
 		t.Errorf("Info().LogitScale = %g, reference exp(logit_scale) = %g", info.LogitScale, ref.LogitScaleExp)
 	}
 
-	var pixels []float32
-	for _, im := range ref.Images {
-		pixels = append(pixels, im.Pixels...)
-	}
-	var ids []int32
-	for _, tx := range ref.Texts {
-		ids = append(ids, tx.IDs...)
-	}
+	pixels, ids := ref.Pixels(), ref.IDs()
 	img, err := b.EncodeImages(pixels, len(ref.Images))
 	if err != nil {
 		t.Fatalf("EncodeImages: %v", err)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
 )
 
 func TestFastErf(t *testing.T) {
@@ -38,23 +40,6 @@ func layerNorm64(x, w, b []float32, eps float64) []float64 {
 	out := make([]float64, len(x))
 	for i, e := range x {
 		out[i] = (float64(e)-mean)/math.Sqrt(v+eps)*float64(w[i]) + float64(b[i])
-	}
-	return out
-}
-
-func softmax64(x []float32) []float64 {
-	m := math.Inf(-1)
-	for _, e := range x {
-		m = math.Max(m, float64(e))
-	}
-	out := make([]float64, len(x))
-	var s float64
-	for i, e := range x {
-		out[i] = math.Exp(float64(e) - m)
-		s += out[i]
-	}
-	for i := range out {
-		out[i] /= s
 	}
 	return out
 }
@@ -95,7 +80,7 @@ func TestFastRowOps(t *testing.T) {
 		}
 		s := append([]float32(nil), x...)
 		fastSoftmax(s)
-		if d := maxRelDiff(s, softmax64(x)); d > 1e-6 {
+		if d := maxRelDiff(s, core.Softmax(x)); d > 1e-6 {
 			t.Errorf("softmax n=%d: max rel diff %.3g", n, d)
 		}
 		g := append([]float32(nil), x...)
