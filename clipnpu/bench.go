@@ -59,6 +59,9 @@ type BenchOptions struct {
 // Bench times the passes of b, a model of shape cfg, on random inputs: one
 // warm-up, then o.Runs timed passes of each tower asked for.
 func Bench(b Backend, cfg Config, o BenchOptions) (*BenchResult, error) {
+	if o.Runs < 1 || o.Images < 0 || o.Texts < 0 || o.Images+o.Texts == 0 {
+		return nil, fmt.Errorf("bench: %d runs of %d images and %d texts: want at least 1 run and non-negative counts, not both 0", o.Runs, o.Images, o.Texts)
+	}
 	info := b.Info()
 	threads := o.Threads
 	if threads <= 0 {

@@ -71,3 +71,19 @@ func TestBenchPrompts(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRefusesEmptyPlans: without a timed pass or a tower to time, the
+// medians and rates would be NaN or Inf (and unprintable as JSON), so Bench
+// refuses before it touches the backend.
+func TestBenchRefusesEmptyPlans(t *testing.T) {
+	for _, o := range []BenchOptions{
+		{Images: 4, Texts: 8, Runs: 0},
+		{Images: 0, Texts: 0, Runs: 3},
+		{Images: -1, Texts: 8, Runs: 3},
+		{Images: 4, Texts: -2, Runs: 3},
+	} {
+		if res, err := Bench(nil, Config{}, o); err == nil {
+			t.Errorf("Bench(%+v) = %+v, want an error", o, res)
+		}
+	}
+}
