@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/clipidx/clipidx/store"
 )
 
 // Webdataset shards. A tar shard root is read as a stream (never
@@ -37,7 +39,7 @@ var (
 
 // SampleSep separates a shard's path from a sample's key in the path the
 // index records (SHARD.tar#KEY).
-const SampleSep = "#"
+const SampleSep = store.SampleSep
 
 // maxMetaBytes bounds a caption or JSON member (read into memory).
 const maxMetaBytes = 16 << 20

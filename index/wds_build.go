@@ -22,8 +22,8 @@ type shardEnd struct {
 	err   error
 }
 
-// tarJob is a shard to stream: its stat, and the records the index holds
-// for its samples.
+// shardState is a shard to stream: its stat, and how far the recording
+// of its samples has come.
 type shardState struct {
 	found
 	recorded int // samples recorded so far
@@ -91,17 +91,12 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 	if len(wk.tars) == 0 {
 		return nil
 	}
-	return b.w.View(func(s *store.Snapshot) error {
+	unchanged := map[string]int{} // shard path → times walked
+	err := b.w.View(func(s *store.Snapshot) error {
 		for _, f := range wk.tars {
 			st, ok := s.Shard(f.path)
 			if ok && st.Size == f.size && st.MtimeNs == f.mtimeNs {
-				prefix := f.path + SampleSep
-				for p := range old {
-					if strings.HasPrefix(p, prefix) {
-						t.seen[p] = true
-						b.sum.Unchanged++
-					}
-				}
+				unchanged[f.path]++
 				continue
 			}
 			ss := &shardState{found: f, expected: -1}
@@ -110,6 +105,25 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 		}
 		return nil
 	})
+	if err != nil || len(unchanged) == 0 {
+		return err
+	}
+	// The records of an unchanged shard's samples (SHARD.tar#KEY) count as
+	// unchanged: one pass over the old records, trying each separator in
+	// a path as the end of a shard's path (a folder or a key may hold
+	// the separator too).
+	for p := range old {
+		for i := range len(p) {
+			if p[i] != SampleSep[0] {
+				continue
+			}
+			if n := unchanged[p[:i]]; n > 0 {
+				t.seen[p] = true
+				b.sum.Unchanged += n
+			}
+		}
+	}
+	return nil
 }
 
 // feedShards streams the shards to be read into jobc, one job a sample

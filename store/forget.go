@@ -43,7 +43,7 @@ func Forget(path string, paths []string, opts WriterOptions) (int, error) {
 			}
 			err := s.Files(p, add)
 			if err == nil { // the samples of a tar shard: SHARD.tar#KEY
-				err = s.FilesPrefix(p+"#", add)
+				err = s.FilesPrefix(p+SampleSep, add)
 			}
 			if err != nil {
 				return err

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -108,21 +108,11 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 	if _, err := w.GC(); err != nil {
 		return sum, err
 	}
-	sort.Strings(roots)
-	roots = compactStrings(roots)
+	slices.Sort(roots)
+	roots = slices.Compact(roots)
 	js, _ := json.Marshal(sum)
 	err = w.Finish(LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js})
 	return sum, err
-}
-
-func compactStrings(s []string) []string {
-	out := s[:0]
-	for i, x := range s {
-		if i == 0 || x != s[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // mergeRec is one record read from an input.

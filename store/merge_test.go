@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -122,6 +123,11 @@ func TestMerge(t *testing.T) {
 	r.View(func(s *Snapshot) error {
 		if st, ok := s.Shard("/d/00000.tar"); !ok || st.MtimeNs != 200 {
 			t.Errorf("shard record %+v %v, want the later mtime 200", st, ok)
+		}
+		// Every input was a complete build of the same root (their folder):
+		// the merge records it once.
+		if st, err := s.Stats(); err != nil || st.LastBuild == nil || !st.LastBuild.Complete || !slices.Equal(st.LastBuild.Roots, []string{dir}) {
+			t.Errorf("last build %+v (%v), want complete with roots [%s]", st.LastBuild, err, dir)
 		}
 		return nil
 	})

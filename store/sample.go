@@ -32,6 +32,10 @@ type Sample struct {
 	Text    []float32
 }
 
+// SampleSep separates a tar shard's path from a sample's key in the path
+// the index records for a webdataset sample (SHARD.tar#KEY).
+const SampleSep = "#"
+
 // ShardStat is what the index remembers of a tar shard read completely.
 type ShardStat struct {
 	Size    int64

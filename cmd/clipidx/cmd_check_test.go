@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/binary"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -51,33 +50,8 @@ func TestCheckPassesOnFixture(t *testing.T) {
 // copyFixture copies the tiny model folder so a test can damage it.
 func copyFixture(t *testing.T) string {
 	t.Helper()
-	src := fixtures.TinyModel(t)
 	dst := t.TempDir()
-	err := filepath.Walk(src, func(path string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(fixtures.TinyModel(t))); err != nil {
 		t.Fatal(err)
 	}
 	return dst

@@ -91,7 +91,7 @@ func collect(s *store.Snapshot, under string) ([]row, error) {
 	// The samples of a tar shard: SHARD.tar#KEY sorts after SHARD.tar and
 	// before SHARD.tar/..., so they follow in path order.
 	var samples []row
-	err := s.FilesPrefix(under+"#", func(p string, f store.File) error {
+	err := s.FilesPrefix(under+store.SampleSep, func(p string, f store.File) error {
 		if !f.Failed() {
 			samples = append(samples, row{p, f})
 		}
