@@ -191,9 +191,8 @@ func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format
 	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return nil, f, fmt.Errorf("decode %s: %w: %s image is %dx%d", name, ErrCorrupt, f, cfg.Width, cfg.Height)
 	}
-	if px := int64(cfg.Width) * int64(cfg.Height); px > maxPixels {
-		return nil, f, fmt.Errorf("decode %s: %w: %dx%d is %.1f megapixels, over the limit of %.1f megapixels",
-			name, ErrTooLarge, cfg.Width, cfg.Height, float64(px)/1e6, float64(maxPixels)/1e6)
+	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
+		return nil, f, tooLarge(name, cfg.Width, cfg.Height, maxPixels)
 	}
 	img, err := safely(func() (image.Image, error) { return dec.decode(bytes.NewReader(data)) })
 	if err != nil {
@@ -207,6 +206,13 @@ func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format
 		fixGIFTransparent(img, data)
 	}
 	return img, f, nil
+}
+
+// tooLarge is the error for a w x h image header over maxPixels.
+func tooLarge(name string, w, h int, maxPixels int64) error {
+	px := int64(w) * int64(h)
+	return fmt.Errorf("decode %s: %w: %dx%d is %.1f megapixels, over the limit of %.1f megapixels",
+		name, ErrTooLarge, w, h, float64(px)/1e6, float64(maxPixels)/1e6)
 }
 
 // safely runs a decoder and turns a panic into an error: a decoder bug on

@@ -318,11 +318,11 @@ func heifToRGB(m *image.YCbCr, c nclx) *image.NRGBA {
 			case c.matrix == 0 && c.fullRange: // GBR stored as Y=G, Cb=B, Cr=R
 				r, g, bl = uint8(cr+128), uint8(yy), uint8(cb+128)
 			case c.matrix == 0:
-				r = heifClipF(float32(float32(cr+128)-16)*1.1429, 255)
-				g = heifClipF(float32(float32(yy)-16)*1.1689, 255)
-				bl = heifClipF(float32(float32(cb+128)-16)*1.1429, 255)
+				r = heifClipF(float32(float32(cr+128)-16) * 1.1429)
+				g = heifClipF(float32(float32(yy)-16) * 1.1689)
+				bl = heifClipF(float32(float32(cb+128)-16) * 1.1429)
 			case c.matrix == 8: // YCgCo
-				r, g, bl = heifClampU8(yy-cb+cr), heifClampU8(yy+cb), heifClampU8(yy-cb-cr)
+				r, g, bl = clampByte(yy-cb+cr), clampByte(yy+cb), clampByte(yy-cb-cr)
 			default:
 				fy, fcb, fcr := float32(yy), float32(cb), float32(cr)
 				if !c.fullRange {
@@ -330,9 +330,9 @@ func heifToRGB(m *image.YCbCr, c nclx) *image.NRGBA {
 					fcb = fcb * 1.1429
 					fcr = fcr * 1.1429
 				}
-				r = heifClipF(fy+float32(k.rCr*fcr), 255)
-				g = heifClipF(float32(fy+float32(k.gCb*fcb))+float32(k.gCr*fcr), 255)
-				bl = heifClipF(fy+float32(k.bCb*fcb), 255)
+				r = heifClipF(fy + float32(k.rCr*fcr))
+				g = heifClipF(float32(fy+float32(k.gCb*fcb)) + float32(k.gCr*fcr))
+				bl = heifClipF(fy + float32(k.bCb*fcb))
 			}
 			p := row[x*4 : x*4+4 : x*4+4]
 			p[0], p[1], p[2], p[3] = r, g, bl, 255
@@ -341,14 +341,11 @@ func heifToRGB(m *image.YCbCr, c nclx) *image.NRGBA {
 	return out
 }
 
-func heifClampU8(v int32) uint8 {
-	return uint8(min(max(v, 0), 255))
-}
-
-// clipF is libheif's clip_f_u16: add one half, truncate, clamp.
-func heifClipF(f float32, hi int64) uint8 {
+// heifClipF is libheif's clip_f_u16 for 8-bit output: add one half,
+// truncate, clamp to 0..255.
+func heifClipF(f float32) uint8 {
 	x := int64(f + 0.5)
-	return uint8(min(max(x, 0), hi))
+	return uint8(min(max(x, 0), 255))
 }
 
 // orientTable[a][b] is the EXIF orientation equal to showing an image as

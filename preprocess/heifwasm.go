@@ -11,7 +11,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	_ "unsafe" // for go:linkname
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -162,6 +161,19 @@ func (c *wasmCall) readCopy(p uint64, n int) ([]byte, error) {
 	return bytes.Clone(b), nil
 }
 
+// decodeInto allocates size bytes of wasm memory, runs the full decode
+// (call with configOnly 0) into them and copies the pixels out.
+func (c *wasmCall) decodeInto(size int, call func(configOnly, out uint64) error) ([]byte, error) {
+	out, err := c.alloc(size)
+	if err != nil {
+		return nil, err
+	}
+	if err := call(0, out); err != nil {
+		return nil, err
+	}
+	return c.readCopy(out, size)
+}
+
 // wasmTrap turns a trap inside a decoder into a one-line error: wazero's
 // message carries the WebAssembly stack after the first line.
 func wasmTrap(lib string, err error) error {
@@ -241,14 +253,7 @@ func libheifDecode(data []byte) (image.Image, error) {
 		}
 		ys, cs := heifStride(w, 1), heifStride(cw, 1)
 		size := ys*h + 2*cs*ch
-		out, err := c.alloc(size)
-		if err != nil {
-			return nil, err
-		}
-		if err := call(0, out); err != nil {
-			return nil, err
-		}
-		pix, err := c.readCopy(out, size)
+		pix, err := c.decodeInto(size, call)
 		if err != nil {
 			return nil, err
 		}
@@ -257,28 +262,14 @@ func libheifDecode(data []byte) (image.Image, error) {
 			SubsampleRatio: ratio, Rect: rect}, nil
 	case heifColorspaceMonochrome:
 		s := heifStride(w, 1)
-		out, err := c.alloc(s * h)
-		if err != nil {
-			return nil, err
-		}
-		if err := call(0, out); err != nil {
-			return nil, err
-		}
-		pix, err := c.readCopy(out, s*h)
+		pix, err := c.decodeInto(s*h, call)
 		if err != nil {
 			return nil, err
 		}
 		return &image.Gray{Pix: pix, Stride: s, Rect: rect}, nil
 	case heifColorspaceRGB:
 		s := heifStride(w, 4)
-		out, err := c.alloc(s * h)
-		if err != nil {
-			return nil, err
-		}
-		if err := call(0, out); err != nil {
-			return nil, err
-		}
-		pix, err := c.readCopy(out, s*h)
+		pix, err := c.decodeInto(s*h, call)
 		if err != nil {
 			return nil, err
 		}
@@ -337,14 +328,7 @@ func libavifDecode(data []byte) (image.Image, error) {
 		bpp = 8
 	}
 	size := w * h * bpp
-	out, err := c.alloc(size)
-	if err != nil {
-		return nil, err
-	}
-	if err := call(0, out); err != nil {
-		return nil, err
-	}
-	pix, err := c.readCopy(out, size)
+	pix, err := c.decodeInto(size, call)
 	if err != nil {
 		return nil, err
 	}

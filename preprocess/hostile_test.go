@@ -102,26 +102,42 @@ func TestHostileInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := New(DefaultConfig(), Options{})
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			out, err := p.Bytes(tc.data, tc.file)
-			runtime.ReadMemStats(&ms1)
+			var out []float32
+			var err error
+			a := bytesAllocated(func() { out, err = p.Bytes(tc.data, tc.file) })
 			if tc.want == nil {
 				if err != nil || len(out) != 3*224*224 {
 					t.Fatalf("got %d values, error %v", len(out), err)
 				}
 				return
 			}
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("error %v, want %v", err, tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.file) || !strings.Contains(err.Error(), tc.text) {
-				t.Errorf("error %q should name %q and say %q", err, tc.file, tc.text)
-			}
-			if a := ms1.TotalAlloc - ms0.TotalAlloc; a > 8<<20 {
-				t.Errorf("allocated %d MB on a refused file", a>>20)
-			}
+			checkRefused(t, err, tc.want, tc.file, tc.text, a)
 		})
+	}
+}
+
+// bytesAllocated returns the bytes the process allocated while f ran
+// (runtime.MemStats.TotalAlloc).
+func bytesAllocated(f func()) uint64 {
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	f()
+	runtime.ReadMemStats(&ms1)
+	return ms1.TotalAlloc - ms0.TotalAlloc
+}
+
+// checkRefused checks a refusal: err is want, names file and says text,
+// and allocated (bytes) stayed under 8 MB.
+func checkRefused(t *testing.T, err, want error, file, text string, allocated uint64) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("error %v, want %v", err, want)
+	}
+	if !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), text) {
+		t.Errorf("error %q should name %q and say %q", err, file, text)
+	}
+	if allocated > 8<<20 {
+		t.Errorf("allocated %d MB on a refused file", allocated>>20)
 	}
 }
 

@@ -22,11 +22,7 @@ func Decode(data []byte, name string, maxPixels int, ignoreEXIF bool) (*image.RG
 	if err != nil {
 		return nil, err
 	}
-	ycc := yccJFIF
-	if f == fmtWebP {
-		ycc = yccBT601
-	}
-	rgb, w, h := toRGB(nil, img, ycc)
+	rgb, w, h := toRGB(nil, img, yccFor(f))
 	if o := exifOrientation(data, f); !ignoreEXIF && o != 1 {
 		rot := make([]byte, len(rgb))
 		w, h = orient(rot, rgb, w, h, o)

@@ -132,9 +132,7 @@ func decodeJPEGImage(data []byte, name string, maxPixels int64) (image.Image, fo
 	if err != nil {
 		var big errJPEGTooLarge
 		if errors.As(err, &big) {
-			px := int64(big.w) * int64(big.h)
-			return nil, fmtJPEG, fmt.Errorf("decode %s: %w: %dx%d is %.1f megapixels, over the limit of %.1f megapixels",
-				name, ErrTooLarge, big.w, big.h, float64(px)/1e6, float64(maxPixels)/1e6)
+			return nil, fmtJPEG, tooLarge(name, big.w, big.h, maxPixels)
 		}
 		if errors.Is(err, ErrUnsupported) {
 			return nil, fmtJPEG, fmt.Errorf("decode %s: JPEG: %w", name, err)

@@ -176,8 +176,13 @@ func (e *arithDecoder) dcDiff(tbl int, ctx *int) (int, bool) {
 	default:
 		*ctx = 4 + sign*4
 	}
+	return e.magnitude(bins, i+14, m, sign), true
+}
+
+// magnitude reads the bits of a magnitude below its top bit m from bins[i]
+// (F.1.4.1 and F.1.4.4.1.2 share this tail) and returns the signed value.
+func (e *arithDecoder) magnitude(bins []byte, i, m, sign int) int {
 	v := m
-	i += 14
 	for m >>= 1; m != 0; m >>= 1 {
 		if e.decode(&bins[i]) != 0 {
 			v |= m
@@ -187,7 +192,7 @@ func (e *arithDecoder) dcDiff(tbl int, ctx *int) (int, bool) {
 	if sign != 0 {
 		v = -v
 	}
-	return v, true
+	return v
 }
 
 // acValue decodes the sign and magnitude of a nonzero AC coefficient at
@@ -211,18 +216,7 @@ func (e *arithDecoder) acValue(tbl, k, base int) (int, bool) {
 			i++
 		}
 	}
-	v := m
-	i += 14
-	for m >>= 1; m != 0; m >>= 1 {
-		if e.decode(&bins[i]) != 0 {
-			v |= m
-		}
-	}
-	v++
-	if sign != 0 {
-		v = -v
-	}
-	return v, true
+	return e.magnitude(bins, i+14, m, sign), true
 }
 
 // acBand decodes coefficients ss..se of a block (sequential, or a first

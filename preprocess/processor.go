@@ -147,11 +147,7 @@ func (p *Processor) Bytes(data []byte, name string) ([]float32, error) {
 	if !p.opts.IgnoreEXIF {
 		o = exifOrientation(data, f)
 	}
-	ycc := yccJFIF
-	if f == fmtWebP {
-		ycc = yccBT601
-	}
-	out, err := p.run(img, ycc, o)
+	out, err := p.run(img, yccFor(f), o)
 	if err != nil {
 		return nil, fmt.Errorf("preprocess %s: %w", name, err)
 	}

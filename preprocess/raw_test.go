@@ -3,12 +3,9 @@ package preprocess
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"image"
 	"image/color"
 	"image/jpeg"
-	"runtime"
-	"strings"
 	"testing"
 )
 
@@ -433,19 +430,9 @@ func TestRAWHostile(t *testing.T) {
 		{"cr3 box past end", "a.cr3", cr3, ErrUnsupported, "Canon CR3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			_, err := New(DefaultConfig(), Options{}).Bytes(tc.data, tc.file)
-			runtime.ReadMemStats(&ms1)
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("error %v, want %v", err, tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.file) || !strings.Contains(err.Error(), tc.text) {
-				t.Errorf("error %q should name %q and say %q", err, tc.file, tc.text)
-			}
-			if a := ms1.TotalAlloc - ms0.TotalAlloc; a > 8<<20 {
-				t.Errorf("allocated %d MB on a refused file", a>>20)
-			}
+			var err error
+			a := bytesAllocated(func() { _, err = New(DefaultConfig(), Options{}).Bytes(tc.data, tc.file) })
+			checkRefused(t, err, tc.want, tc.file, tc.text, a)
 		})
 	}
 }

@@ -230,11 +230,7 @@ func TestDecoderColourExact(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ycc := yccJFIF
-				if f == fmtWebP {
-					ycc = yccBT601
-				}
-				return toRGB(nil, img, ycc)
+				return toRGB(nil, img, yccFor(f))
 			}
 			got, w, h := rgb(c.File)
 			want, ww, wh := rgb(c.PillowPNG)

@@ -21,6 +21,14 @@ const (
 	yccBT601
 )
 
+// yccFor returns the YCbCr conversion for images decoded from format f.
+func yccFor(f format) yccRange {
+	if f == fmtWebP {
+		return yccBT601
+	}
+	return yccJFIF
+}
+
 // rgbBuffer returns buf resized to n bytes, reallocating when too small.
 func rgbBuffer(buf []byte, n int) []byte {
 	if cap(buf) < n {
