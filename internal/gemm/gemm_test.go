@@ -514,6 +514,36 @@ func TestSplitCoversC(t *testing.T) {
 	}
 }
 
+// The grid's last round of column strips is cut into row halves, so the
+// workers end a product at most half a strip apart: the image fc1 on 2
+// workers makes 8 strips, the last 2 of them halved.
+func TestSplitHalvesLastStrips(t *testing.T) {
+	for _, o := range kernels() {
+		const m, n, k, threads = 1028, 5120, 1280, 2
+		g := gemmArgs{m: m, n: n, k: k, lda: k, kr: o.kr}
+		var sp gemmSplit
+		sp.plan(&g, threads)
+		whole := sp.chunks - 2*threads
+		if whole < threads {
+			t.Fatalf("%s: %d chunks, want at least %d whole strips and %d halves", o.kr.name, sp.chunks, threads, 2*threads)
+		}
+		for i := 0; i < sp.chunks; i++ {
+			m0, m1, n0, n1 := sp.region(&g, i)
+			if i < whole {
+				if m0 != 0 || m1 != m {
+					t.Fatalf("%s: strip %d has rows [%d,%d), want all %d", o.kr.name, i, m0, m1, m)
+				}
+				continue
+			}
+			h := (i - whole) % 2
+			pm0, pm1, pn0, pn1 := sp.region(&g, i-h) // the first half of the pair
+			if m1-m0 > m/2+o.kr.mr || pn0 != n0 || pn1 != n1 || (h == 1 && (m0 != pm1 || m1 != m)) || (h == 0 && m0 != 0) {
+				t.Fatalf("%s: chunk %d is rows [%d,%d) × cols [%d,%d), first half [%d,%d)×[%d,%d): not a row half of one strip", o.kr.name, i, m0, m1, n0, n1, pm0, pm1, pn0, pn1)
+			}
+		}
+	}
+}
+
 // TestLinearStack checks LinearStack against LinearRef on the matrices
 // stacked by rows (copied), for each dtype, with and without bias, on
 // pools of 1–3 threads: equal parts of a multiple of 32 rows run as one

@@ -28,13 +28,21 @@ func TestHelperSpin(t *testing.T) {
 	fmt.Println(x)
 }
 
+// planWholeStrips is planGrid without its row halves at the end.
+func planWholeStrips(s *gemmSplit, g *gemmArgs, t int) {
+	tailHalves = false
+	defer func() { tailHalves = true }()
+	planGrid(s, g, t)
+}
+
 // BenchmarkPoolUnderLoad runs a representative product (the image tower's
 // fc1, 1028×1280 by 1280×5120) on a Pool of -gemm.threads workers while
-// another process keeps one CPU busy, alternating the previous fixed grid
-// of chunks ("before") and the guided split ("after"), and reports the
-// minimum, median and maximum of each side's pass times in ms: the spread
-// that a descheduled worker causes. A third side ("fine") cuts every chunk
-// minChunkCols wide. -gemm.spin=false leaves the busy process out.
+// another process keeps one CPU busy, alternating the ways of cutting it:
+// the default grid ("grid"), the grid without its last strips cut into row
+// halves ("whole"), the guided split ("guided") and every chunk
+// minChunkCols wide ("fine"). It reports the minimum, median and maximum
+// of each side's pass times in ms: the spread that a descheduled worker
+// causes. -gemm.spin=false leaves the busy process out.
 func BenchmarkPoolUnderLoad(b *testing.B) {
 	if *benchSpin {
 		spin := exec.Command(os.Args[0], "-test.run=^TestHelperSpin$")
@@ -63,6 +71,7 @@ func BenchmarkPoolUnderLoad(b *testing.B) {
 		cpu    []time.Duration // process CPU time per pass (all threads)
 	}{
 		{"grid", nil, guidedSpread, nil, nil}, // the default
+		{"whole", planWholeStrips, guidedSpread, nil, nil},
 		{"guided", planGuided, guidedSpread, nil, nil},
 		{"fine", planGuided, 1 << 20, nil, nil}, // every chunk minChunkCols wide
 	}
