@@ -23,6 +23,7 @@ func (f *fastCPU) packBF16() error {
 		if t == nil {
 			continue
 		}
+		t.mlpSplit = true
 		for i := range t.layers {
 			l := &t.layers[i]
 			all = append(all, &l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2)

@@ -95,14 +95,17 @@ type fastTower struct {
 	// Buffers for up to cap sequences, reused across passes.
 	cap              int
 	x                []float32 // residual stream [R, H]
-	h, q, k, v       []float32 // LayerNorm output / attention operands [R, H]
+	h                []float32 // LayerNorm output, attention context, MLP output [R, H]
+	k, v             []float32 // the last layer's keys and values [R, H], in qkv
+	qp               []float32 // the last layer's pooled queries [n, H]
 	qkv              []float32 // the three projections side by side [R, 3H]; k and v share it
-	mlp              []float32 // MLP hidden [R, M]; also im2col and patch scratch
+	mlp              []float32 // MLP hidden [R, M]; also im2col scratch; shares qkv's memory
 	scores           []float32 // per worker [T, T]
 	pooled, pooledLN []float32 // [n, H]
 	at               []int     // [n] pooled token of each sequence (within it)
 	off, lens        []int     // [n] first row and row count of each sequence
 	rows             int       // R of the current chunk
+	mlpSplit         bool      // run the MLP in two row blocks (bf16: half the hidden buffer)
 	aux              []float32 // per worker [M] scratch for quick_gelu
 }
 
@@ -255,11 +258,15 @@ func (t *fastTower) reserve(n, workers int) {
 	t.cap = n
 	t.x = make([]float32, R*t.H)
 	t.h = make([]float32, R*t.H)
-	t.q = make([]float32, R*t.H)
-	// layer uses qkv, lastLayer k and v: never both at once.
-	t.qkv = make([]float32, 3*R*t.H)
+	t.qp = make([]float32, n*t.H)
+	// layer uses qkv (then its first third for the attention output
+	// projection), lastLayer k and v: never both at once. The MLP hidden
+	// (and the im2col scratch before the first layer) is never live at the
+	// same time as any of them, so one buffer holds all: 16 MB less for
+	// ViT-H/14's image pass of 4, 8 MB for its text pass of 8.
+	work := make([]float32, max(3*R*t.H, t.mlpRows(R)*t.M, n*t.colsPer))
+	t.qkv, t.mlp = work, work
 	t.k, t.v = t.qkv[:R*t.H], t.qkv[R*t.H:2*R*t.H]
-	t.mlp = make([]float32, max(R*t.M, n*t.colsPer))
 	t.scores = make([]float32, workers*t.T*t.T)
 	t.pooled = make([]float32, n*t.H)
 	t.pooledLN = make([]float32, n*t.H)
@@ -267,6 +274,18 @@ func (t *fastTower) reserve(n, workers int) {
 	t.at = make([]int, n)
 	t.off = make([]int, n)
 	t.lens = make([]int, n)
+}
+
+// mlpRows is how many rows layer's MLP runs at a time: all R, or with
+// mlpSplit about half, a multiple of 32 (the bf16 kernels' row tiles). Two
+// blocks read the MLP's weights twice, which costs a bf16 pass little, and
+// halve the hidden buffer and the packed A of the second product (ViT-H/14,
+// image pass of 4: 5 MB each).
+func (t *fastTower) mlpRows(R int) int {
+	if !t.mlpSplit || R < 64 {
+		return R
+	}
+	return ((R+1)/2 + 31) / 32 * 32
 }
 
 // images runs the vision tower on n ≤ fastImageChunk images into out [n, D].
@@ -277,7 +296,7 @@ func (f *fastCPU) images(out, pixels []float32, n int) {
 	K := 3 * P * P // im2col row: (channel, ky, kx), the conv weight's column order
 	np := n * G * G
 	cols := t.mlp[:np*K] // [n·G², 3·P·P]
-	emb := t.q[:np*H]    // [n·G², H]
+	emb := t.h[:np*H]    // [n·G², H]
 	f.pool.Parallel(np, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			b, g := r/(G*G), r%(G*G)
@@ -389,7 +408,7 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
 	R, d := t.rows, H/A
 	x, h, k, v := t.x[:R*H], t.h[:R*H], t.k[:R*H], t.v[:R*H]
 	xp, hp := t.pooled[:n*H], t.pooledLN[:n*H]
-	qp, mlp := t.q[:n*H], t.mlp[:n*M]
+	qp, mlp := t.qp[:n*H], t.mlp[:n*M]
 	ctx := h[:n*H] // free once k, v and the pooled rows of h are taken
 
 	p.Parallel(R, func(lo, hi int) {
@@ -452,8 +471,7 @@ func (f *fastCPU) activate(t *fastTower, mlp []float32, R int) {
 func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 	p := f.pool
 	R, H, M := t.rows, t.H, t.M
-	x, h, q := t.x[:R*H], t.h[:R*H], t.q[:R*H]
-	mlp := t.mlp[:R*M]
+	x, h := t.x[:R*H], t.h[:R*H]
 
 	p.Parallel(R, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -466,24 +484,31 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 		p.LinearStack(qkv, h, R, l.qkv, l.qkvB)
 		f.attention(t, h, qkv, qkv[H:], qkv[2*H:], 3*H, n) // context [R, H] into h
 	} else {
-		k, v := t.qkv[:R*H], t.qkv[R*H:2*R*H]
+		q, k, v := t.qkv[2*R*H:3*R*H], t.qkv[:R*H], t.qkv[R*H:2*R*H]
 		f.linear(q, h, R, &l.q, l.qB)
 		f.linear(k, h, R, &l.k, l.kB)
 		f.linear(v, h, R, &l.v, l.vB)
 		f.attention(t, h, q, k, v, H, n)
 	}
-	f.linear(q, h, R, &l.o, l.oB)
-	fastAddRows(p, x, q, R, H)
+	o := t.qkv[:R*H] // q, k and v are spent
+	f.linear(o, h, R, &l.o, l.oB)
+	fastAddRows(p, x, o, R, H)
 
 	p.Parallel(R, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln2W, l.ln2B, t.eps)
 		}
 	})
-	f.linear(mlp, h, R, &l.fc1, l.fc1B)
-	f.activate(t, mlp, R)
-	f.linear(q, mlp, R, &l.fc2, l.fc2B)
-	fastAddRows(p, x, q, R, H)
+	// The MLP's output replaces its input in h, block by block.
+	step := t.mlpRows(R)
+	for lo := 0; lo < R; lo += step {
+		hi := min(R, lo+step)
+		mlp, hb := t.mlp[:(hi-lo)*M], h[lo*H:hi*H]
+		f.linear(mlp, hb, hi-lo, &l.fc1, l.fc1B)
+		f.activate(t, mlp, hi-lo)
+		f.linear(hb, mlp, hi-lo, &l.fc2, l.fc2B)
+	}
+	fastAddRows(p, x, h, R, H)
 }
 
 // fastAddRows does x += y over R rows of width H on the pool.

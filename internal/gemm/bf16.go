@@ -240,7 +240,9 @@ func bf16Best() (*bf16Impl, error) {
 // shapes require, and must not be called from inside a Parallel callback
 // (use Worker.LinearBF16 there).
 func (p *Pool) LinearBF16(y, x []float32, m int, w *PackedBF16, bias []float32) {
-	g := newBF16Args(y, x, m, w, bias)
+	p.bf16Mu.Lock()
+	defer p.bf16Mu.Unlock()
+	g := newBF16Args(y, x, m, w, bias, &p.bf16A)
 	if g == nil {
 		return
 	}
@@ -281,7 +283,7 @@ func (p *Pool) LinearBF16(y, x []float32, m int, w *PackedBF16, bias []float32) 
 // LinearBF16 is Pool.LinearBF16 on this worker alone (single-threaded), for
 // use inside ParallelWorkers callbacks.
 func (w *Worker) LinearBF16(y, x []float32, m int, wt *PackedBF16, bias []float32) {
-	g := newBF16Args(y, x, m, wt, bias)
+	g := newBF16Args(y, x, m, wt, bias, &w.bf16A)
 	if g == nil {
 		return
 	}
@@ -298,19 +300,19 @@ type bf16Args struct {
 	mp      int
 	w       *PackedBF16
 	bias    []float32 // np elements, zeros when the caller gave none
-	ap      []uint16  // [mp, kp]
-	buf     *[]uint16
+	ap      []uint16  // [mp, kp], in the caller's buffer
 }
 
-// bf16Bufs recycles packed A blocks and padded biases between calls.
-var bf16Bufs, bf16Biases sync.Pool
+// bf16Biases recycles padded biases between calls.
+var bf16Biases sync.Pool
 
 // bf16Tmp recycles block's scratch for edge blocks.
 var bf16Tmp = sync.Pool{New: func() any { return new([32 * bf16NC]float32) }}
 
-// newBF16Args validates the arguments and prepares the buffers; it returns
-// nil when there is nothing to compute beyond y = bias.
-func newBF16Args(y, x []float32, m int, w *PackedBF16, bias []float32) *bf16Args {
+// newBF16Args validates the arguments and prepares the buffers, the packed
+// A in *abuf (grown when too small); it returns nil when there is nothing
+// to compute beyond y = bias.
+func newBF16Args(y, x []float32, m int, w *PackedBF16, bias []float32, abuf *[]uint16) *bf16Args {
 	if w == nil {
 		panic("gemm: LinearBF16 with nil weights")
 	}
@@ -340,8 +342,10 @@ func newBF16Args(y, x []float32, m int, w *PackedBF16, bias []float32) *bf16Args
 	}
 	impl := bf16State.Load().impl
 	g := &bf16Args{impl: impl, y: y, x: x, m: m, n: n, k: k, mp: roundUp(m, impl.mr), w: w}
-	g.buf = getU16(&bf16Bufs, g.mp*w.kp)
-	g.ap = (*g.buf)[:g.mp*w.kp]
+	if need := g.mp * w.kp; len(*abuf) < need {
+		*abuf = make([]uint16, need)
+	}
+	g.ap = (*abuf)[:g.mp*w.kp]
 	bp := getF32(w.np)
 	g.bias = bp[:w.np]
 	copy(g.bias, bias)
@@ -350,17 +354,8 @@ func newBF16Args(y, x []float32, m int, w *PackedBF16, bias []float32) *bf16Args
 }
 
 func (g *bf16Args) release() {
-	bf16Bufs.Put(g.buf)
 	b := g.bias
 	bf16Biases.Put(&b)
-}
-
-func getU16(p *sync.Pool, n int) *[]uint16 {
-	if b, ok := p.Get().(*[]uint16); ok && cap(*b) >= n {
-		return b
-	}
-	b := make([]uint16, n)
-	return &b
 }
 
 func getF32(n int) []float32 {

@@ -350,7 +350,8 @@ func TestLinearBF16Blocks(t *testing.T) {
 
 // TestLinearBF16Concurrent runs products from many goroutines at once with
 // the garbage collector busy: tile or register state leaking between calls
-// (goroutines move between threads) would corrupt results.
+// (goroutines move between threads), or two products sharing a pool's
+// packed-A buffer, would corrupt results.
 func TestLinearBF16Concurrent(t *testing.T) {
 	for _, name := range bf16Kernels[1:] {
 		t.Run(name, func(t *testing.T) {
@@ -359,6 +360,9 @@ func TestLinearBF16Concurrent(t *testing.T) {
 			const m, n, k = 40, 96, 200
 			w := bf16RandWeights(r, n, k, F32)
 			pw, _ := PackBF16(w)
+			// Odd iterations share one pool (and its packed-A buffer).
+			shared := NewPool(2)
+			defer shared.Close()
 			var wg sync.WaitGroup
 			errs := make(chan string, 8)
 			for g := range 8 {
@@ -369,8 +373,12 @@ func TestLinearBF16Concurrent(t *testing.T) {
 				wg.Go(func() {
 					y := make([]float32, m*n)
 					for it := range 100 {
-						var wk Worker
-						wk.LinearBF16(y, x, m, pw, nil)
+						if it%2 == 1 {
+							shared.LinearBF16(y, x, m, pw, nil)
+						} else {
+							var wk Worker
+							wk.LinearBF16(y, x, m, pw, nil)
+						}
 						for i := range y {
 							if d := math.Abs(float64(y[i] - want[i])); d > abs.tol(i/n, i%n) {
 								errs <- fmt.Sprintf("goroutine %d, iteration %d: y[%d] = %v, want %v", g, it, i, y[i], want[i])

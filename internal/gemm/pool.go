@@ -55,6 +55,12 @@ type Pool struct {
 	// read that copy instead of each copying their rows of A again.
 	apad  []float32
 	ldPad int // apad's row stride
+
+	// bf16A holds LinearBF16's packed A, one product at a time (bf16Mu):
+	// a buffer the pool keeps, where a sync.Pool kept one per P (two of
+	// 10.5 MB on ViT-H/14's image pass of 4).
+	bf16Mu sync.Mutex
+	bf16A  []uint16
 }
 
 // Worker is one thread of a Pool with its own packing buffers. It is handed
@@ -64,6 +70,7 @@ type Worker struct {
 	apack []float32        // A block, [mcBlock rounded to mr, kcPad]
 	bpack []float32        // B block, [ncBlock/nr panels][kc][nr]
 	tmp   [maxTile]float32 // an edge tile of C
+	bf16A []uint16         // Worker.LinearBF16's packed A
 	sys   *sysBLAS         // non-nil after Pool.UseSystemBLAS
 }
 
