@@ -5,10 +5,12 @@ A self-contained CLIP-shaped forward (pre-LayerNorm ViT, written with
 torch.nn.functional ops, random weights, float32) timed the way
 `clipidx bench model` times itself: one warm-up pass, then the median of
 --runs passes, and the peak RSS of the process (resource.getrusage
-ru_maxrss). --dtype bf16 casts the whole model and its inputs to bfloat16
+ru_maxrss). --serve keeps the model and runs one pass per request on stdin,
+for runs interleaved with clipidx's (clipnpu's BenchmarkVersusTorch).
+--dtype bf16 casts the whole model and its inputs to bfloat16
 (oneDNN runs its products on AMX or AVX512_BF16 where the CPU has them), the
-anchor for `clipidx --precision bf16`. Never run by tests or CI; see
-README.md for the command.
+anchor for `clipidx --precision bf16`. Never run by tests or CI (only by
+benchmarks); see README.md for the command.
 """
 import argparse
 import json
@@ -129,6 +131,33 @@ def timed(fn, runs):
     return statistics.median(ts), ts, statistics.median(cs)
 
 
+def serve(a):
+    """--serve: the same towers and inputs as a timed run, each pass on request."""
+    (vw, vl, vh, vm, vp, vs), (tw, tl, th, tm), proj = SHAPES[a.random]
+    passes = {}
+    with torch.inference_mode():
+        if a.tower in ("both", "image"):
+            vis = Vision(vw, vl, vh, vm, vp, vs, proj)
+            px = torch.randn(a.images, 3, vs, vs, dtype=DTYPE)
+            passes["image"] = lambda: vis(px)
+        if a.tower in ("both", "text"):
+            txt = Text(tw, tl, th, tm, proj)
+            ids = torch.randint(0, VOCAB - 2, (a.texts, CONTEXT))
+            ids[:, 0], ids[:, CONTEXT - 1] = 49406, 49407
+            passes["text"] = lambda: txt(ids)
+        for fn in passes.values():
+            fn()  # warm-up
+        print("ready", flush=True)
+        for line in sys.stdin:
+            fn = passes.get(line.strip())
+            if fn is None:
+                print("error: unknown pass %r (have %s)" % (line.strip(), ", ".join(passes)), flush=True)
+                continue
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            print(time.perf_counter() - t0, time.process_time() - c0, flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--random", default="h14", choices=sorted(SHAPES))
@@ -141,6 +170,9 @@ def main():
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"],
                     help="bf16: the model and inputs cast to bfloat16")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--serve", action="store_true",
+                    help="build the towers, print 'ready', then for each line 'image' or 'text' on stdin run "
+                         "one pass and print its wall and CPU seconds (for interleaved runs against clipidx)")
     a = ap.parse_args()
     global DTYPE
     DTYPE = torch.bfloat16 if a.dtype == "bf16" else torch.float32
@@ -150,6 +182,9 @@ def main():
     (vw, vl, vh, vm, vp, vs), (tw, tl, th, tm), proj = SHAPES[a.random]
     out = {"model": a.random, "dtype": a.dtype, "threads": a.threads, "torch": torch.__version__,
            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""), "runs": a.runs}
+    if a.serve:
+        serve(a)
+        return
     with torch.inference_mode():
         if a.tower in ("both", "image"):
             vis = Vision(vw, vl, vh, vm, vp, vs, proj)

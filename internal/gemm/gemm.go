@@ -28,8 +28,9 @@
 //
 // MR and NR are the kernel's (6×16 for Go, AVX2 and NEON, 14×32 for
 // AVX-512), as are the block sizes. Products on several workers are cut
-// into a fixed grid of chunks (about four a worker), which the workers
-// take as they free up (gemmSplit); each chunk runs the loops above. An A
+// into a fixed grid of chunks (about four a worker, the last round of
+// column strips in row halves), which the workers take as they free up
+// (gemmSplit); each chunk runs the loops above. An A
 // that must be copied is copied once per product, with a padded stride,
 // by all the workers (Pool.sharedA); a single worker copies it block by
 // block. LinearStack runs the products of several weight matrices that

@@ -1,0 +1,186 @@
+package clipnpu
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/internal/rss"
+)
+
+var (
+	versusModel  = flag.String("clipnpu.versus-model", "", "ViT-H/14-shaped model folder for BenchmarkVersusTorch (clipidx model random h14 DIR); empty: skip")
+	versusPython = flag.String("clipnpu.versus-python", "/usr/bin/python3", "python with torch, BenchmarkVersusTorch's anchor")
+	versusPrec   = flag.String("clipnpu.versus-precision", "f32", "f32 or bf16: clipidx's --precision and the anchor's --dtype")
+)
+
+// torchAnchor is internal/anchors/torch_clip_bench.py --serve: a python
+// process holding the same model shape, running one pass each time it is
+// asked, so that both sides run alternately in one run.
+type torchAnchor struct {
+	in  *bufio.Writer
+	out *bufio.Scanner
+}
+
+func startTorch(b *testing.B, images, texts int, dtype string) *torchAnchor {
+	script, err := filepath.Abs(filepath.Join("..", "internal", "anchors", "torch_clip_bench.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(*versusPython, script, "--serve", "--random", "h14", "--dtype", dtype,
+		"--images", strconv.Itoa(images), "--texts", strconv.Itoa(texts), "--threads", "2")
+	cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=PASSIVE") // idle threads sleep while clipidx runs
+	cmd.Stderr = os.Stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Skipf("no PyTorch anchor: %v", err)
+	}
+	a := &torchAnchor{in: bufio.NewWriter(w), out: bufio.NewScanner(r)}
+	if !a.out.Scan() || a.out.Text() != "ready" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		b.Skipf("no PyTorch anchor: %s %s --serve did not start (is torch installed?)", *versusPython, script)
+	}
+	b.Cleanup(func() { w.Close(); cmd.Wait() })
+	return a
+}
+
+// pass runs one pass ("image" or "text") in the python process and returns
+// its wall and CPU (all threads) seconds.
+func (a *torchAnchor) pass(b *testing.B, which string) (wall, cpu float64) {
+	a.in.WriteString(which + "\n")
+	a.in.Flush()
+	if !a.out.Scan() {
+		b.Fatal("PyTorch anchor exited")
+	}
+	f := strings.Fields(a.out.Text())
+	if len(f) != 2 {
+		b.Fatalf("PyTorch anchor: %q", a.out.Text())
+	}
+	wall, err1 := strconv.ParseFloat(f[0], 64)
+	cpu, err2 := strconv.ParseFloat(f[1], 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("PyTorch anchor: %q", a.out.Text())
+	}
+	return wall, cpu
+}
+
+// BenchmarkVersusTorch runs ViT-H/14 passes (an image pass of 4 and a text
+// pass of 8 prompts of 77 tokens, as `bench model`) alternately with
+// PyTorch's on the same shapes, both processes holding their model: a
+// clipidx pass, a PyTorch pass, and so on, each b.N times. On a shared
+// host whose speed drifts by tens of percent from minute to minute, pairs
+// of passes seconds apart compare far better than runs minutes apart. It
+// reports the medians of the per-pair ratios (img_x_torch, txt_x_torch:
+// clipidx's wall time over PyTorch's; cpu_ variants by process CPU time)
+// and their ranges. Run it with OPENBLAS_CORETYPE=SkylakeX on Intel
+// AVX-512 (OpenBLAS 0.3.21 misdetects Sapphire and Emerald Rapids):
+//
+//	clipidx model random h14 /tmp/h14
+//	OPENBLAS_CORETYPE=SkylakeX go test ./clipnpu -run XXX -bench VersusTorch -benchtime 8x \
+//	    -args -clipnpu.versus-model=/tmp/h14 [-clipnpu.versus-precision=bf16]
+func BenchmarkVersusTorch(b *testing.B) {
+	if *versusModel == "" {
+		b.Skip("no model: -clipnpu.versus-model=DIR (clipidx model random h14 DIR)")
+	}
+	prec := *versusPrec
+	if prec != "f32" && prec != "bf16" {
+		b.Fatalf("-clipnpu.versus-precision %q: want f32 or bf16", prec)
+	}
+	const images, texts = 4, 8
+	var o OpenOptions
+	o.Precision = prec
+	m, err := Open(*versusModel, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	cfg, err := LoadConfig(*versusModel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if cfg.Vision.Hidden != 1280 || cfg.Text.Hidden != 1024 {
+		b.Fatalf("%s is not ViT-H/14-shaped (vision width %d, text width %d)", *versusModel, cfg.Vision.Hidden, cfg.Text.Hidden)
+	}
+	be, err := m.Backend(BothTowers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 5))
+	S := cfg.Vision.ImageSize
+	px := make([]float32, images*3*S*S)
+	for i := range px {
+		px[i] = rng.Float32()*2 - 1
+	}
+	ids := benchPrompts(rng, texts, cfg.Text.Context, cfg.Text)
+	ours := map[string]func() error{
+		"image": func() error { _, err := be.EncodeImages(px, images); return err },
+		"text":  func() error { _, err := be.EncodeTexts(ids, texts); return err },
+	}
+	for _, fn := range ours { // warm-up
+		if err := fn(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	anchor := startTorch(b, images, texts, prec) // --dtype has the same names
+	b.Logf("clipidx %s (%s) against PyTorch %s; OPENBLAS_CORETYPE=%q", prec, be.Info().DeviceNote, prec, os.Getenv("OPENBLAS_CORETYPE"))
+
+	ratios := map[string][]float64{}
+	var ourImg, torchImg []float64
+	for i := 0; b.Loop(); i++ {
+		for _, which := range []string{"image", "text"} {
+			b.StopTimer()
+			c0, cerr := rss.CPUTime()
+			b.StartTimer()
+			t0 := time.Now()
+			if err := ours[which](); err != nil {
+				b.Fatal(err)
+			}
+			wall := time.Since(t0).Seconds()
+			b.StopTimer()
+			c1, err := rss.CPUTime()
+			tw, tc := anchor.pass(b, which)
+			b.StartTimer()
+			key := which[:3]
+			ratios[key+"_x_torch"] = append(ratios[key+"_x_torch"], wall/tw)
+			if err == nil && cerr == nil && tc > 0 {
+				ratios["cpu_"+key+"_x_torch"] = append(ratios["cpu_"+key+"_x_torch"], (c1-c0).Seconds()/tc)
+			}
+			if which == "image" {
+				ourImg, torchImg = append(ourImg, wall), append(torchImg, tw)
+			}
+		}
+	}
+	for name, rs := range ratios {
+		s := slices.Clone(rs)
+		slices.Sort(s)
+		b.ReportMetric(s[len(s)/2], name)
+		b.ReportMetric(s[0], name+"_min")
+		b.ReportMetric(s[len(s)-1], name+"_max")
+	}
+	b.Logf("image pass seconds, clipidx %s; PyTorch %s", fmtSeconds(ourImg), fmtSeconds(torchImg))
+}
+
+func fmtSeconds(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, " ")
+}
