@@ -63,6 +63,10 @@ func TestFastMatchesReference(t *testing.T) {
 		{"text chunking", smallConfig(32, 2, 1, 16, 32, 32, 2, 1, 9, 8, "gelu"), "f32", 35, 2},
 		{"image chunking", smallConfig(32, 2, 1, 16, 32, 32, 2, 1, 9, 8, "quick_gelu"), "bf16", 10, 2},
 		{"legacy eos 2", legacyEOS(smallConfig(40, 4, 2, 16, 48, 40, 4, 2, 30, 16, "gelu")), "f32", 5, 2},
+		// MLP 1024: float32 rows 4 KiB apart alias L1 sets, so the MLP
+		// hidden gets a padded row stride (gemm.Stride) on every kernel.
+		{"padded mlp stride", smallConfig(256, 4, 2, 16, 32, 256, 4, 2, 20, 32, "gelu"), "f32", 3, 2},
+		{"padded mlp stride quick_gelu", smallConfig(256, 4, 2, 16, 32, 256, 4, 2, 20, 32, "quick_gelu"), "f32", 2, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

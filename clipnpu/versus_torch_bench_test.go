@@ -139,7 +139,7 @@ func BenchmarkVersusTorch(b *testing.B) {
 		}
 	}
 	anchor := startTorch(b, images, texts, prec) // --dtype has the same names
-	b.Logf("clipidx %s (%s) against PyTorch %s; OPENBLAS_CORETYPE=%q", prec, be.Info().DeviceNote, prec, os.Getenv("OPENBLAS_CORETYPE"))
+	b.Logf("clipidx %s %s against PyTorch %s; OPENBLAS_CORETYPE=%q", prec, be.Info().DeviceNote, prec, os.Getenv("OPENBLAS_CORETYPE"))
 
 	ratios := map[string][]float64{}
 	var ourImg, torchImg []float64
@@ -157,7 +157,7 @@ func BenchmarkVersusTorch(b *testing.B) {
 			c1, err := rss.CPUTime()
 			tw, tc := anchor.pass(b, which)
 			b.StartTimer()
-			key := which[:3]
+			key := map[string]string{"image": "img", "text": "txt"}[which]
 			ratios[key+"_x_torch"] = append(ratios[key+"_x_torch"], wall/tw)
 			if err == nil && cerr == nil && tc > 0 {
 				ratios["cpu_"+key+"_x_torch"] = append(ratios["cpu_"+key+"_x_torch"], (c1-c0).Seconds()/tc)

@@ -69,6 +69,19 @@ func (f *fastCPU) linear(y, x []float32, n int, w *lin, bias []float32) {
 	f.pool.Linear(y, x, n, &w.m, bias)
 }
 
+// linearStrided is linear with row strides ldy and ldx; the bf16 products
+// take dense rows only.
+func (f *fastCPU) linearStrided(y []float32, ldy int, x []float32, ldx int, n int, w *lin, bias []float32) {
+	if w.bf != nil {
+		if ldy != w.bf.Rows || ldx != w.bf.Cols {
+			panic(fmt.Sprintf("clipnpu: bf16 linear with strides %d, %d for [%d, %d] weights", ldy, ldx, w.bf.Rows, w.bf.Cols))
+		}
+		f.pool.LinearBF16(y, x, n, w.bf, bias)
+		return
+	}
+	f.pool.LinearStrided(y, ldy, x, ldx, n, &w.m, bias)
+}
+
 // fastLayer is one encoder layer with its matrices as gemm views.
 type fastLayer struct {
 	ln1W, ln1B, ln2W, ln2B []float32
@@ -106,6 +119,7 @@ type fastTower struct {
 	off, lens        []int     // [n] first row and row count of each sequence
 	rows             int       // R of the current chunk
 	mlpSplit         bool      // run the MLP in two row blocks (bf16: half the hidden buffer)
+	mlpLD            int       // row stride of layer's MLP hidden (≥ M; 0 until reserve)
 	aux              []float32 // per worker [M] scratch for quick_gelu
 }
 
@@ -264,7 +278,14 @@ func (t *fastTower) reserve(n, workers int) {
 	// (and the im2col scratch before the first layer) is never live at the
 	// same time as any of them, so one buffer holds all: 16 MB less for
 	// ViT-H/14's image pass of 4, 8 MB for its text pass of 8.
-	work := make([]float32, max(3*R*t.H, t.mlpRows(R)*t.M, n*t.colsPer))
+	// The float32 products read the MLP hidden in place at gemm.Stride(M)
+	// (ViT-H/14's M = 5120 would otherwise be copied to a padded stride
+	// for every second product); the bf16 ones pack it themselves.
+	t.mlpLD = t.M
+	if !t.mlpSplit {
+		t.mlpLD = gemm.Stride(t.M)
+	}
+	work := make([]float32, max(3*R*t.H, t.mlpRows(R)*t.mlpLD, n*t.colsPer))
 	t.qkv, t.mlp = work, work
 	t.k, t.v = t.qkv[:R*t.H], t.qkv[R*t.H:2*R*t.H]
 	t.scores = make([]float32, workers*t.T*t.T)
@@ -444,24 +465,27 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
 		fastLayerNorm(hp[b*H:(b+1)*H], xp[b*H:(b+1)*H], l.ln2W, l.ln2B, t.eps)
 	}
 	f.linear(mlp, hp, n, &l.fc1, l.fc1B)
-	f.activate(t, mlp, n)
+	f.activate(t, mlp, M, n)
 	f.linear(hp, mlp, n, &l.fc2, l.fc2B)
 	vek32.Add_Inplace(xp, hp)
 }
 
-// activate applies the tower's activation to rows [R, M] of the MLP.
-func (f *fastCPU) activate(t *fastTower, mlp []float32, R int) {
+// activate applies the tower's activation to R rows of M values of the
+// MLP hidden, row stride ld.
+func (f *fastCPU) activate(t *fastTower, mlp []float32, ld, R int) {
 	M := t.M
 	if t.quick {
 		f.pool.ShareWorkers(R, func(w *gemm.Worker, lo, hi int) {
 			aux := t.aux[w.ID()*M : (w.ID()+1)*M]
 			for r := lo; r < hi; r++ {
-				fastQuickGELU(mlp[r*M:(r+1)*M], aux)
+				fastQuickGELU(mlp[r*ld:r*ld+M], aux)
 			}
 		})
 		return
 	}
-	f.pool.Parallel(R, func(lo, hi int) { fastGELU(mlp[lo*M : hi*M]) })
+	// Rows and the padding between them in one run (the padding holds
+	// whatever the shared buffer last held, and nothing reads it).
+	f.pool.Parallel(R, func(lo, hi int) { fastGELU(mlp[lo*ld : (hi-1)*ld+M]) })
 }
 
 // layer is one pre-LN encoder layer, in place on t.x [R, H]:
@@ -470,7 +494,7 @@ func (f *fastCPU) activate(t *fastTower, mlp []float32, R int) {
 //	h = LN2(x); x += act(h·W1ᵀ + b1)·W2ᵀ + b2
 func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 	p := f.pool
-	R, H, M := t.rows, t.H, t.M
+	R, H := t.rows, t.H
 	x, h := t.x[:R*H], t.h[:R*H]
 
 	p.Parallel(R, func(lo, hi int) {
@@ -499,14 +523,15 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln2W, l.ln2B, t.eps)
 		}
 	})
-	// The MLP's output replaces its input in h, block by block.
-	step := t.mlpRows(R)
+	// The MLP's output replaces its input in h, block by block; the
+	// hidden has row stride ld.
+	step, ld := t.mlpRows(R), t.mlpLD
 	for lo := 0; lo < R; lo += step {
 		hi := min(R, lo+step)
-		mlp, hb := t.mlp[:(hi-lo)*M], h[lo*H:hi*H]
-		f.linear(mlp, hb, hi-lo, &l.fc1, l.fc1B)
-		f.activate(t, mlp, hi-lo)
-		f.linear(hb, mlp, hi-lo, &l.fc2, l.fc2B)
+		mlp, hb := t.mlp[:(hi-lo)*ld], h[lo*H:hi*H]
+		f.linearStrided(mlp, ld, hb, H, hi-lo, &l.fc1, l.fc1B)
+		f.activate(t, mlp, ld, hi-lo)
+		f.linearStrided(hb, H, mlp, ld, hi-lo, &l.fc2, l.fc2B)
 	}
 	fastAddRows(p, x, h, R, H)
 }

@@ -153,3 +153,49 @@ func TestSharedACopy(t *testing.T) {
 		})
 	}
 }
+
+// TestLinearStrided checks LinearStrided against LinearRef on dense copies,
+// y's elements between rows untouched, and that x kept at Stride(k) is read
+// in place: the product makes no padded copy of it.
+func TestLinearStrided(t *testing.T) {
+	for _, mode := range kernelModes {
+		t.Run(mode.name, func(t *testing.T) {
+			mode.set(t)
+			for _, k := range []int{37, 1024, 5120} {
+				ldx := Stride(k)
+				if ldx < k || ldx > k+1024 || !directA(currentKernel().kr, ldx) {
+					t.Fatalf("Stride(%d) = %d: not a stride ≥ k the kernel reads in place", k, ldx)
+				}
+				p := NewPool(2)
+				r := rand.New(rand.NewPCG(5, uint64(k)))
+				m, n := 2*currentKernel().kr.mr+5, 200
+				ldy := n + 7
+				xd, bias := randSlice(r, m*k, 1), randSlice(r, n, 1)
+				w := &Matrix{Rows: n, Cols: k, F32: randSlice(r, n*k, 1)}
+				x := make([]float32, (m-1)*ldx+k)
+				for i := range m {
+					copy(x[i*ldx:i*ldx+k], xd[i*k:(i+1)*k])
+				}
+				y := make([]float32, m*ldy)
+				for i := range y {
+					y[i] = -7 // sentinel between rows
+				}
+				want := make([]float32, m*n)
+				LinearRef(want, xd, m, w, bias)
+				p.LinearStrided(y, ldy, x, ldx, m, w, bias)
+				compare(t, y, want, m, n, ldy, n, tolerance(k, 1, 1)+0x1p-20)
+				for i := range m {
+					for j := n; j < ldy && i*ldy+j < len(y); j++ {
+						if y[i*ldy+j] != -7 {
+							t.Fatalf("k=%d: y[%d, %d] beyond the row was written: %v", k, i, j, y[i*ldy+j])
+						}
+					}
+				}
+				if len(p.apad) != 0 {
+					t.Errorf("k=%d: x at Stride(k)=%d was copied (apad %d elements)", k, ldx, len(p.apad))
+				}
+				p.Close()
+			}
+		})
+	}
+}
