@@ -553,19 +553,12 @@ func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, ld, n int) {
 		for i := lo; i < hi; i++ {
 			b, a := i/A, i%A
 			L, in, off := t.lens[b], t.off[b]*ld+a*d, t.off[b]*H+a*d
-			// s [L, L] = scale · q_a · k_aᵀ
-			w.MatMul(s, L, q[in:], ld, k[in:], ld, L, L, d, true, scale)
-			for r := 0; r < L; r++ {
-				row := s[r*L : (r+1)*L]
-				if t.causal {
-					fastSoftmax(row[:r+1])
-					clear(row[r+1:])
-				} else {
-					fastSoftmax(row)
-				}
+			if i+1 < hi { // the next pair's values into L2 while this one computes (attention.go)
+				b1, a1 := (i+1)/A, (i+1)%A
+				prefetchHead(v[t.off[b1]*ld+a1*d:], t.lens[b1], ld, d)
 			}
-			// ctx_a [L, d] = s · v_a
-			w.MatMul(ctx[off:], H, s, L, v[in:], ld, L, d, L, false, 1)
+			// ctx_a [L, d] = softmax(scale · q_a · k_aᵀ [+ mask]) · v_a (attention.go)
+			attendHead(w, ctx[off:], H, q[in:], k[in:], v[in:], ld, L, d, t.causal, scale, s)
 		}
 	})
 }

@@ -41,12 +41,10 @@ func fastAdd(dst, a, b []float32) {
 	}
 }
 
-// fastSoftmax replaces row by exp(row - max)/Σ in place.
+// fastSoftmax replaces row by exp(row - max)/Σ in place (softmaxExp,
+// attention.go, then the division). row is not empty.
 func fastSoftmax(row []float32) {
-	m := vek32.Max(row)
-	vek32.AddNumber_Inplace(row, -m)
-	vek32.Exp_Inplace(row)
-	vek32.MulNumber_Inplace(row, 1/vek32.Sum(row))
+	vek32.MulNumber_Inplace(row, 1/softmaxExp(row))
 }
 
 // fastQuickGELU is x·σ(1.702x) in place; aux is scratch of at least len(x).
