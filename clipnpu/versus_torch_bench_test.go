@@ -1,7 +1,6 @@
 package clipnpu
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clipidx/clipidx/internal/anchors"
 	"github.com/clipidx/clipidx/internal/rss"
 )
 
@@ -23,15 +23,10 @@ var (
 	versusPrec   = flag.String("clipnpu.versus-precision", "f32", "f32 or bf16: clipidx's --precision and the anchor's --dtype")
 )
 
-// torchAnchor is internal/anchors/torch_clip_bench.py --serve: a python
-// process holding the same model shape, running one pass each time it is
-// asked, so that both sides run alternately in one run.
-type torchAnchor struct {
-	in  *bufio.Writer
-	out *bufio.Scanner
-}
-
-func startTorch(b *testing.B, images, texts int, dtype string) *torchAnchor {
+// startTorch starts internal/anchors/torch_clip_bench.py --serve: a
+// python process holding the same model shape, running one pass each time
+// it is asked.
+func startTorch(b *testing.B, images, texts int, dtype string) *anchors.Process {
 	script, err := filepath.Abs(filepath.Join("..", "internal", "anchors", "torch_clip_bench.py"))
 	if err != nil {
 		b.Fatal(err)
@@ -40,45 +35,12 @@ func startTorch(b *testing.B, images, texts int, dtype string) *torchAnchor {
 		"--images", strconv.Itoa(images), "--texts", strconv.Itoa(texts), "--threads", "2")
 	cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=PASSIVE") // idle threads sleep while clipidx runs
 	cmd.Stderr = os.Stderr
-	w, err := cmd.StdinPipe()
+	p, err := anchors.Start(cmd)
 	if err != nil {
-		b.Fatal(err)
+		b.Skipf("no PyTorch anchor (is torch installed for %s?): %v", *versusPython, err)
 	}
-	r, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Skipf("no PyTorch anchor: %v", err)
-	}
-	a := &torchAnchor{in: bufio.NewWriter(w), out: bufio.NewScanner(r)}
-	if !a.out.Scan() || a.out.Text() != "ready" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		b.Skipf("no PyTorch anchor: %s %s --serve did not start (is torch installed?)", *versusPython, script)
-	}
-	b.Cleanup(func() { w.Close(); cmd.Wait() })
-	return a
-}
-
-// pass runs one pass ("image" or "text") in the python process and returns
-// its wall and CPU (all threads) seconds.
-func (a *torchAnchor) pass(b *testing.B, which string) (wall, cpu float64) {
-	a.in.WriteString(which + "\n")
-	a.in.Flush()
-	if !a.out.Scan() {
-		b.Fatal("PyTorch anchor exited")
-	}
-	f := strings.Fields(a.out.Text())
-	if len(f) != 2 {
-		b.Fatalf("PyTorch anchor: %q", a.out.Text())
-	}
-	wall, err1 := strconv.ParseFloat(f[0], 64)
-	cpu, err2 := strconv.ParseFloat(f[1], 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("PyTorch anchor: %q", a.out.Text())
-	}
-	return wall, cpu
+	b.Cleanup(func() { p.Close() })
+	return p
 }
 
 // BenchmarkVersusTorch runs ViT-H/14 passes (an image pass of 4 and a text
@@ -155,15 +117,18 @@ func BenchmarkVersusTorch(b *testing.B) {
 			wall := time.Since(t0).Seconds()
 			b.StopTimer()
 			c1, err := rss.CPUTime()
-			tw, tc := anchor.pass(b, which)
+			tw, tc, err2 := anchor.Time(which)
+			if err2 != nil {
+				b.Fatalf("PyTorch anchor: %v", err2)
+			}
 			b.StartTimer()
 			key := map[string]string{"image": "img", "text": "txt"}[which]
-			ratios[key+"_x_torch"] = append(ratios[key+"_x_torch"], wall/tw)
+			ratios[key+"_x_torch"] = append(ratios[key+"_x_torch"], wall/tw.Seconds())
 			if err == nil && cerr == nil && tc > 0 {
-				ratios["cpu_"+key+"_x_torch"] = append(ratios["cpu_"+key+"_x_torch"], (c1-c0).Seconds()/tc)
+				ratios["cpu_"+key+"_x_torch"] = append(ratios["cpu_"+key+"_x_torch"], (c1-c0).Seconds()/tc.Seconds())
 			}
 			if which == "image" {
-				ourImg, torchImg = append(ourImg, wall), append(torchImg, tw)
+				ourImg, torchImg = append(ourImg, wall), append(torchImg, tw.Seconds())
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package search
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"flag"
@@ -13,12 +12,12 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/clipidx/clipidx/internal/anchors"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -32,10 +31,7 @@ var (
 // numpyAnchor is a python process holding a float32 matrix of the same
 // shape, timing X @ q each time it is asked, so that both scans run side
 // by side in one run.
-type numpyAnchor struct {
-	in  *bufio.Writer
-	out *bufio.Scanner
-}
+type numpyAnchor struct{ p *anchors.Process }
 
 const numpyScript = `
 import sys, time, numpy as np
@@ -66,47 +62,23 @@ func startNumpy(b *testing.B, rows, dim int) *numpyAnchor {
 		// a core from the scan that runs next.
 		cmd.Env = append(os.Environ(), "OPENBLAS_THREAD_TIMEOUT=4")
 	}
-	w, err := cmd.StdinPipe()
+	p, err := anchors.Start(cmd)
 	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Logf("no numpy anchor: %v", err)
+		b.Logf("no numpy anchor (%s with numpy): %v", *numpyPath, err)
 		return nil
 	}
-	a := &numpyAnchor{in: bufio.NewWriter(w), out: bufio.NewScanner(r)}
-	if !a.out.Scan() || a.out.Text() != "ready" {
-		b.Logf("no numpy anchor: %s does not run numpy", *numpyPath)
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil
-	}
-	b.Cleanup(func() { w.Close(); cmd.Wait() })
-	return a
+	b.Cleanup(func() { p.Close() })
+	return &numpyAnchor{p}
 }
 
 // time runs X @ q once in the python process and returns its wall and
 // CPU (all threads) durations.
 func (a *numpyAnchor) time(b *testing.B) (wall, cpu time.Duration) {
-	a.in.WriteString("go\n")
-	a.in.Flush()
-	if !a.out.Scan() {
-		b.Fatal("numpy anchor exited")
+	wall, cpu, err := a.p.Time("go")
+	if err != nil {
+		b.Fatalf("numpy anchor: %v", err)
 	}
-	f := strings.Fields(a.out.Text())
-	if len(f) != 2 {
-		b.Fatalf("numpy anchor: %q", a.out.Text())
-	}
-	w, err1 := strconv.ParseFloat(f[0], 64)
-	c, err2 := strconv.ParseFloat(f[1], 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("numpy anchor: %q", a.out.Text())
-	}
-	return time.Duration(w * 1e9), time.Duration(c * 1e9)
+	return wall, cpu
 }
 
 // pairs collects paired timings of a scan and numpy's X @ q and reports
