@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/internal/anchors"
+	"github.com/clipidx/clipidx/internal/gemm"
 	"github.com/clipidx/clipidx/internal/rss"
 )
 
@@ -21,6 +22,7 @@ var (
 	versusModel  = flag.String("clipnpu.versus-model", "", "ViT-H/14-shaped model folder for BenchmarkVersusTorch (clipidx model random h14 DIR); empty: skip")
 	versusPython = flag.String("clipnpu.versus-python", "/usr/bin/python3", "python with torch, BenchmarkVersusTorch's anchor")
 	versusPrec   = flag.String("clipnpu.versus-precision", "f32", "f32 or bf16: clipidx's --precision and the anchor's --dtype")
+	versusKernel = flag.String("clipnpu.versus-kernel", "", "float32 GEMM kernel (avx512, avx2, neon, go; as CLIPIDX_GEMM_KERNEL); empty: the default for this CPU")
 )
 
 // startTorch starts internal/anchors/torch_clip_bench.py --serve: a
@@ -65,6 +67,12 @@ func BenchmarkVersusTorch(b *testing.B) {
 	if prec != "f32" && prec != "bf16" {
 		b.Fatalf("-clipnpu.versus-precision %q: want f32 or bf16", prec)
 	}
+	if *versusKernel != "" {
+		if err := gemm.SetKernel(*versusKernel); err != nil {
+			b.Fatalf("-clipnpu.versus-kernel: %v", err)
+		}
+		defer gemm.SetKernel("")
+	}
 	const images, texts = 4, 8
 	var o OpenOptions
 	o.Precision = prec
@@ -101,7 +109,7 @@ func BenchmarkVersusTorch(b *testing.B) {
 		}
 	}
 	anchor := startTorch(b, images, texts, prec) // --dtype has the same names
-	b.Logf("clipidx %s %s against PyTorch %s; OPENBLAS_CORETYPE=%q", prec, be.Info().DeviceNote, prec, os.Getenv("OPENBLAS_CORETYPE"))
+	b.Logf("clipidx %s on %s %s against PyTorch %s; OPENBLAS_CORETYPE=%q", prec, gemm.Kernel(), be.Info().DeviceNote, prec, os.Getenv("OPENBLAS_CORETYPE"))
 
 	ratios := map[string][]float64{}
 	var ourImg, torchImg []float64
