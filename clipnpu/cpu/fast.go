@@ -62,11 +62,7 @@ type lin struct {
 // linear is y[n, w.Rows] = x[n, w.Cols]·wᵀ + bias on the pool, in the
 // backend's precision.
 func (f *fastCPU) linear(y, x []float32, n int, w *lin, bias []float32) {
-	if w.bf != nil {
-		f.pool.LinearBF16(y, x, n, w.bf, bias)
-		return
-	}
-	f.pool.Linear(y, x, n, &w.m, bias)
+	f.linearStrided(y, w.m.Rows, x, w.m.Cols, n, w, bias) // w.m keeps its shape when packed to bf16
 }
 
 // linearStrided is linear with row strides ldy and ldx; the bf16 products
