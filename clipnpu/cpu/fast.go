@@ -48,15 +48,17 @@ type fastCPU struct {
 	patch     lin
 	precision string // "f32" or "bf16" (Options.Precision)
 	bf16      string // the bf16 kernel, when precision is bf16
+	unpacked  int    // bytes of heap-held weights let go since the last GC (warmF32)
 }
 
 // lin is one weight matrix as the products read it: a gemm view of the
 // weights as held (f32, f16 or bf16, widened while packing), or, with
 // precision bf16, the matrix packed once as bf16 for the bf16 kernels.
 type lin struct {
-	m   gemm.Matrix
-	bf  *gemm.PackedBF16
-	src *core.Tensor // the model's tensor m views, released once packed
+	m    gemm.Matrix
+	bf   *gemm.PackedBF16
+	src  *core.Tensor // the model's tensor m views, released once packed
+	uses int          // products run with m before it was packed (warmF32)
 }
 
 // linear is y[n, w.Rows] = x[n, w.Cols]·wᵀ + bias on the pool, in the
@@ -68,6 +70,7 @@ func (f *fastCPU) linear(y, x []float32, n int, w *lin, bias []float32) {
 // linearStrided is linear with row strides ldy and ldx; the bf16 products
 // take dense rows only.
 func (f *fastCPU) linearStrided(y []float32, ldy int, x []float32, ldx int, n int, w *lin, bias []float32) {
+	f.warmF32(w)
 	if w.bf != nil {
 		if ldy != w.bf.Rows || ldx != w.bf.Cols {
 			panic(fmt.Sprintf("clipnpu: bf16 linear with strides %d, %d for [%d, %d] weights", ldy, ldx, w.bf.Rows, w.bf.Cols))
@@ -501,6 +504,7 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 	if l.q.bf == nil {
 		// One product: qkv [R, 3H] holds q, k and v side by side.
 		qkv := t.qkv[:3*R*H]
+		f.warmF32(&l.q, &l.k, &l.v)
 		p.LinearStack(qkv, h, R, l.qkv, l.qkvB)
 		f.attention(t, h, qkv, qkv[H:], qkv[2*H:], 3*H, n) // context [R, H] into h
 	} else {

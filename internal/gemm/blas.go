@@ -145,7 +145,14 @@ func (w *Worker) sysGemm(g *gemmArgs) {
 		for j0 := 0; j0 < g.n; j0 += rows {
 			nn := min(rows, g.n-j0)
 			for j := 0; j < nn; j++ {
-				Widen(s.widen[j*g.k:(j+1)*g.k], g.b16[(j0+j)*g.ldb:(j0+j)*g.ldb+g.k], dt)
+				row := s.widen[j*g.k : (j+1)*g.k]
+				if g.kind == bPacked { // packed by a pool of our own kernels
+					for p := range row {
+						row[p] = g.pk.at(j0+j, p)
+					}
+					continue
+				}
+				Widen(row, g.b16[(j0+j)*g.ldb:(j0+j)*g.ldb+g.k], dt)
 			}
 			call(&s.widen[0], g.k, true, j0, nn)
 		}

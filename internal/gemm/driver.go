@@ -63,21 +63,20 @@ func (w *Worker) gemmRegion(g *gemmArgs, m0, m1, n0, n1 int) {
 	}
 	kr := g.kr
 	w.buffers(kr)
-	// Depth blocks of near-equal size (multiples of 16, the packers'
-	// groups), not kc, kc, ..., remainder: k = 257 would otherwise end with
-	// a pass over C for a depth of 1.
-	nb := (g.k + kr.kc - 1) / kr.kc
-	step := min(kr.kc, ((g.k+nb-1)/nb+15)/16*16)
+	step := depthStep(kr, g.k)
 	direct := directA(kr, g.lda)
+	inPlace := g.inPlace(kr) // B packed once for kr (Pool.Pack)
 	for jc := n0; jc < n1; jc += kr.nc {
 		nc := min(kr.nc, n1-jc)
 		for pc := 0; pc < g.k; pc += step {
 			kb := min(step, g.k-pc)
-			w.packB(g, pc, kb, jc, nc)
+			if !inPlace {
+				w.packB(g, pc, kb, jc, nc)
+			}
 			for ic := m0; ic < m1; ic += kr.mc {
 				mc := min(kr.mc, m1-ic)
 				w.packA(g, ic, mc, pc, kb, direct)
-				w.macro(g, ic, mc, jc, nc, pc, kb, direct)
+				w.macro(g, ic, mc, jc, nc, pc, kb, direct, inPlace)
 			}
 		}
 	}
@@ -186,8 +185,12 @@ func (w *Worker) packB(g *gemmArgs, pc, kb, jc, nc int) {
 		if g.partRows > 0 {
 			// Parts end on panel boundaries (partRows is a multiple of nr).
 			i := j0 / g.partRows
-			part.b32, part.b16, part.ldb, part.kind, part.kr = g.b32s[i], g.b16s[i], g.ldb, g.kind, g.kr
+			part.b32, part.b16, part.pk, part.ldb, part.kind, part.kr = g.b32s[i], g.b16s[i], g.pks[i], g.ldb, g.kind, g.kr
 			src, j0 = &part, j0-i*g.partRows
+		}
+		if g.kind == bPacked { // packed for another kernel than kr
+			packFromPacked(dst, nr, src.pk, j0, nn, pc, kb)
+			continue
 		}
 		if g.kind == bF32N {
 			for p := 0; p < kb; p++ {
@@ -246,7 +249,7 @@ func packTGo(dst []float32, nr int, g *gemmArgs, j0, nn, pc, p0, p1 int) {
 // [kb, nr] panel of B stays in L1 while the mr-row slabs of A stream
 // from L2) or A slab outer (true: each slab of A stays in L1 while the
 // panels of B stream from L2, one sequential stream).
-func (w *Worker) macro(g *gemmArgs, ic, mc, jc, nc, pc, kb int, direct bool) {
+func (w *Worker) macro(g *gemmArgs, ic, mc, jc, nc, pc, kb int, direct, inPlace bool) {
 	kr := g.kr
 	aOuter := kr.aOuter
 	switch macroOrder {
@@ -258,14 +261,14 @@ func (w *Worker) macro(g *gemmArgs, ic, mc, jc, nc, pc, kb int, direct bool) {
 	if aOuter {
 		for ir := 0; ir < mc; ir += kr.mr {
 			for jr := 0; jr < nc; jr += kr.nr {
-				w.tile(g, ic, ir, mc, jc, jr, nc, pc, kb, direct)
+				w.tile(g, ic, ir, mc, jc, jr, nc, pc, kb, direct, inPlace)
 			}
 		}
 		return
 	}
 	for jr := 0; jr < nc; jr += kr.nr {
 		for ir := 0; ir < mc; ir += kr.mr {
-			w.tile(g, ic, ir, mc, jc, jr, nc, pc, kb, direct)
+			w.tile(g, ic, ir, mc, jc, jr, nc, pc, kb, direct, inPlace)
 		}
 	}
 }
@@ -276,13 +279,19 @@ var macroOrder = 0
 
 // tile runs the micro-kernel on the tile at rows ic+ir and columns jc+jr.
 // Full tiles are written straight into C; edge tiles go through w.tmp and
-// only their valid part is merged.
-func (w *Worker) tile(g *gemmArgs, ic, ir, mc, jc, jr, nc, pc, kb int, direct bool) {
+// only their valid part is merged. With inPlace the B panel is read from
+// the packed weights, else from w.bpack.
+func (w *Worker) tile(g *gemmArgs, ic, ir, mc, jc, jr, nc, pc, kb int, direct, inPlace bool) {
 	kr := g.kr
 	mr, nr := kr.mr, kr.nr
 	first := pc == 0
 	nn := min(nr, nc-jr)
-	bp := &w.bpack[jr/nr*kb*nr]
+	var bp *float32
+	if inPlace {
+		bp = g.panel(jc+jr, pc, kb)
+	} else {
+		bp = &w.bpack[jr/nr*kb*nr]
+	}
 	var bias *float32
 	if first && g.bias != nil && nn == nr {
 		bias = &g.bias[jc+jr]

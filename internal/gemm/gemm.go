@@ -71,11 +71,15 @@ func (d Dtype) String() string {
 // Matrix is a row-major [Rows, Cols] matrix of weights. For F32 the
 // elements are in F32, for F16 and BF16 they are the raw 16-bit patterns in
 // U16; the other slice is ignored. Rows are densely packed (stride Cols).
+// After Pool.Pack the products read a packed copy instead, and F32 and U16
+// may be dropped.
 type Matrix struct {
 	Rows, Cols int
 	Dtype      Dtype
 	F32        []float32
 	U16        []uint16
+
+	packed *packedF32 // Pool.Pack's copy, nil until then
 }
 
 // Linear computes y[m, w.Rows] = x[m, w.Cols] · wᵀ + bias using all the
@@ -137,7 +141,7 @@ func (p *Pool) LinearStack(y, x []float32, m int, ws []*Matrix, bias []float32) 
 		if w.Cols != ws[0].Cols || w.Dtype != ws[0].Dtype {
 			panic(fmt.Sprintf("gemm: LinearStack of [%d,%d] %v and [%d,%d] %v matrices", ws[0].Rows, ws[0].Cols, ws[0].Dtype, w.Rows, w.Cols, w.Dtype))
 		}
-		equal = equal && w.Rows == ws[0].Rows
+		equal = equal && w.Rows == ws[0].Rows && w.Packed() == ws[0].Packed()
 		n += w.Rows
 	}
 	rows, k := ws[0].Rows, ws[0].Cols
@@ -151,9 +155,9 @@ func (p *Pool) LinearStack(y, x []float32, m int, ws []*Matrix, bias []float32) 
 		g.c, g.ldc, g.n, g.bias, g.partRows = y, n, n, bias, rows
 		for i, w := range ws {
 			other := linearArgs(nil, x[:0], 0, w, nil)
-			g.b32s[i], g.b16s[i] = other.b32, other.b16
+			g.b32s[i], g.b16s[i], g.pks[i] = other.b32, other.b16, other.pk
 		}
-		g.b32, g.b16 = nil, nil
+		g.b32, g.b16, g.pk = nil, nil, nil
 		p.gemm(&g)
 		return
 	}
@@ -201,10 +205,11 @@ func (w *Worker) MatMul(c []float32, ldc int, a []float32, lda int, b []float32,
 type bKind uint8
 
 const (
-	bF32N  bKind = iota // float32 [k, n], row stride ldb
-	bF32T               // float32 [n, k], row stride ldb (read transposed)
-	bF16T               // binary16 [n, k]
-	bBF16T              // bfloat16 [n, k]
+	bF32N   bKind = iota // float32 [k, n], row stride ldb
+	bF32T                // float32 [n, k], row stride ldb (read transposed)
+	bF16T                // binary16 [n, k]
+	bBF16T               // bfloat16 [n, k]
+	bPacked              // packed by Pool.Pack (pk)
 )
 
 // gemmArgs is one validated product c = alpha·a·B (+ bias), all strides in
@@ -221,6 +226,7 @@ type gemmArgs struct {
 	m, n, k int
 	alpha   float32
 	bias    []float32
+	pk      *packedF32   // B when kind is bPacked
 	kr      *microKernel // the kernel it runs on, fixed when it starts (driver.go)
 
 	// A stacked product (LinearStack): B's rows [i·partRows, (i+1)·partRows)
@@ -228,6 +234,7 @@ type gemmArgs struct {
 	partRows int
 	b32s     [maxParts][]float32
 	b16s     [maxParts][]uint16
+	pks      [maxParts]*packedF32
 }
 
 // maxParts bounds the matrices of one LinearStack.
@@ -250,11 +257,13 @@ func linearArgsLD(y []float32, ldy int, x []float32, ldx int, m int, w *Matrix, 
 		panic(fmt.Sprintf("gemm: Linear with negative shape m=%d n=%d k=%d", m, n, k))
 	}
 	g := gemmArgs{c: y, ldc: ldy, a: x, lda: ldx, ldb: k, m: m, n: n, k: k, alpha: 1, bias: bias}
-	switch w.Dtype {
-	case F32:
+	switch {
+	case w.packed != nil:
+		g.kind, g.pk = bPacked, w.packed
+	case w.Dtype == F32:
 		g.kind, g.b32 = bF32T, w.F32
 		need(len(w.F32), n, k, k, "weights")
-	case F16, BF16:
+	case w.Dtype == F16 || w.Dtype == BF16:
 		g.kind, g.b16 = bF16T, w.U16
 		if w.Dtype == BF16 {
 			g.kind = bBF16T

@@ -1,0 +1,111 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
+	"github.com/clipidx/clipidx/clipnpu/hf"
+)
+
+// TestPackF32SecondUse checks that the float32 weights are packed at their
+// second use and not before, that the stored elements are let go, that
+// 16-bit weights stay as they are, and that packing changes no bit of the
+// embeddings.
+func TestPackF32SecondUse(t *testing.T) {
+	cfg := core.Config{
+		Name:          "test",
+		Vision:        core.VisionConfig{Hidden: 64, Heads: 4, Layers: 2, MLP: 256, Patch: 14, ImageSize: 56, Act: "gelu", LayerNormEps: 1e-5},
+		Text:          core.TextConfig{Hidden: 48, Heads: 4, Layers: 2, MLP: 192, Vocab: 1000, Context: 20, Act: "gelu", LayerNormEps: 1e-5, EOS: 999},
+		ProjectionDim: 32,
+	}
+	const n = 3
+	r := rand.New(rand.NewPCG(3, 4))
+	S, T := cfg.Vision.ImageSize, cfg.Text.Context
+	px := make([]float32, n*3*S*S)
+	for i := range px {
+		px[i] = float32(r.NormFloat64())
+	}
+	ids := make([]int32, n*T)
+	for i := range ids {
+		ids[i] = int32(r.IntN(990))
+	}
+	for b := 0; b < n; b++ {
+		ids[b*T+5+b] = 999
+	}
+	// passes runs 3 image and text passes with packing at use after.
+	passes := func(dt core.Dtype, after int, check func(pass int, f *fastCPU)) [][]float32 {
+		t.Helper()
+		prev := packF32After
+		packF32After = after
+		defer func() { packF32After = prev }()
+		b, err := NewFast(hf.RandomModel(cfg, 7, dt, core.BothTowers, 2), core.Options{Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		f := b.(*fastCPU)
+		var out [][]float32
+		for pass := 1; pass <= 3; pass++ {
+			im, err := f.EncodeImages(px, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx, err := f.EncodeTexts(ids, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, im, tx)
+			check(pass, f)
+		}
+		return out
+	}
+	// packedLins counts the matrices of f packed, and fails t if a packed
+	// one still holds its stored elements.
+	packedLins := func(f *fastCPU) (packed, all int) {
+		var ls []*lin
+		for _, tw := range []*fastTower{f.vis, f.txt} {
+			for i := range tw.layers {
+				l := &tw.layers[i]
+				ls = append(ls, &l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2)
+			}
+			ls = append(ls, &tw.proj)
+		}
+		ls = append(ls, &f.patch)
+		for _, w := range ls {
+			if w.m.Packed() {
+				packed++
+				if w.m.F32 != nil || w.src.F32 != nil {
+					t.Errorf("a packed [%d, %d] matrix still holds its stored elements", w.m.Rows, w.m.Cols)
+				}
+			}
+		}
+		return packed, len(ls)
+	}
+	plain := passes(core.F32, 0, func(pass int, f *fastCPU) {
+		if p, _ := packedLins(f); p != 0 {
+			t.Fatalf("packing off, yet %d matrices packed", p)
+		}
+	})
+	packed := passes(core.F32, 2, func(pass int, f *fastCPU) {
+		p, all := packedLins(f)
+		if want := map[bool]int{true: 0, false: all}[pass == 1]; p != want {
+			t.Errorf("after pass %d: %d of %d matrices packed, want %d", pass, p, all, want)
+		}
+	})
+	for i := range plain {
+		what := fmt.Sprintf("pass %d %s", i/2+1, []string{"image", "text"}[i%2])
+		for j := range plain[i] {
+			if math.Float32bits(packed[i][j]) != math.Float32bits(plain[i][j]) {
+				t.Fatalf("%s: element %d is %v packed, %v unpacked (want bit-identical)", what, j, packed[i][j], plain[i][j])
+			}
+		}
+	}
+	passes(core.F16, 2, func(pass int, f *fastCPU) {
+		if p, _ := packedLins(f); p != 0 {
+			t.Fatalf("f16 weights: %d matrices packed as float32", p)
+		}
+	})
+}
