@@ -1,5 +1,11 @@
 package gemm
 
+import (
+	"unsafe"
+
+	"github.com/clipidx/clipidx/internal/mmap"
+)
+
 // packedF32 is a weight Matrix packed once (Pool.Pack) in the B panels of
 // one micro-kernel, widened to float32: products on that kernel read their
 // panels straight from it instead of transposing the weights into the
@@ -51,6 +57,12 @@ func (p *Pool) Pack(w *Matrix) bool {
 	n, k, nr := w.Rows, w.Cols, kr.nr
 	pk := &packedF32{kr: kr, step: depthStep(kr, k), np: (n + nr - 1) / nr * nr}
 	pk.data = make([]float32, pk.np*k)
+	// Huge pages, asked for before the first write: every pass streams
+	// the packed weights from memory, and the kernels' B loads then cross
+	// 512 times fewer page boundaries (the image pass 0.97x, the text
+	// pass 0.95x of its time on 4 KiB pages, medians of interleaved pairs
+	// on Emerald Rapids).
+	mmap.HugePages(unsafe.Slice((*byte)(unsafe.Pointer(&pk.data[0])), 4*len(pk.data)))
 	p.Parallel(pk.np/nr, func(lo, hi int) {
 		for q := lo; q < hi; q++ {
 			j0 := q * nr
