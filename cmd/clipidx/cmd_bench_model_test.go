@@ -74,6 +74,12 @@ func TestBenchModelCommand(t *testing.T) {
 			t.Errorf("%s = %v, want a positive number", k, r[k])
 		}
 	}
+	// Two untimed warm-ups of each tower (the second packs f32 weights).
+	for _, k := range []string{"image_warmup_s", "text_warmup_s"} {
+		if w, ok := r[k].([]any); !ok || len(w) != 2 || !(w[0].(float64) > 0) || !(w[1].(float64) > 0) {
+			t.Errorf("%s = %v, want two positive warm-up times", k, r[k])
+		}
+	}
 	// The counts agree with each other.
 	if got, want := r["images_per_s"].(float64), 1/r["image_pass_s"].(float64); math.Abs(got-want) > 1e-9*want {
 		t.Errorf("images_per_s %g, want 1/image_pass_s = %g", got, want)
