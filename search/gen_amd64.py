@@ -111,7 +111,15 @@ def rowptrs():
 # with numpy's X @ q, 3 runs of 10 each): without it 0.69-0.80x numpy,
 # with it 0.51-0.65x; 2 groups ahead and PREFETCHT2 fell in that same
 # spread (no setting won consistently on the shared machine). Earlier, on
-# Sapphire Rapids under load, PREFETCHNTA took 2.3x as long.
+# Sapphire Rapids under load, PREFETCHNTA took 2.3x as long. Re-measured on
+# that Emerald Rapids over 2 GB (2 workers, 5-8 rounds interleaved, the
+# index's 4 KiB-page mapping, Go heap and 2 MiB-page memory alike): 16, 32
+# and 64 KiB ahead with T0 or T2 fell in the same spread (medians 20.6-25.8
+# GB/s against 20.8-24.6 for this setting in the same runs), NTA streamed
+# at 8-10 GB/s, no prefetch at 17-21; eight rows a group or 256-bit FMAs
+# did no better, nor one contiguous half of the rows per worker. A loop
+# that only loads the rows, with this prefetch, reached 0.51-0.54x numpy's
+# X @ q against 0.55-0.58x for this kernel, and 2 MiB pages did not help.
 PF_GROUPS = 1
 PF_INSN = "PREFETCHT0"
 

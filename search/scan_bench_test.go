@@ -182,13 +182,7 @@ func BenchmarkScan(b *testing.B) {
 func BenchmarkSearch1M(b *testing.B) {
 	const n = 1000000
 	dim := *scanDim
-	path := *indexPath
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "s.db")
-	}
-	if _, err := os.Stat(path); err != nil {
-		fillUniform(b, path, n, dim)
-	}
+	path := index1M(b, n, dim)
 	rd, err := store.OpenReader(path, store.ReaderOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -223,6 +217,52 @@ func BenchmarkSearch1M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkSearch1MOpen is BenchmarkSearch1M with the current kernel and
+// the index opened for every search, as `clipidx search` and each request
+// of `clipidx serve` do: the first scan of a new mapping also pays the
+// page faults that map the index (one per 64 KiB on Linux, unless the page
+// cache holds it in 2 MiB pages).
+func BenchmarkSearch1MOpen(b *testing.B) {
+	const n = 1000000
+	dim := *scanDim
+	path := index1M(b, n, dim)
+	np := startNumpy(b, n, dim)
+	r := rand.New(rand.NewPCG(3, 3))
+	search := func() {
+		rd, err := store.OpenReader(path, store.ReaderOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rd.Close()
+		err = rd.View(func(s *store.Snapshot) error {
+			_, err := Search(s, randVec(r, dim, 1), Options{})
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	search() // the page cache
+	var p pairs
+	for b.Loop() {
+		p.run(b, np, search)
+	}
+	p.report(b)
+}
+
+// index1M is -search.index, or a temporary file, filled with n random
+// unit vectors of dim values unless it exists.
+func index1M(b *testing.B, n, dim int) string {
+	path := *indexPath
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "s.db")
+	}
+	if _, err := os.Stat(path); err != nil {
+		fillUniform(b, path, n, dim)
+	}
+	return path
 }
 
 // fillUniform writes n random unit vectors, one file each.

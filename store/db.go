@@ -169,6 +169,7 @@ func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	adviseReader(db, path)
 	r := &Reader{db: db, path: path}
 	if err := guard(func() error { return db.View(func(tx *bolt.Tx) error { _, err := readMeta(tx); return err }) }); err != nil {
 		db.Close()
