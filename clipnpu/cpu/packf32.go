@@ -8,12 +8,16 @@ import (
 
 // packF32After is the use of a float32 weight matrix at which the products
 // pack it once in the panels of the float32 kernel (gemm.Pool.Pack), after
-// which no product transposes it again: 6–7% of a ViT-H/14 image or text
-// pass on Emerald Rapids. Not at load, nor at the first use: packing costs
+// which no product transposes it again: with the AVX-512 kernel about a
+// tenth of a ViT-H/14 image or text pass on Emerald Rapids (gemm.PackPays). Not at load, nor at the first use: packing costs
 // about what one use saves, plus fresh memory, so a process that uses the
 // weights once (a text search: one pass of one prompt) would only pay for
 // it; from the second use on it has paid back. 0 turns packing off (tests).
-var packF32After = 2
+// Only on kernels where packing was measured faster (gemm.PackPays).
+var (
+	packF32After = 2
+	packPays     = gemm.PackPays
+)
 
 // warmF32 counts a use of each float32 matrix of ws and packs the ones
 // reaching packF32After. The packed copy takes the place of the stored
@@ -23,7 +27,7 @@ var packF32After = 2
 // would double their memory; bf16 precision has its own packing.
 func (f *fastCPU) warmF32(ws ...*lin) {
 	for _, w := range ws {
-		if w.bf != nil || w.m.Dtype != gemm.F32 || w.m.Packed() || packF32After <= 0 {
+		if w.bf != nil || w.m.Dtype != gemm.F32 || w.m.Packed() || packF32After <= 0 || !packPays() {
 			continue
 		}
 		if w.uses++; w.uses < packF32After {

@@ -36,11 +36,11 @@ func TestPackF32SecondUse(t *testing.T) {
 		ids[b*T+5+b] = 999
 	}
 	// passes runs 3 image and text passes with packing at use after.
-	passes := func(dt core.Dtype, after int, check func(pass int, f *fastCPU)) [][]float32 {
+	passes := func(dt core.Dtype, after int, pays bool, check func(pass int, f *fastCPU)) [][]float32 {
 		t.Helper()
-		prev := packF32After
-		packF32After = after
-		defer func() { packF32After = prev }()
+		prev, prevPays := packF32After, packPays
+		packF32After, packPays = after, func() bool { return pays }
+		defer func() { packF32After, packPays = prev, prevPays }()
 		b, err := NewFast(hf.RandomModel(cfg, 7, dt, core.BothTowers, 2), core.Options{Threads: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -84,12 +84,12 @@ func TestPackF32SecondUse(t *testing.T) {
 		}
 		return packed, len(ls)
 	}
-	plain := passes(core.F32, 0, func(pass int, f *fastCPU) {
+	plain := passes(core.F32, 0, true, func(pass int, f *fastCPU) {
 		if p, _ := packedLins(f); p != 0 {
 			t.Fatalf("packing off, yet %d matrices packed", p)
 		}
 	})
-	packed := passes(core.F32, 2, func(pass int, f *fastCPU) {
+	packed := passes(core.F32, 2, true, func(pass int, f *fastCPU) {
 		p, all := packedLins(f)
 		if want := map[bool]int{true: 0, false: all}[pass == 1]; p != want {
 			t.Errorf("after pass %d: %d of %d matrices packed, want %d", pass, p, all, want)
@@ -103,9 +103,14 @@ func TestPackF32SecondUse(t *testing.T) {
 			}
 		}
 	}
-	passes(core.F16, 2, func(pass int, f *fastCPU) {
+	passes(core.F16, 2, true, func(pass int, f *fastCPU) {
 		if p, _ := packedLins(f); p != 0 {
 			t.Fatalf("f16 weights: %d matrices packed as float32", p)
+		}
+	})
+	passes(core.F32, 2, false, func(pass int, f *fastCPU) {
+		if p, _ := packedLins(f); p != 0 {
+			t.Fatalf("a kernel that gains nothing from packing: %d matrices packed", p)
 		}
 	})
 }

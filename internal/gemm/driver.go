@@ -18,6 +18,9 @@ type microKernel struct {
 	// slab may take together and still be read in place (directA); 0
 	// keeps the older rule for the [6, 16] kernels.
 	aWays int
+	// packPays: products on this kernel were measured faster on weights
+	// packed once by Pool.Pack (PackPays).
+	packPays bool
 
 	// The kernel itself is run by runKernel and its packer by packKernelT,
 	// which switch on name to call the assembly directly: a call through a
