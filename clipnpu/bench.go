@@ -33,7 +33,7 @@ type BenchResult struct {
 	ImageRunsS   []float64 `json:"image_runs_s"`
 	TextRunsS    []float64 `json:"text_runs_s"`
 	// The untimed warm-up passes (benchWarmups of them): the first faults
-	// in the weights, the second packs the CPU's float32 weights.
+	// in the weights, the CPU packs its float32 weights by the second.
 	ImageWarmupS []float64 `json:"image_warmup_s,omitempty"`
 	TextWarmupS  []float64 `json:"text_warmup_s,omitempty"`
 	// Median process CPU seconds (all threads, user+system) of the timed
@@ -134,9 +134,10 @@ func benchPrompts(rng *rand.Rand, n, tokens int, c TextConfig) []int32 {
 }
 
 // benchWarmups is how many passes of each tower run before the timed ones:
-// the first faults the weights in, the second is where the CPU path packs
-// its float32 weights (once, 2-3 s for ViT-H/14's image tower on Emerald
-// Rapids), so the timed passes are the steady state of a long build.
+// the first faults the weights in; by the end of the second the CPU path
+// has packed its float32 weights where that pays (AVX-512; once, 2-3 s for
+// ViT-H/14's image tower on Emerald Rapids), so the timed passes are the
+// steady state of a long build.
 const benchWarmups = 2
 
 // timePasses runs pass benchWarmups times to warm up, then runs times, and

@@ -27,7 +27,11 @@ func TestReaderMappingHugePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	flags := mappingFlags(t, path)
+	real, err := filepath.EvalSymlinks(path) // smaps names the file by its real path
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := mappingFlags(t, real)
 	if flags == nil {
 		t.Fatalf("no mapping of %s in /proc/self/smaps while a reader is open", path)
 	}

@@ -197,6 +197,21 @@ func (m *Mapping) Release(b []byte) {
 	}
 }
 
+// Releasable reports whether Release lets pages of m go (a mapping, not a
+// file read into memory).
+func (m *Mapping) Releasable() bool { return m != nil && m.unmap != nil }
+
+// Holds reports whether b, non-empty, lies inside m's data (a tensor viewed
+// in place, not a decoded copy).
+func (m *Mapping) Holds(b []byte) bool {
+	if m == nil || len(b) == 0 || len(m.Data) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(&m.Data[0]))
+	p := uintptr(unsafe.Pointer(&b[0]))
+	return p >= lo && p-lo+uintptr(len(b)) <= uintptr(len(m.Data))
+}
+
 func (m *Mapping) Close() error {
 	if m == nil || m.unmap == nil {
 		return nil

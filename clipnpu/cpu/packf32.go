@@ -21,10 +21,13 @@ var (
 
 // warmF32 counts a use of each float32 matrix of ws and packs the ones
 // reaching packF32After. The packed copy takes the place of the stored
-// one, whose pages leave the process (a mapping) or become garbage (read
-// into memory), so the model still holds 4 bytes a weight. 16-bit weights
-// (a 16-bit checkpoint, --weights f16) are not packed: as float32 they
-// would double their memory; bf16 precision has its own packing.
+// one, whose pages leave the process (a mapping) or become garbage (a
+// decoded copy, or weights made in memory), so the model still holds 4
+// bytes a weight. Weights viewed in a file read into memory (where the
+// system cannot map it) are not packed: that memory cannot be let go in
+// part, so packing would hold them twice. 16-bit weights (a 16-bit
+// checkpoint, --weights f16) are not packed either: as float32 they would
+// double their memory; bf16 precision has its own packing.
 func (f *fastCPU) warmF32(ws ...*lin) {
 	for _, w := range ws {
 		if w.bf != nil || w.m.Dtype != gemm.F32 || w.m.Packed() || packF32After <= 0 || !packPays() {
@@ -34,11 +37,15 @@ func (f *fastCPU) warmF32(ws ...*lin) {
 			continue
 		}
 		src := matrixBytes(&w.m)
+		mapped := f.m.Mapping.Holds(src)
+		if mapped && !f.m.Mapping.Releasable() {
+			continue
+		}
 		if !f.pool.Pack(&w.m) {
 			continue
 		}
 		w.m.F32, w.src.F32 = nil, nil
-		if f.m.Mapping != nil {
+		if mapped {
 			f.m.Mapping.Release(src)
 			continue
 		}

@@ -108,6 +108,18 @@ func TestPackF32SecondUse(t *testing.T) {
 			t.Fatalf("f16 weights: %d matrices packed as float32", p)
 		}
 	})
+	// A file read into memory (no mmap): its tensors stay as they are.
+	var heldFC1 *lin
+	passes(core.F32, 2, true, func(pass int, f *fastCPU) {
+		if heldFC1 == nil {
+			heldFC1 = &f.vis.layers[0].fc1
+			f.m.Mapping = &core.Mapping{Data: matrixBytes(&heldFC1.m)}
+		}
+		p, all := packedLins(f)
+		if pass > 1 && (p != all-1 || heldFC1.m.Packed()) {
+			t.Errorf("after pass %d with a tensor in a file read into memory: %d of %d packed (that one: %v), want all others", pass, p, all, heldFC1.m.Packed())
+		}
+	})
 	passes(core.F32, 2, false, func(pass int, f *fastCPU) {
 		if p, _ := packedLins(f); p != 0 {
 			t.Fatalf("a kernel that gains nothing from packing: %d matrices packed", p)

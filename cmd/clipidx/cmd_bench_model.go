@@ -33,8 +33,8 @@ func newBenchModelCmd() *cobra.Command {
 		Use:   "model",
 		Short: "Time image and text passes of the model on this machine",
 		Long: `Times an image pass and a text pass (the median of --runs passes after two
-warm-ups: the first faults the weights in, the second is where the CPU packs
-its float32 weights for its kernel, once) and prints the time, images/s, prompts/s, the achieved GFLOP/s
+warm-ups: the first faults the weights in; by the second the CPU has packed
+its float32 weights for its kernel, once, where that pays) and prints the time, images/s, prompts/s, the achieved GFLOP/s
 (counted from the model's shape) and the process's peak resident memory.
 
 --random h14 builds random weights of the exact ViT-H/14 shape in memory, so
@@ -178,7 +178,8 @@ func printBenchModel(w io.Writer, r *clipnpu.BenchResult) {
 	case r.Dtype != "":
 		name += " (" + r.Dtype + ")"
 	}
-	fmt.Fprintf(w, "model    %s on %s, %d %s; loaded in %.1f s; median of %d %s after 2 warm-ups\n", name, r.Device, r.Threads, plural(r.Threads, "thread", "threads"), r.LoadS, r.Runs, plural(r.Runs, "run", "runs"))
+	warm := max(len(r.ImageWarmupS), len(r.TextWarmupS))
+	fmt.Fprintf(w, "model    %s on %s, %d %s; loaded in %.1f s; median of %d %s after %d %s\n", name, r.Device, r.Threads, plural(r.Threads, "thread", "threads"), r.LoadS, r.Runs, plural(r.Runs, "run", "runs"), warm, plural(warm, "warm-up", "warm-ups"))
 	if r.Kernel != "" {
 		fmt.Fprintf(w, "kernel   %s, %s products\n", r.Kernel, r.Precision)
 	}

@@ -3,7 +3,7 @@
 
 A self-contained CLIP-shaped forward (pre-LayerNorm ViT, written with
 torch.nn.functional ops, random weights, float32) timed the way
-`clipidx bench model` times itself: one warm-up pass, then the median of
+`clipidx bench model` times itself: two warm-up passes, then the median of
 --runs passes, and the peak RSS of the process (resource.getrusage
 ru_maxrss). --serve keeps the model and runs one pass per request on stdin,
 for runs interleaved with clipidx's (clipnpu's BenchmarkVersusTorch).
@@ -121,7 +121,8 @@ class Text:
 def timed(fn, runs):
     """Median wall seconds, the wall seconds of each run, and the median
     process CPU seconds (all threads) of the runs."""
-    fn()  # warm-up
+    for _ in range(2):  # warm-ups, as clipidx bench model
+        fn()
     ts, cs = [], []
     for _ in range(runs):
         c0, t0 = time.process_time(), time.perf_counter()
@@ -145,8 +146,9 @@ def serve(a):
             ids = torch.randint(0, VOCAB - 2, (a.texts, CONTEXT))
             ids[:, 0], ids[:, CONTEXT - 1] = 49406, 49407
             passes["text"] = lambda: txt(ids)
-        for fn in passes.values():
-            fn()  # warm-up
+        for _ in range(2):  # warm-ups, as BenchmarkVersusTorch's own
+            for fn in passes.values():
+                fn()
         print("ready", flush=True)
         for line in sys.stdin:
             fn = passes.get(line.strip())

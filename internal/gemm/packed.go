@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"runtime"
 	"unsafe"
 
 	"github.com/clipidx/clipidx/internal/mmap"
@@ -35,10 +36,11 @@ func depthStep(kr *microKernel, k int) int {
 // Pack packs w once for the current micro-kernel, on the pool's workers,
 // and reports whether it did. Later products with w read the packed panels
 // in place, which spares each of them the transposing copy of the weights
-// (3% of a ViT-H/14 image pass and more of a text pass on Emerald Rapids),
-// and the caller may then drop w.F32 or w.U16 (w keeps its Rows, Cols and
-// Dtype). The packed copy is float32, whatever w's Dtype, and padded to
-// whole panels.
+// (what that gains: PackPays), and the caller may then drop w.F32 or w.U16
+// (w keeps its Rows, Cols and Dtype; LinearRef and PackBF16 still need
+// them). The packed copy is float32, whatever w's
+// Dtype, padded to whole panels, and held outside the Go heap until w's
+// packed copy is collected (packedMemory).
 //
 // Pack does nothing and returns false on a pool using the system BLAS
 // (UseSystemBLAS), or for an empty matrix. If the kernel is changed after
@@ -56,13 +58,7 @@ func (p *Pool) Pack(w *Matrix) bool {
 	g.kr = kr
 	n, k, nr := w.Rows, w.Cols, kr.nr
 	pk := &packedF32{kr: kr, step: depthStep(kr, k), np: (n + nr - 1) / nr * nr}
-	pk.data = make([]float32, pk.np*k)
-	// Huge pages, asked for before the first write: every pass streams
-	// the packed weights from memory, and the kernels' B loads then cross
-	// 512 times fewer page boundaries (the image pass 0.97x, the text
-	// pass 0.95x of its time on 4 KiB pages, medians of interleaved pairs
-	// on Emerald Rapids).
-	mmap.HugePages(unsafe.Slice((*byte)(unsafe.Pointer(&pk.data[0])), 4*len(pk.data)))
+	pk.data = packedMemory(pk, pk.np*k)
 	p.Parallel(pk.np/nr, func(lo, hi int) {
 		for q := lo; q < hi; q++ {
 			j0 := q * nr
@@ -96,6 +92,22 @@ func (p *Pool) Pack(w *Matrix) bool {
 // (image 1.04x, text 1.00x, within the noise), and the Go and NEON kernels
 // were not measured, so for them it is false; Pack still works on them.
 func PackPays() bool { return currentKernel().kr.packPays }
+
+// packedMemory returns n zeroed floats for pk's panels outside the Go heap
+// (mmap.Anon), unmapped when pk is collected, or on the heap if that
+// fails. Outside the heap, gigabytes of weights do not raise the
+// collector's target (or garbage could pile up to their size), and they
+// get the huge pages they ask for before their first write: every pass
+// streams them from memory, and the kernel's loads of B then cross 512
+// times fewer page boundaries.
+func packedMemory(pk *packedF32, n int) []float32 {
+	b, free, err := mmap.Anon(4 * n)
+	if err != nil || n == 0 {
+		return make([]float32, n)
+	}
+	runtime.AddCleanup(pk, func(free func() error) { _ = free() }, free)
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
+}
 
 // Packed reports whether w has been packed by Pool.Pack.
 func (w *Matrix) Packed() bool { return w.packed != nil }

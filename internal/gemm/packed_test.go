@@ -18,7 +18,7 @@ func sameBits(t *testing.T, got, want []float32) {
 	}
 }
 
-// dropSource returns a copy of w's header packed by p, with its elements
+// packedCopy returns a copy of w's header packed by p, with its elements
 // dropped, as the CPU forward holds a packed matrix.
 func packedCopy(t *testing.T, p *Pool, w *Matrix) *Matrix {
 	t.Helper()
@@ -78,38 +78,49 @@ func TestPack(t *testing.T) {
 // the kernel was changed: products unpack it block by block and give what
 // the new kernel gives unpacked; Pack then repacks it for the new kernel.
 func TestPackOtherKernel(t *testing.T) {
-	names := []string{"go", kernelModes[0].name}
-	if names[1] == "asm" || names[1] == "go" {
-		names[1] = "avx2"
-	}
-	for _, order := range [][2]string{{names[0], names[1]}, {names[1], names[0]}} {
-		t.Run(order[0]+"-then-"+order[1], func(t *testing.T) {
-			useKernel(t, order[0])
-			p := NewPool(2)
-			defer p.Close()
-			r := rand.New(rand.NewPCG(22, 23))
-			m, n, k := 37, 90, 530
-			w := randWeights(r, n, k, F32)
-			pw := packedCopy(t, p, w)
-			useKernel(t, order[1])
-			if g := linearArgs(nil, nil, 0, pw, nil); g.inPlace(currentKernel().kr) {
-				t.Fatal("panels packed for another kernel would be read in place")
-			}
-			x, bias := randSlice(r, m*k, 1), randSlice(r, n, 1)
-			want, got := make([]float32, m*n), make([]float32, m*n)
-			p.Linear(want, x, m, w, bias)
-			p.Linear(got, x, m, pw, bias)
-			sameBits(t, got, want)
-			if !p.Pack(pw) {
-				t.Fatal("repacking for the new kernel failed")
-			}
-			if g := linearArgs(nil, nil, 0, pw, nil); !g.inPlace(currentKernel().kr) {
-				t.Fatal("a repacked matrix is not read in place")
-			}
-			clear(got)
-			p.Linear(got, x, m, pw, bias)
-			sameBits(t, got, want)
+	var names []string // the kernels this CPU and build run
+	for _, name := range []string{"avx512", "avx2", "neon", "go"} {
+		t.Run("probe-"+name, func(t *testing.T) {
+			useKernel(t, name) // skips when unavailable
+			names = append(names, name)
 		})
+	}
+	if len(names) < 2 {
+		t.Skipf("only %v runs here: no other kernel to switch to", names)
+	}
+	for _, from := range names {
+		for _, to := range names {
+			if from == to {
+				continue
+			}
+			t.Run(from+"-then-"+to, func(t *testing.T) {
+				useKernel(t, from)
+				p := NewPool(2)
+				defer p.Close()
+				r := rand.New(rand.NewPCG(22, 23))
+				m, n, k := 37, 90, 530
+				w := randWeights(r, n, k, F32)
+				pw := packedCopy(t, p, w)
+				useKernel(t, to)
+				if g := linearArgs(nil, nil, 0, pw, nil); g.inPlace(currentKernel().kr) {
+					t.Fatal("panels packed for another kernel would be read in place")
+				}
+				x, bias := randSlice(r, m*k, 1), randSlice(r, n, 1)
+				want, got := make([]float32, m*n), make([]float32, m*n)
+				p.Linear(want, x, m, w, bias)
+				p.Linear(got, x, m, pw, bias)
+				sameBits(t, got, want)
+				if !p.Pack(pw) {
+					t.Fatal("repacking for the new kernel failed")
+				}
+				if g := linearArgs(nil, nil, 0, pw, nil); !g.inPlace(currentKernel().kr) {
+					t.Fatal("a repacked matrix is not read in place")
+				}
+				clear(got)
+				p.Linear(got, x, m, pw, bias)
+				sameBits(t, got, want)
+			})
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
-//go:build !linux
+//go:build unix && !linux
 
 package mmap
 
-// HugePages does nothing here (transparent huge pages are Linux's); see
-// huge_linux.go.
-func HugePages(b []byte) int { return 0 }
+// adviseHuge does nothing here (transparent huge pages are Linux's).
+func adviseHuge([]byte) {}
