@@ -98,7 +98,7 @@ func PackBF16(w *Matrix) (*PackedBF16, error) {
 		return nil, fmt.Errorf("pack bf16: %v weights [%d, %d] need %d elements, have %d", w.Dtype, n, k, n*k, have)
 	}
 	p := &PackedBF16{Rows: n, Cols: k, kp: roundUp(k, bf16KAlign), np: roundUp(n, bf16NR)}
-	p.data = make([]uint16, p.np*p.kp)
+	p.data = offHeap[uint16](p, p.np*p.kp)
 	for j := range n {
 		panel := p.data[j/16*p.kp*16:]
 		col := (j % 16) * 2

@@ -40,7 +40,7 @@ func depthStep(kr *microKernel, k int) int {
 // (w keeps its Rows, Cols and Dtype; LinearRef and PackBF16 still need
 // them). The packed copy is float32, whatever w's
 // Dtype, padded to whole panels, and held outside the Go heap until w's
-// packed copy is collected (packedMemory).
+// packed copy is collected (offHeap).
 //
 // Pack does nothing and returns false on a pool using the system BLAS
 // (UseSystemBLAS), or for an empty matrix. If the kernel is changed after
@@ -58,7 +58,7 @@ func (p *Pool) Pack(w *Matrix) bool {
 	g.kr = kr
 	n, k, nr := w.Rows, w.Cols, kr.nr
 	pk := &packedF32{kr: kr, step: depthStep(kr, k), np: (n + nr - 1) / nr * nr}
-	pk.data = packedMemory(pk, pk.np*k)
+	pk.data = offHeap[float32](pk, pk.np*k)
 	p.Parallel(pk.np/nr, func(lo, hi int) {
 		for q := lo; q < hi; q++ {
 			j0 := q * nr
@@ -93,20 +93,21 @@ func (p *Pool) Pack(w *Matrix) bool {
 // were not measured, so for them it is false; Pack still works on them.
 func PackPays() bool { return currentKernel().kr.packPays }
 
-// packedMemory returns n zeroed floats for pk's panels outside the Go heap
-// (mmap.Anon), unmapped when pk is collected, or on the heap if that
-// fails. Outside the heap, gigabytes of weights do not raise the
-// collector's target (or garbage could pile up to their size), and they
-// get the huge pages they ask for before their first write: every pass
-// streams them from memory, and the kernel's loads of B then cross 512
-// times fewer page boundaries.
-func packedMemory(pk *packedF32, n int) []float32 {
-	b, free, err := mmap.Anon(4 * n)
+// offHeap returns n zeroed elements for owner's packed weights outside the
+// Go heap (mmap.Anon), unmapped when owner is collected, or on the heap if
+// that fails. Outside the heap, gigabytes of weights do not raise the
+// collector's target (with GOGC=100 garbage could pile up to their size
+// before a collection), and they get the huge pages they ask for before
+// their first write: every pass streams them from memory, and the
+// kernels' loads then cross 512 times fewer page boundaries.
+func offHeap[E float32 | uint16, T any](owner *T, n int) []E {
+	size := int(unsafe.Sizeof(E(0)))
+	b, free, err := mmap.Anon(size * n)
 	if err != nil || n == 0 {
-		return make([]float32, n)
+		return make([]E, n)
 	}
-	runtime.AddCleanup(pk, func(free func() error) { _ = free() }, free)
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
+	runtime.AddCleanup(owner, func(free func() error) { _ = free() }, free)
+	return unsafe.Slice((*E)(unsafe.Pointer(&b[0])), n)
 }
 
 // Packed reports whether w has been packed by Pool.Pack.

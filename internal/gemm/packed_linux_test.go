@@ -33,26 +33,40 @@ func mapped(t *testing.T, p uintptr) bool {
 	return false
 }
 
-// TestPackedMemoryFreed checks that the packed panels live outside the Go
-// heap and are unmapped once the packed matrix is collected.
+// TestPackedMemoryFreed checks that packed weights (Pool.Pack, PackBF16)
+// live outside the Go heap and are unmapped once they are collected.
 func TestPackedMemoryFreed(t *testing.T) {
 	p := NewPool(1)
 	defer p.Close()
 	w := randWeights(rand.New(rand.NewPCG(28, 29)), 1024, 1024, F32)
+	bf, err := PackBF16(w)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !p.Pack(w) {
 		t.Fatal("Pack did not pack")
 	}
-	addr := uintptr(unsafe.Pointer(&w.packed.data[0]))
-	if !mapped(t, addr) {
-		t.Fatal("the packed panels are in no mapping")
+	addrs := map[string]uintptr{
+		"Pack":     uintptr(unsafe.Pointer(&w.packed.data[0])),
+		"PackBF16": uintptr(unsafe.Pointer(&bf.data[0])),
 	}
-	w = nil
+	for what, a := range addrs {
+		if !mapped(t, a) {
+			t.Fatalf("%s: the packed weights are in no mapping", what)
+		}
+	}
+	w, bf = nil, nil
 	for range 100 {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
-		if !mapped(t, addr) {
+		for what, a := range addrs {
+			if !mapped(t, a) {
+				delete(addrs, what)
+			}
+		}
+		if len(addrs) == 0 {
 			return
 		}
 	}
-	t.Error("the packed panels were still mapped after their matrix was collected")
+	t.Errorf("packed weights still mapped after they were collected: %v", addrs)
 }
