@@ -56,7 +56,9 @@ const (
 // packed once for the bf16 kernels: each weight rounded to bfloat16 (nearest
 // even; f16 and bf16 sources are widened exactly first), laid out as the
 // kernels read it, 2 bytes a weight plus the padding of Rows and Cols to
-// multiples of 32.
+// multiples of 32. Its memory lies outside the Go heap and is freed when
+// the *PackedBF16 is collected: use it through that pointer (a copy of the
+// struct does not keep the memory).
 type PackedBF16 struct {
 	Rows, Cols int
 	kp, np     int      // Cols and Rows rounded up to 32
