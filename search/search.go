@@ -22,7 +22,8 @@ type Options struct {
 	K int // number of files to return; 0 = 10
 	// Threshold, when set, drops results whose cosine is below it.
 	Threshold *float32
-	// Under restricts results to files inside these directories (absolute,
+	// Under restricts results to files inside these directories, or
+	// samples of these tar shards (store.Within; absolute,
 	// clean); empty = everywhere.
 	Under []string
 	// Threads scanning in parallel; 0 = runtime.NumCPU().
@@ -78,7 +79,7 @@ func Search(s *store.Snapshot, q []float32, opts Options) ([]Result, error) {
 	if len(opts.Under) > 0 {
 		allow = make(bitset, (len(chunks)*store.ChunkSlots+64)/64+1)
 		for _, d := range opts.Under {
-			err := s.Files(d, func(_ string, f store.File) error {
+			err := s.FilesWithin(d, func(_ string, f store.File) error {
 				allow.set(uint64(f.Vec))
 				return nil
 			})
@@ -139,7 +140,7 @@ func underAny(p string, dirs []string) bool {
 		return true
 	}
 	for _, d := range dirs {
-		if store.Under(p, d) {
+		if store.Within(p, d) {
 			return true
 		}
 	}

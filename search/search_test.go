@@ -345,3 +345,47 @@ func TestTopkFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchUnderShard checks that Under a tar shard keeps its samples
+// (SHARD.tar#KEY), as export and forget do, and nothing else.
+func TestSearchUnderShard(t *testing.T) {
+	const dim = 8
+	path := filepath.Join(t.TempDir(), "s.db")
+	w, err := store.OpenWriter(path, store.Identity{Model: "fake", Dim: dim}, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 5))
+	var b store.Batch
+	paths := []string{"/w/a.tar#0001", "/w/a.tar#0002", "/w/a.tarx#0001", "/w/b.tar#0001", "/w/a.tar.jpg", "/v/c.jpg"}
+	for _, p := range paths {
+		b.Put(p, store.File{Hash: sha256.Sum256([]byte(p))}, randVec(r, dim, 1))
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	within(t, path, func(s *store.Snapshot) {
+		for _, tc := range []struct {
+			under []string
+			want  []string
+		}{
+			{[]string{"/w/a.tar"}, []string{"/w/a.tar#0001", "/w/a.tar#0002"}},
+			{[]string{"/w/a.tar", "/v"}, []string{"/v/c.jpg", "/w/a.tar#0001", "/w/a.tar#0002"}},
+			{[]string{"/w"}, []string{"/w/a.tar#0001", "/w/a.tar#0002", "/w/a.tar.jpg", "/w/a.tarx#0001", "/w/b.tar#0001"}},
+		} {
+			res, err := Search(s, randVec(r, dim, 1), Options{K: 100, Under: tc.under})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, x := range res {
+				got = append(got, x.Path)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("under %v: %v, want %v", tc.under, got, tc.want)
+			}
+		}
+	})
+}

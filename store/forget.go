@@ -41,11 +41,7 @@ func Forget(path string, paths []string, opts WriterOptions) (int, error) {
 				}
 				return nil
 			}
-			err := s.Files(p, add)
-			if err == nil { // the samples of a tar shard: SHARD.tar#KEY
-				err = s.FilesPrefix(p+SampleSep, add)
-			}
-			if err != nil {
+			if err := s.FilesWithin(p, add); err != nil { // with a tar shard's samples
 				return err
 			}
 		}

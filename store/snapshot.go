@@ -212,6 +212,25 @@ func Under(path, dir string) bool {
 	return strings.HasPrefix(path, d)
 }
 
+// Within reports whether path is one of the records a command given dir
+// acts on: dir itself, a path inside it (Under), or a sample of the tar
+// shard dir (dir#KEY).
+func Within(path, dir string) bool {
+	return Under(path, dir) || strings.HasPrefix(path, dir+SampleSep)
+}
+
+// FilesWithin calls fn for every file record Within dir: Files(dir), then
+// the samples of a tar shard dir (FilesPrefix(dir#)).
+func (s *Snapshot) FilesWithin(dir string, fn func(path string, f File) error) error {
+	if err := s.Files(dir, fn); err != nil {
+		return err
+	}
+	if dir == "" {
+		return nil // Files visited every record
+	}
+	return s.FilesPrefix(dir+SampleSep, fn)
+}
+
 // Hashes calls fn with the content hash of every stored vector.
 func (s *Snapshot) Hashes(fn func(h Hash) error) error {
 	return s.tx.Bucket(bHashes).ForEach(func(k, _ []byte) error {
