@@ -140,7 +140,7 @@ looked up by its content and needs no model at all.`,
 	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line (for xargs)")
 	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0)")
 	f.Float32Var(&threshold, "threshold", 0, "drop results with a cosine below this")
-	f.StringArrayVar(&under, "under", nil, "only results inside this folder (repeatable)")
+	f.StringArrayVar(&under, "under", nil, "only results inside this folder, or samples of this tar shard (repeatable)")
 	f.StringArrayVar(&images, "image", nil, "find images similar to this file (repeatable; same as the term @FILE)")
 	f.BoolVar(&preview, "preview", false, "draw a thumbnail under each result (terminals with kitty graphics or iTerm2 inline images)")
 	f.BoolVar(&exact, "exact", false, "scan the full float32 vectors (slower; same results)")
