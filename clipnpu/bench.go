@@ -135,7 +135,7 @@ func benchPrompts(rng *rand.Rand, n, tokens int, c TextConfig) []int32 {
 
 // benchWarmups is how many passes of each tower run before the timed ones:
 // the first faults the weights in; by the end of the second the CPU path
-// has packed its float32 weights where that pays (AVX-512; once, 2-3 s for
+// has packed its float32 weights where that pays (AVX-512; once, 1.5-3.6 s for
 // ViT-H/14's image tower on Emerald Rapids), so the timed passes are the
 // steady state of a long build.
 const benchWarmups = 2
