@@ -3,6 +3,8 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"strings"
+	"sync/atomic"
 
 	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/internal/gemm"
@@ -49,6 +51,10 @@ type fastCPU struct {
 	precision string // "f32" or "bf16" (Options.Precision)
 	bf16      string // the bf16 kernel, when precision is bf16
 	unpacked  int    // bytes of heap-held weights let go since the last GC (warmF32)
+	// packedN and packedBytes count the float32 matrices warmF32 has
+	// packed and their stored size, for Info (which may be asked while a
+	// pass runs).
+	packedN, packedBytes atomic.Int64
 }
 
 // lin is one weight matrix as the products read it: a gemm view of the
@@ -201,6 +207,15 @@ func (f *fastCPU) Info() core.Info {
 	info.Precision = f.precision
 	if f.bf16 != "" {
 		info.DeviceNote = "bf16 products on " + f.bf16
+	}
+	if n := f.packedN.Load(); n > 0 {
+		// "f32 (as stored, memory-mapped)" → "f32 (as stored, memory-mapped; 194 matrices, 2.52 GB, since packed for the float32 kernel)"
+		note := fmt.Sprintf("%d matrices, %.2f GB, since packed for the float32 kernel", n, float64(f.packedBytes.Load())/1e9)
+		if w, ok := strings.CutSuffix(info.Weights, ")"); ok {
+			info.Weights = w + "; " + note + ")"
+		} else {
+			info.Weights += " (" + note + ")"
+		}
 	}
 	return info
 }

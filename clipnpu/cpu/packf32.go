@@ -45,6 +45,8 @@ func (f *fastCPU) warmF32(ws ...*lin) {
 			continue
 		}
 		w.m.F32, w.src.F32 = nil, nil
+		f.packedN.Add(1)
+		f.packedBytes.Add(int64(len(src)))
 		if mapped {
 			f.m.Mapping.Release(src)
 			continue

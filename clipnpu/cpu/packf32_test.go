@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/clipidx/clipidx/clipnpu/core"
@@ -93,6 +94,11 @@ func TestPackF32SecondUse(t *testing.T) {
 		p, all := packedLins(f)
 		if want := map[bool]int{true: 0, false: all}[pass == 1]; p != want {
 			t.Errorf("after pass %d: %d of %d matrices packed, want %d", pass, p, all, want)
+		}
+		// Info says so once it has happened, and not before.
+		note := fmt.Sprintf("; %d matrices, ", all)
+		if got := f.Info().Weights; strings.Contains(got, note) != (pass > 1) || strings.Contains(got, "packed") != (pass > 1) {
+			t.Errorf("after pass %d: Info().Weights = %q, want %q in it exactly when packed", pass, got, note)
 		}
 	})
 	for i := range plain {
