@@ -795,8 +795,8 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 				continue
 			}
 			for _, d := range wk.unreadable {
-				if store.Under(p, d) {
-					continue gone // maybe still there: the folder could not be listed
+				if store.Within(p, d) {
+					continue gone // maybe still there: the folder or shard could not be read
 				}
 			}
 			b.batch.Delete(p)

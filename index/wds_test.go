@@ -437,3 +437,50 @@ func BenchmarkBuildShards(b *testing.B) {
 		}
 	}
 }
+
+// TestBuildKeepsSamplesOfUnreachableShard: a shard given through a link
+// whose target is gone (an unmounted disk) keeps its samples, as a linked
+// folder keeps its files, until the disk is back.
+func TestBuildKeepsSamplesOfUnreachableShard(t *testing.T) {
+	d := t.TempDir()
+	disk := filepath.Join(d, "disk")
+	os.MkdirAll(disk, 0o755)
+	shard := img2datasetShard(t, disk, 0, 4, -1)
+	link := filepath.Join(d, "train.tar")
+	symlink(t, shard, link)
+	db := filepath.Join(t.TempDir(), "i.db")
+	sum, err := Build(context.Background(), db, []string{link}, opts(&fakeEnc{}))
+	if err != nil || sum.Added != 4 {
+		t.Fatalf("first build: %+v, %v; want 4 added", sum, err)
+	}
+	rename(t, disk, disk+".unmounted")
+	var reported []string
+	o := opts(&fakeEnc{})
+	o.OnError = func(p string, err error) {
+		if !errors.Is(err, ErrUnreachable) {
+			t.Errorf("%s: %v, want it reported unreachable", p, err)
+		}
+		reported = append(reported, p)
+	}
+	sum, err = Build(context.Background(), db, []string{link}, o)
+	if err != nil || sum.Removed != 0 {
+		t.Fatalf("build with the disk gone: %+v, %v; want nothing removed", sum, err)
+	}
+	if !slices.Equal(reported, []string{link}) {
+		t.Errorf("reported %q, want the link %s", reported, link)
+	}
+	n := 0
+	for p := range dump(t, db) {
+		if strings.HasPrefix(p, link+SampleSep) {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d samples of %s kept, want 4", n, link)
+	}
+	rename(t, disk+".unmounted", disk)
+	sum, err = Build(context.Background(), db, []string{link}, opts(&fakeEnc{}))
+	if err != nil || sum.Unchanged != 4 || sum.Added+sum.Removed != 0 {
+		t.Errorf("build with the disk back: %+v, %v; want 4 unchanged", sum, err)
+	}
+}
