@@ -211,7 +211,11 @@ func printInfo(w io.Writer, r infoJSON) {
 			if g.weights == "f16" {
 				fmt.Fprintf(w, "  weights:    F32, %s in model.safetensors, rounded to f16 at load (--weights f16): %s in memory\n", gb(ws.Bytes), gb(ws.F16Bytes))
 			} else {
-				fmt.Fprintf(w, "  weights:    F32, %s in model.safetensors, memory-mapped as stored; --weights f16 holds %s\n", gb(ws.Bytes), gb(ws.F16Bytes))
+				packed := ""
+				if gemm.PackPays() && g.precision != "bf16" && runtime.GOOS != "windows" {
+					packed = " (each matrix packed for the float32 kernel at its second use)"
+				}
+				fmt.Fprintf(w, "  weights:    F32, %s in model.safetensors, memory-mapped as stored%s; --weights f16 holds %s\n", gb(ws.Bytes), packed, gb(ws.F16Bytes))
 			}
 		default:
 			fmt.Fprintf(w, "  weights:    %s, %s in model.safetensors, memory-mapped and kept 16-bit\n", ws.Dtype, gb(ws.Bytes))

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/clipidx/clipidx/clipnpu/bundle"
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/internal/gemm"
 )
 
 // noNPU reports whether this machine has no accel nodes (the usual case for
@@ -25,10 +27,15 @@ func TestInfoHFFolder(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"NPU\n", "(huggingface)", "--device auto would use: cpu", "never run on NPU hardware",
-		"weights:    F32, ", " MB in model.safetensors, memory-mapped as stored; --weights f16 holds "} {
+		"weights:    F32, ", " MB in model.safetensors, memory-mapped as stored", "; --weights f16 holds "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// Where the kernel packs float32 weights, info says when.
+	const packed = "(each matrix packed for the float32 kernel at its second use)"
+	if want := gemm.PackPays() && runtime.GOOS != "windows"; strings.Contains(out, packed) != want {
+		t.Errorf("kernel packs weights: %v, yet the output says %q: %v\n%s", want, packed, !want, out)
 	}
 	if noNPU() && (!strings.Contains(out, "not usable") || !strings.Contains(out, "/dev/accel")) {
 		t.Errorf("no explanation of the missing NPU:\n%s", out)
