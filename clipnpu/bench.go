@@ -33,7 +33,8 @@ type BenchResult struct {
 	ImageRunsS   []float64 `json:"image_runs_s"`
 	TextRunsS    []float64 `json:"text_runs_s"`
 	// The untimed warm-up passes (benchWarmups of them): the first faults
-	// in the weights, the CPU packs its float32 weights by the second.
+	// in the weights, the CPU packs its float32 weights in the second
+	// (Options.PackEarly).
 	ImageWarmupS []float64 `json:"image_warmup_s,omitempty"`
 	TextWarmupS  []float64 `json:"text_warmup_s,omitempty"`
 	// Median process CPU seconds (all threads, user+system) of the timed
@@ -134,10 +135,11 @@ func benchPrompts(rng *rand.Rand, n, tokens int, c TextConfig) []int32 {
 }
 
 // benchWarmups is how many passes of each tower run before the timed ones:
-// the first faults the weights in; by the end of the second the CPU path
-// has packed its float32 weights where that pays (AVX-512; once, 1.5-3.6 s for
-// ViT-H/14's image tower on Emerald Rapids), so the timed passes are the
-// steady state of a long build.
+// the first faults the weights in; with Options.PackEarly the CPU path
+// packs its float32 weights in the second where that pays (AVX-512; once,
+// 1.5-3.6 s for ViT-H/14's image tower on Emerald Rapids), as a long build
+// does after its first few passes, so the timed passes are a long build's
+// steady state.
 const benchWarmups = 2
 
 // timePasses runs pass benchWarmups times to warm up, then runs times, and

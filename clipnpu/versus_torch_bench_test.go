@@ -76,6 +76,7 @@ func BenchmarkVersusTorch(b *testing.B) {
 	const images, texts = 4, 8
 	var o OpenOptions
 	o.Precision = prec
+	o.PackEarly = true // the steady state of a long build, after the two warm-ups
 	m, err := Open(*versusModel, o)
 	if err != nil {
 		b.Fatal(err)

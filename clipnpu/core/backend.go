@@ -59,7 +59,7 @@ type Info struct {
 	// (memory-mapped)", "f16 (as stored)", "f16 (rounded from f32 at
 	// load)", "f32 (random, in memory)"...; "" for bundles and the NPU.
 	// Once the fast CPU path has packed float32 matrices for its kernel
-	// (after their second use) it adds how many, e.g. "f32 (as stored,
+	// (packf32.go) it adds how many, e.g. "f32 (as stored,
 	// memory-mapped; 194 matrices, 2.52 GB, since packed for the float32
 	// kernel)".
 	Weights string

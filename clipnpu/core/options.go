@@ -68,4 +68,10 @@ type Options struct {
 	// residual stream and the attention products stay float32. Not for
 	// the reference, bundles or the NPU.
 	Precision string
+	// PackEarly makes the fast CPU path pack its float32 weights for the
+	// float32 kernel (where that kernel gains by it) at their second pass,
+	// not once the passes have taken long enough to pay for the packing:
+	// for a caller that knows it will run many passes, such as a benchmark
+	// of the steady state. See clipnpu/cpu/packf32.go.
+	PackEarly bool
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/internal/gemm"
@@ -55,16 +56,17 @@ type fastCPU struct {
 	// packed and their stored size, for Info (which may be asked while a
 	// pass runs).
 	packedN, packedBytes atomic.Int64
+	packEarly            bool       // Options.PackEarly
+	cur                  *fastTower // the tower of the pass running (warmF32)
 }
 
 // lin is one weight matrix as the products read it: a gemm view of the
 // weights as held (f32, f16 or bf16, widened while packing), or, with
 // precision bf16, the matrix packed once as bf16 for the bf16 kernels.
 type lin struct {
-	m    gemm.Matrix
-	bf   *gemm.PackedBF16
-	src  *core.Tensor // the model's tensor m views, released once packed
-	uses int          // products run with m before it was packed (warmF32)
+	m   gemm.Matrix
+	bf  *gemm.PackedBF16
+	src *core.Tensor // the model's tensor m views, released once packed
 }
 
 // linear is y[n, w.Rows] = x[n, w.Cols]·wᵀ + bias on the pool, in the
@@ -126,6 +128,12 @@ type fastTower struct {
 	mlpSplit         bool      // run the MLP in two row blocks (bf16: half the hidden buffer)
 	mlpLD            int       // row stride of layer's MLP hidden (≥ M; 0 until reserve)
 	aux              []float32 // per worker [M] scratch for quick_gelu
+
+	// When to pack the float32 weights (packf32.go): passes run, the wall
+	// time of those run before packing was due, and whether it is.
+	passes  int
+	spent   time.Duration
+	packDue bool
 }
 
 // fastMatrix views a weight tensor as a gemm.Matrix (no copy).
@@ -175,7 +183,7 @@ func NewFast(m *core.Model, opts core.Options) (core.Backend, error) {
 	if m == nil {
 		return nil, fmt.Errorf("clipnpu: fast cpu: nil model")
 	}
-	f := &fastCPU{m: m, pool: gemm.NewPool(opts.Threads), precision: "f32"}
+	f := &fastCPU{m: m, pool: gemm.NewPool(opts.Threads), precision: "f32", packEarly: opts.PackEarly}
 	if v := m.Vision; v != nil {
 		c := m.Cfg.Vision
 		f.vis = &fastTower{T: c.Tokens(), H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
@@ -246,7 +254,7 @@ func (f *fastCPU) EncodeImages(pixels []float32, n int) ([]float32, error) {
 	out := make([]float32, n*D)
 	for lo := 0; lo < n; lo += fastImageChunk {
 		hi := min(n, lo+fastImageChunk)
-		f.images(out[lo*D:hi*D], pixels[lo*per:hi*per], hi-lo)
+		f.pass(f.vis, func() { f.images(out[lo*D:hi*D], pixels[lo*per:hi*per], hi-lo) })
 	}
 	return out, nil
 }
@@ -272,7 +280,7 @@ func (f *fastCPU) EncodeTexts(ids []int32, n int) ([]float32, error) {
 	out := make([]float32, n*D)
 	for lo := 0; lo < n; lo += fastTextChunk {
 		hi := min(n, lo+fastTextChunk)
-		f.texts(out[lo*D:hi*D], ids[lo*T:hi*T], hi-lo)
+		f.pass(f.txt, func() { f.texts(out[lo*D:hi*D], ids[lo*T:hi*T], hi-lo) })
 	}
 	return out, nil
 }

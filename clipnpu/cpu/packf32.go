@@ -2,25 +2,87 @@ package cpu
 
 import (
 	"runtime"
+	"time"
 
 	"github.com/clipidx/clipidx/internal/gemm"
 )
 
-// packF32After is the use of a float32 weight matrix at which the products
-// pack it once in the panels of the float32 kernel (gemm.Pool.Pack), after
-// which no product transposes it again: with the AVX-512 kernel about a
-// tenth of a ViT-H/14 image or text pass on Emerald Rapids (gemm.PackPays). Not at load, nor at the first use: packing costs
-// about what one use saves, plus fresh memory, so a process that uses the
-// weights once (a text search: one pass of one prompt) would only pay for
-// it; from the second use on it has paid back. 0 turns packing off (tests).
-// Only on kernels where packing was measured faster (gemm.PackPays).
-var (
-	packF32After = 2
-	packPays     = gemm.PackPays
+// When to pack. gemm.Pool.Pack packs a float32 weight matrix once in the
+// panels of the float32 kernel, after which no product transposes it
+// again. Where the kernel gains by it (gemm.PackPays: AVX-512), a ViT-H/14
+// image pass of 4 then takes about 0.94x the time and a one-prompt text
+// query 0.8x (Emerald Rapids, 2 threads). But packing costs once: fresh
+// memory for every weight (2.5 GB for the image tower) and a pass over the
+// weights, measured at 0.7-0.8 ns a byte of weights there (1.9 s for the
+// image tower, 1.0 s for the text tower). A process that runs a tower a few
+// times (a build of a dozen photos, a search, a few queries to `serve`)
+// would only pay for it.
+//
+// So each tower packs like a skier who rents until the rent paid would
+// have bought the skis: once the time its passes have taken, times the
+// fraction packing would have saved of it (packSaving, the image pass's,
+// the lowest measured), reaches what packing its float32 weights costs
+// (packCostPerByte), its matrices are packed at their next use. For
+// ViT-H/14's image tower that is after about 34 s of passes (5 passes of
+// 4 images); for its text tower after about 18 s (150 one-prompt queries,
+// 9 passes of 8 prompts). No process pays more than about twice what the
+// best choice made with hindsight would have cost it. Options.PackEarly
+// packs at the second pass instead (the first one faults the mapping in),
+// for a caller that knows it has much to do (bench's steady state).
+const (
+	packSaving      = 0.06
+	packCostPerByte = 0.8e-9 // seconds
 )
 
-// warmF32 counts a use of each float32 matrix of ws and packs the ones
-// reaching packF32After. The packed copy takes the place of the stored
+// packPays and packOff are hooks for the tests: whether the kernel gains by
+// packing (gemm.PackPays), and packing turned off.
+var (
+	packPays = gemm.PackPays
+	packOff  = false
+)
+
+// pass runs one pass of tower t and keeps the packing policy's account:
+// whether t's float32 weights are due to be packed during it.
+func (f *fastCPU) pass(t *fastTower, run func()) {
+	f.cur = t
+	if !t.packDue && !packOff && f.precision == "f32" && packPays() {
+		if f.packEarly {
+			t.packDue = t.passes >= 1
+		} else {
+			t.packDue = packSaving*t.spent.Seconds() >= packCostPerByte*float64(f.packableBytes(t))
+		}
+	}
+	t0 := time.Now()
+	run()
+	if !t.packDue {
+		t.spent += time.Since(t0)
+	}
+	t.passes++
+}
+
+// packableBytes is the size of tower t's float32 matrices as stored.
+func (f *fastCPU) packableBytes(t *fastTower) int64 {
+	var n int64
+	add := func(w *lin) {
+		if w.bf == nil && w.m.Dtype == gemm.F32 {
+			n += int64(w.m.Rows) * int64(w.m.Cols) * 4
+		}
+	}
+	for i := range t.layers {
+		l := &t.layers[i]
+		for _, w := range []*lin{&l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2} {
+			add(w)
+		}
+	}
+	add(&t.proj)
+	if t == f.vis {
+		add(&f.patch)
+	}
+	return n
+}
+
+// warmF32 packs each float32 matrix of ws when packing the current
+// tower's weights is due (pass) and it is not packed yet. The packed copy takes the place of the stored
 // one, whose pages leave the process (a mapping) or become garbage (a
 // decoded copy, or weights made in memory), so the model still holds 4
 // bytes a weight. Weights viewed in a file read into memory (where the
@@ -30,10 +92,7 @@ var (
 // double their memory; bf16 precision has its own packing.
 func (f *fastCPU) warmF32(ws ...*lin) {
 	for _, w := range ws {
-		if w.bf != nil || w.m.Dtype != gemm.F32 || w.m.Packed() || packF32After <= 0 || !packPays() {
-			continue
-		}
-		if w.uses++; w.uses < packF32After {
+		if f.cur == nil || !f.cur.packDue || w.bf != nil || w.m.Dtype != gemm.F32 || w.m.Packed() {
 			continue
 		}
 		src := matrixBytes(&w.m)

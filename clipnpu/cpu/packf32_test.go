@@ -6,13 +6,14 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/clipnpu/hf"
 )
 
-// TestPackF32SecondUse checks that the float32 weights are packed at their
-// second use and not before, that the stored elements are let go, that
+// TestPackF32SecondUse checks that with Options.PackEarly the float32
+// weights are packed at their second pass and not before, that the stored elements are let go, that
 // 16-bit weights stay as they are, and that packing changes no bit of the
 // embeddings.
 func TestPackF32SecondUse(t *testing.T) {
@@ -36,13 +37,14 @@ func TestPackF32SecondUse(t *testing.T) {
 	for b := 0; b < n; b++ {
 		ids[b*T+5+b] = 999
 	}
-	// passes runs 3 image and text passes with packing at use after.
+	// passes runs 3 image and text passes with packing at the second pass
+	// (after 2) or never (after 0).
 	passes := func(dt core.Dtype, after int, pays bool, check func(pass int, f *fastCPU)) [][]float32 {
 		t.Helper()
-		prev, prevPays := packF32After, packPays
-		packF32After, packPays = after, func() bool { return pays }
-		defer func() { packF32After, packPays = prev, prevPays }()
-		b, err := NewFast(hf.RandomModel(cfg, 7, dt, core.BothTowers, 2), core.Options{Threads: 2})
+		prevOff, prevPays := packOff, packPays
+		packOff, packPays = after == 0, func() bool { return pays }
+		defer func() { packOff, packPays = prevOff, prevPays }()
+		b, err := NewFast(hf.RandomModel(cfg, 7, dt, core.BothTowers, 2), core.Options{Threads: 2, PackEarly: after == 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,4 +133,80 @@ func TestPackF32SecondUse(t *testing.T) {
 			t.Fatalf("a kernel that gains nothing from packing: %d matrices packed", p)
 		}
 	})
+}
+
+// TestPackWhenPaid checks the default packing policy: a tower's float32
+// weights are packed at the first pass after its passes have taken
+// packCostPerByte·bytes/packSaving, each tower on its own account.
+func TestPackWhenPaid(t *testing.T) {
+	cfg := core.Config{
+		Name:          "test",
+		Vision:        core.VisionConfig{Hidden: 64, Heads: 4, Layers: 2, MLP: 256, Patch: 14, ImageSize: 56, Act: "gelu", LayerNormEps: 1e-5},
+		Text:          core.TextConfig{Hidden: 48, Heads: 4, Layers: 2, MLP: 192, Vocab: 1000, Context: 20, Act: "gelu", LayerNormEps: 1e-5, EOS: 999},
+		ProjectionDim: 32,
+	}
+	prevOff, prevPays := packOff, packPays
+	packOff, packPays = false, func() bool { return true }
+	defer func() { packOff, packPays = prevOff, prevPays }()
+	b, err := NewFast(hf.RandomModel(cfg, 7, core.F32, core.BothTowers, 2), core.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f := b.(*fastCPU)
+	S, T := cfg.Vision.ImageSize, cfg.Text.Context
+	px := make([]float32, 3*S*S)
+	ids := make([]int32, T)
+	ids[3] = 999
+	image := func() {
+		if _, err := f.EncodeImages(px, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := func() {
+		if _, err := f.EncodeTexts(ids, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	packed := func(tw *fastTower) (n int) {
+		for i := range tw.layers {
+			l := &tw.layers[i]
+			for _, w := range []*lin{&l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2} {
+				if w.m.Packed() {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	// The vision tower's float32 bytes: 2 layers of 4·64² + 2·64·256, the
+	// projection 32·64 and the patch embedding 64·3·14².
+	bytes := int64(4 * (2*(4*64*64+2*64*256) + 32*64 + 64*3*14*14))
+	if got := f.packableBytes(f.vis); got != bytes {
+		t.Fatalf("vision tower: %d packable bytes, want %d", got, bytes)
+	}
+	due := time.Duration(math.Ceil(packCostPerByte * float64(bytes) / packSaving * 1e9))
+	for i := range 3 {
+		image()
+		text()
+		if n := packed(f.vis) + packed(f.txt); n != 0 {
+			t.Fatalf("after %d cheap passes: %d matrices packed", i+1, n)
+		}
+	}
+	f.vis.spent = due - due/100 // not yet paid for
+	image()
+	if n := packed(f.vis); n != 0 {
+		t.Fatalf("image passes worth %v of %v: %d matrices packed", f.vis.spent, due, n)
+	}
+	f.vis.spent = due
+	image()
+	text()
+	if n, m := packed(f.vis), packed(f.txt); n != 12 || m != 0 {
+		t.Errorf("image passes worth %v: %d image and %d text matrices packed, want 12 and 0", due, n, m)
+	}
+	f.txt.spent = time.Hour
+	text()
+	if n := packed(f.txt); n != 12 {
+		t.Errorf("text passes worth an hour: %d text matrices packed, want 12", n)
+	}
 }

@@ -213,7 +213,7 @@ func printInfo(w io.Writer, r infoJSON) {
 			} else {
 				packed := ""
 				if gemm.PackPays() && g.precision != "bf16" && runtime.GOOS != "windows" {
-					packed = " (each matrix packed for the float32 kernel at its second use)"
+					packed = " (packed for the float32 kernel once the passes have paid for it)"
 				}
 				fmt.Fprintf(w, "  weights:    F32, %s in model.safetensors, memory-mapped as stored%s; --weights f16 holds %s\n", gb(ws.Bytes), packed, gb(ws.F16Bytes))
 			}

@@ -33,7 +33,7 @@ func TestInfoHFFolder(t *testing.T) {
 		}
 	}
 	// Where the kernel packs float32 weights, info says when.
-	const packed = "(each matrix packed for the float32 kernel at its second use)"
+	const packed = "(packed for the float32 kernel once the passes have paid for it)"
 	if want := gemm.PackPays() && runtime.GOOS != "windows"; strings.Contains(out, packed) != want {
 		t.Errorf("kernel packs weights: %v, yet the output says %q: %v\n%s", want, packed, !want, out)
 	}

@@ -51,10 +51,11 @@ func noModelHint() string {
 	return fmt.Sprintf("looked in %s (from --model or CLIPIDX_MODEL): pass a Hugging Face CLIP folder, or run `clipidx model pull` and drop --model", g.model)
 }
 
-// openModel loads the --model folder's towers as one Backend, for the
-// commands that drive an engine directly (check, bench model).
-func openModel(towers clipnpu.Towers) (clipnpu.Backend, error) {
-	b, err := clipnpu.Load(g.model, modelOptions(towers))
+// openModel loads the --model folder as one Backend with opts (from
+// modelOptions), for the commands that drive an engine directly (bench
+// model).
+func openModel(opts clipnpu.Options) (clipnpu.Backend, error) {
+	b, err := clipnpu.Load(g.model, opts)
 	if err != nil {
 		return nil, explainModel("model", err)
 	}

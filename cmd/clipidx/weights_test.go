@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -159,8 +160,13 @@ func TestModelRandom(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Weights != tc.want || r.Model != "random-b32-seed1-f32" || r.ImageGFLOP < 8 {
-			t.Errorf("bench --weights %s: weights %q model %q %.1f GFLOP an image", tc.weights, r.Weights, r.Model, r.ImageGFLOP)
+		want := tc.want
+		if tc.weights == "stored" && gemm.PackPays() && runtime.GOOS != "windows" {
+			// bench packs in its second warm-up where the kernel gains by it
+			want = "f32 (as stored, memory-mapped; 147 matrices, 0.50 GB, since packed for the float32 kernel)"
+		}
+		if r.Weights != want || r.Model != "random-b32-seed1-f32" || r.ImageGFLOP < 8 {
+			t.Errorf("bench --weights %s: weights %q model %q %.1f GFLOP an image, want weights %q", tc.weights, r.Weights, r.Model, r.ImageGFLOP, want)
 		}
 	}
 	if _, errs, code := runCLI(t, "model", "random", "b32", dir); code == 0 || !strings.Contains(errs, "is not empty") {
