@@ -85,7 +85,7 @@ type kernelKind int
 
 const (
 	kernelGo     kernelKind = iota // dotHiGeneric, the reference
-	kernelAVX2                     // AVX2 + FMA, one row at a time
+	kernelAVX2                     // AVX2 + FMA, four rows at a time (dotHiRowsAVX2)
 	kernelAVX512                   // AVX-512 widening + FMA, four rows at a time
 	kernelBF16                     // AVX512_BF16 VDPBF16PS, four rows at a time
 )
@@ -100,7 +100,7 @@ type hiQuery struct {
 	q      []float32
 	kernel kernelKind
 	qh, ql []uint16  // kernelBF16: q ≈ qh + ql, zero-padded to a multiple of 32
-	qp     []float32 // kernelAVX512: q in permuteQuery's order
+	qp     []float32 // kernelAVX512: q in permuteQuery's order; kernelAVX2: permuteQuery16's
 }
 
 func newHiQuery(q []float32) *hiQuery {
@@ -110,6 +110,8 @@ func newHiQuery(q []float32) *hiQuery {
 		h.qh, h.ql = splitBF16(q)
 	case kernelAVX512:
 		h.qp = permuteQuery(q)
+	case kernelAVX2:
+		h.qp = permuteQuery16(q)
 	}
 	return h
 }
@@ -123,6 +125,17 @@ func permuteQuery(q []float32) []float32 {
 	for i, v := range q {
 		b := i &^ 31
 		qp[b+(i&1)*16+(i&31)/2] = v
+	}
+	return qp
+}
+
+// permuteQuery16 is permuteQuery for the AVX2 kernel, which reads 16
+// bfloat16 as 8 dwords: each block of 16 becomes its 8 even elements, then
+// its 8 odd ones. Zero-padded to a multiple of 32.
+func permuteQuery16(q []float32) []float32 {
+	qp := make([]float32, (len(q)+31)&^31)
+	for i, v := range q {
+		qp[i&^15+(i&1)*8+(i&15)/2] = v
 	}
 	return qp
 }

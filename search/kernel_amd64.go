@@ -51,6 +51,13 @@ func kernels() []kernelKind {
 //go:noescape
 func dotHiAVX2(hi *byte, q *float32, n int) float32
 
+// dotHiRowsAVX2 sets out[r] to the score of the first n &^ 31 elements of
+// rows vectors of n bfloat16 values back to back at hi, qp being the query
+// as permuteQuery16 lays it out (kernel_amd64.s).
+//
+//go:noescape
+func dotHiRowsAVX2(hi *byte, qp *float32, n, rows int, out *float32)
+
 // dotHiRowsAVX512 sets out[r] for rows vectors of n ≥ 1 bfloat16 values
 // back to back at hi, qp being the query as permuteQuery lays it out
 // (kernel_amd64.s).
@@ -104,6 +111,18 @@ func (h *hiQuery) scoreRows(hi []byte, out []float32) {
 		dotHiRowsBF16(&hi[0], &h.qh[0], &h.ql[0], n, len(out), &out[0])
 	case kernelAVX512:
 		dotHiRowsAVX512(&hi[0], &h.qp[0], n, len(out), &out[0])
+	case kernelAVX2:
+		m := n &^ 31
+		if m == 0 {
+			clear(out)
+		} else {
+			dotHiRowsAVX2(&hi[0], &h.qp[0], n, len(out), &out[0])
+		}
+		if m < n {
+			for r := range out {
+				out[r] += dotHiGeneric(hi[r*2*n+2*m:(r+1)*2*n], h.q[m:])
+			}
+		}
 	default:
 		for r := range out {
 			out[r] = dotHiOne(hi[r*2*n:(r+1)*2*n], h.q, h.kernel)

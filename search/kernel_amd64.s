@@ -61,6 +61,171 @@ done:
 	MOVSS X0, ret+24(FP)
 	RET
 
+// func dotHiRowsAVX2(hi *byte, qp *float32, n, rows int, out *float32)
+//
+// out[r] = Σ q[i]·x[r][i] over the first n &^ 31 elements of the rows
+// bfloat16 vectors x[r] of n elements stored back to back at hi (the
+// caller adds the rest); qp is q in permuteQuery16's order (each block of
+// 16: the 8 even elements, then the 8 odd ones). As dotHiRowsAVX512 on
+// 256-bit registers: four rows at a time share each query load, each 16
+// bfloat16 take one load, a shift (the even ones to float32), an AND (the
+// odd ones) and two FMAs, and the next four rows are prefetched meanwhile.
+TEXT ·dotHiRowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ hi+0(FP), SI
+	MOVQ qp+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ rows+24(FP), BX
+	MOVQ out+32(FP), DX
+	LEAQ (CX)(CX*1), R8
+	MOVQ CX, R12
+	ANDQ $-32, R12
+	SHLQ $1, R12
+	MOVL $0xffff0000, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+group4_avx2:
+	CMPQ BX, $4
+	JLT  end4_avx2
+	LEAQ (SI)(R8*1), R9
+	LEAQ (SI)(R8*2), R10
+	LEAQ (R9)(R8*2), R11
+	MOVQ SI, CX
+	CMPQ BX, $8
+	JLT  pf4_avx2
+	LEAQ (SI)(R8*4), CX
+pf4_avx2:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y4, Y4, Y4
+	VXORPS Y1, Y1, Y1
+	VXORPS Y5, Y5, Y5
+	VXORPS Y2, Y2, Y2
+	VXORPS Y6, Y6, Y6
+	VXORPS Y3, Y3, Y3
+	VXORPS Y7, Y7, Y7
+	XORQ AX, AX
+loop4_avx2:
+	CMPQ AX, R12
+	JGE  sum4_avx2
+	PREFETCHT0 0(CX)(AX*4)
+	PREFETCHT0 64(CX)(AX*4)
+	PREFETCHT0 128(CX)(AX*4)
+	PREFETCHT0 192(CX)(AX*4)
+	VMOVUPS 0(DI)(AX*2), Y8
+	VMOVUPS 32(DI)(AX*2), Y9
+	VMOVUPS 64(DI)(AX*2), Y10
+	VMOVUPS 96(DI)(AX*2), Y11
+	VMOVDQU 0(SI)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y8, Y13, Y0
+	VFMADD231PS Y9, Y12, Y4
+	VMOVDQU 32(SI)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y10, Y13, Y0
+	VFMADD231PS Y11, Y12, Y4
+	VMOVDQU 0(R9)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y8, Y13, Y1
+	VFMADD231PS Y9, Y12, Y5
+	VMOVDQU 32(R9)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y10, Y13, Y1
+	VFMADD231PS Y11, Y12, Y5
+	VMOVDQU 0(R10)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y8, Y13, Y2
+	VFMADD231PS Y9, Y12, Y6
+	VMOVDQU 32(R10)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y10, Y13, Y2
+	VFMADD231PS Y11, Y12, Y6
+	VMOVDQU 0(R11)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y8, Y13, Y3
+	VFMADD231PS Y9, Y12, Y7
+	VMOVDQU 32(R11)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y10, Y13, Y3
+	VFMADD231PS Y11, Y12, Y7
+	ADDQ $64, AX
+	JMP  loop4_avx2
+sum4_avx2:
+	VADDPS Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X12
+	VADDPS X12, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, 0(DX)
+	VADDPS Y5, Y1, Y1
+	VEXTRACTF128 $1, Y1, X12
+	VADDPS X12, X1, X1
+	VHADDPS X1, X1, X1
+	VHADDPS X1, X1, X1
+	VMOVSS X1, 4(DX)
+	VADDPS Y6, Y2, Y2
+	VEXTRACTF128 $1, Y2, X12
+	VADDPS X12, X2, X2
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	VMOVSS X2, 8(DX)
+	VADDPS Y7, Y3, Y3
+	VEXTRACTF128 $1, Y3, X12
+	VADDPS X12, X3, X3
+	VHADDPS X3, X3, X3
+	VHADDPS X3, X3, X3
+	VMOVSS X3, 12(DX)
+	LEAQ (SI)(R8*4), SI
+	ADDQ $16, DX
+	SUBQ $4, BX
+	JMP  group4_avx2
+end4_avx2:
+group1_avx2:
+	CMPQ BX, $1
+	JLT  end1_avx2
+	VXORPS Y0, Y0, Y0
+	VXORPS Y4, Y4, Y4
+	XORQ AX, AX
+loop1_avx2:
+	CMPQ AX, R12
+	JGE  sum1_avx2
+	VMOVUPS 0(DI)(AX*2), Y8
+	VMOVUPS 32(DI)(AX*2), Y9
+	VMOVUPS 64(DI)(AX*2), Y10
+	VMOVUPS 96(DI)(AX*2), Y11
+	VMOVDQU 0(SI)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y8, Y13, Y0
+	VFMADD231PS Y9, Y12, Y4
+	VMOVDQU 32(SI)(AX*1), Y12
+	VPSLLD $16, Y12, Y13
+	VPAND Y15, Y12, Y12
+	VFMADD231PS Y10, Y13, Y0
+	VFMADD231PS Y11, Y12, Y4
+	ADDQ $64, AX
+	JMP  loop1_avx2
+sum1_avx2:
+	VADDPS Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X12
+	VADDPS X12, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, 0(DX)
+	LEAQ (SI)(R8*1), SI
+	ADDQ $4, DX
+	SUBQ $1, BX
+	JMP  group1_avx2
+end1_avx2:
+	VZEROUPPER
+	RET
+
 // func dotHiRowsAVX512(hi *byte, qp *float32, n, rows int, out *float32)
 //
 // out[r] = Σ q[i]·x[r][i] for the rows bfloat16 vectors x[r] of n elements
