@@ -194,10 +194,9 @@ def avx2_body(g):
             w(f"\t{PF_INSN} {64*r}(CX)(AX*4)\n")
     for i in range(4):
         w(f"\tVMOVUPS {32*i}(DI)(AX*2), Y{8+i}\n")
-    rows = ["SI", "R9", "R10", "R11"]
     for r in range(g):
         for half in range(2):
-            w(f"\tVMOVDQU {32*half}({rows[r]})(AX*1), Y12\n")
+            w(f"\tVMOVDQU {32*half}({ROWS[r]})(AX*1), Y12\n")
             w("\tVPSLLD $16, Y12, Y13\n")
             w("\tVPAND Y15, Y12, Y12\n")
             w(f"\tVFMADD231PS Y{8+2*half}, Y13, Y{r}\n")
@@ -209,14 +208,8 @@ def avx2_group(g):
     w(f"\tCMPQ BX, ${g}\n")
     w(f"\tJLT  end{g}_avx2\n")
     if g == 4:
-        w("\tLEAQ (SI)(R8*1), R9\n")
-        w("\tLEAQ (SI)(R8*2), R10\n")
-        w("\tLEAQ (R9)(R8*2), R11\n")
-        w("\tMOVQ SI, CX\n")
-        w(f"\tCMPQ BX, ${4*(PF_GROUPS+1)}\n")
-        w("\tJLT  pf4_avx2\n")
-        w(f"\tLEAQ (SI)(R8*{4*PF_GROUPS}), CX\n")
-        w("pf4_avx2:\n")
+        rowptrs()
+        prefetch_base(g)
     for r in range(g):
         w(f"\tVXORPS Y{r}, Y{r}, Y{r}\n")
         w(f"\tVXORPS Y{4+r}, Y{4+r}, Y{4+r}\n")
@@ -242,6 +235,7 @@ def avx2_group(g):
     w(f"end{g}_avx2:\n")
 
 
+kname = "avx2"
 w("""// func dotHiRowsAVX2(hi *byte, qp *float32, n, rows int, out *float32)
 //
 // out[r] = Σ q[i]·x[r][i] over the first n &^ 31 elements of the rows

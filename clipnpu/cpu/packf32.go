@@ -25,8 +25,10 @@ import (
 // (packCostPerByte), its matrices are packed at their next use. For
 // ViT-H/14's image tower that is after about 34 s of passes (5 passes of
 // 4 images); for its text tower after about 18 s (150 one-prompt queries,
-// 9 passes of 8 prompts). No process pays more than about twice what the
-// best choice made with hindsight would have cost it. Options.PackEarly
+// 9 passes of 8 prompts). A process running image passes then pays at most
+// about twice what the best choice made with hindsight would have cost it;
+// one running one-prompt queries, whose saving the rule underestimates
+// (0.2 against packSaving), at most about four times. Options.PackEarly
 // packs at the second pass instead (the first one faults the mapping in),
 // for a caller that knows it has much to do (bench's steady state).
 const (
@@ -82,8 +84,8 @@ func (f *fastCPU) packableBytes(t *fastTower) int64 {
 }
 
 // warmF32 packs each float32 matrix of ws when packing the current
-// tower's weights is due (pass) and it is not packed yet. The packed copy takes the place of the stored
-// one, whose pages leave the process (a mapping) or become garbage (a
+// tower's weights is due (pass) and it is not packed yet. The packed copy
+// takes the place of the stored one, whose pages leave the process (a mapping) or become garbage (a
 // decoded copy, or weights made in memory), so the model still holds 4
 // bytes a weight. Weights viewed in a file read into memory (where the
 // system cannot map it) are not packed: that memory cannot be let go in

@@ -12,17 +12,21 @@ import (
 	"github.com/clipidx/clipidx/clipnpu/hf"
 )
 
+// packTestConfig is a small CLIP whose towers have float32 matrices of
+// several shapes, for the packing tests.
+var packTestConfig = core.Config{
+	Name:          "test",
+	Vision:        core.VisionConfig{Hidden: 64, Heads: 4, Layers: 2, MLP: 256, Patch: 14, ImageSize: 56, Act: "gelu", LayerNormEps: 1e-5},
+	Text:          core.TextConfig{Hidden: 48, Heads: 4, Layers: 2, MLP: 192, Vocab: 1000, Context: 20, Act: "gelu", LayerNormEps: 1e-5, EOS: 999},
+	ProjectionDim: 32,
+}
+
 // TestPackF32SecondUse checks that with Options.PackEarly the float32
 // weights are packed at their second pass and not before, that the stored elements are let go, that
 // 16-bit weights stay as they are, and that packing changes no bit of the
 // embeddings.
 func TestPackF32SecondUse(t *testing.T) {
-	cfg := core.Config{
-		Name:          "test",
-		Vision:        core.VisionConfig{Hidden: 64, Heads: 4, Layers: 2, MLP: 256, Patch: 14, ImageSize: 56, Act: "gelu", LayerNormEps: 1e-5},
-		Text:          core.TextConfig{Hidden: 48, Heads: 4, Layers: 2, MLP: 192, Vocab: 1000, Context: 20, Act: "gelu", LayerNormEps: 1e-5, EOS: 999},
-		ProjectionDim: 32,
-	}
+	cfg := packTestConfig
 	const n = 3
 	r := rand.New(rand.NewPCG(3, 4))
 	S, T := cfg.Vision.ImageSize, cfg.Text.Context
@@ -139,12 +143,7 @@ func TestPackF32SecondUse(t *testing.T) {
 // weights are packed at the first pass after its passes have taken
 // packCostPerByte·bytes/packSaving, each tower on its own account.
 func TestPackWhenPaid(t *testing.T) {
-	cfg := core.Config{
-		Name:          "test",
-		Vision:        core.VisionConfig{Hidden: 64, Heads: 4, Layers: 2, MLP: 256, Patch: 14, ImageSize: 56, Act: "gelu", LayerNormEps: 1e-5},
-		Text:          core.TextConfig{Hidden: 48, Heads: 4, Layers: 2, MLP: 192, Vocab: 1000, Context: 20, Act: "gelu", LayerNormEps: 1e-5, EOS: 999},
-		ProjectionDim: 32,
-	}
+	cfg := packTestConfig
 	prevOff, prevPays := packOff, packPays
 	packOff, packPays = false, func() bool { return true }
 	defer func() { packOff, packPays = prevOff, prevPays }()
