@@ -36,11 +36,13 @@ const (
 	packCostPerByte = 0.8e-9 // seconds
 )
 
-// packPays and packOff are hooks for the tests: whether the kernel gains by
-// packing (gemm.PackPays), and packing turned off.
+// packPays, packOff and packClock are hooks for the tests: whether the
+// kernel gains by packing (gemm.PackPays), packing turned off, and the
+// clock that times the passes.
 var (
-	packPays = gemm.PackPays
-	packOff  = false
+	packPays  = gemm.PackPays
+	packOff   = false
+	packClock = time.Now
 )
 
 // pass runs one pass of tower t and keeps the packing policy's account:
@@ -54,10 +56,10 @@ func (f *fastCPU) pass(t *fastTower, run func()) {
 			t.packDue = packSaving*t.spent.Seconds() >= packCostPerByte*float64(f.packableBytes(t))
 		}
 	}
-	t0 := time.Now()
+	t0 := packClock()
 	run()
 	if !t.packDue {
-		t.spent += time.Since(t0)
+		t.spent += packClock().Sub(t0)
 	}
 	t.passes++
 }

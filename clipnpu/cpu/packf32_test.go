@@ -144,9 +144,12 @@ func TestPackF32SecondUse(t *testing.T) {
 // packCostPerByte·bytes/packSaving, each tower on its own account.
 func TestPackWhenPaid(t *testing.T) {
 	cfg := packTestConfig
-	prevOff, prevPays := packOff, packPays
-	packOff, packPays = false, func() bool { return true }
-	defer func() { packOff, packPays = prevOff, prevPays }()
+	// A stopped clock: the passes' own time (longer under the race
+	// detector) never counts, only what the test sets.
+	prevOff, prevPays, prevClock := packOff, packPays, packClock
+	epoch := time.Now()
+	packOff, packPays, packClock = false, func() bool { return true }, func() time.Time { return epoch }
+	defer func() { packOff, packPays, packClock = prevOff, prevPays, prevClock }()
 	b, err := NewFast(hf.RandomModel(cfg, 7, core.F32, core.BothTowers, 2), core.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +188,16 @@ func TestPackWhenPaid(t *testing.T) {
 		t.Fatalf("vision tower: %d packable bytes, want %d", got, bytes)
 	}
 	due := time.Duration(math.Ceil(packCostPerByte * float64(bytes) / packSaving * 1e9))
+	// A pass adds its time to its tower's account (a clock that moves 1 ms
+	// a reading: 1 ms a pass), then the clock stops again.
+	tick := epoch
+	packClock = func() time.Time { tick = tick.Add(time.Millisecond); return tick }
+	image()
+	if f.vis.spent != time.Millisecond || f.txt.spent != 0 {
+		t.Fatalf("one image pass of 1 ms: accounts %v (image), %v (text), want 1ms and 0s", f.vis.spent, f.txt.spent)
+	}
+	f.vis.spent = 0
+	packClock = func() time.Time { return epoch }
 	for i := range 3 {
 		image()
 		text()
