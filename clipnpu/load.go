@@ -8,7 +8,20 @@ import (
 	"github.com/clipidx/clipidx/clipnpu/cpu"
 	"github.com/clipidx/clipidx/clipnpu/hf"
 	"github.com/clipidx/clipidx/clipnpu/npu"
+	"github.com/clipidx/clipidx/internal/gemm"
+	"github.com/clipidx/clipidx/internal/mmap"
 )
+
+// PacksStoredF32 reports whether a Hugging Face folder's float32 weights,
+// loaded as stored with opts, get packed for the CPU's float32 kernel once
+// the passes have paid for it (clipnpu/cpu/packf32.go): on the fast CPU
+// path (not the reference), in float32 precision, on a kernel that gains
+// by packing (AVX-512), and where the file is mapped, so that its pages
+// can be let go (not on Windows, which reads it into memory).
+func PacksStoredF32(opts Options) bool {
+	return opts.Device != "reference" && opts.Device != "npu" && (opts.Precision == "" || opts.Precision == "f32") &&
+		gemm.PackPays() && mmap.Mapped
+}
 
 // Load opens a model folder: a Hugging Face CLIP folder (config.json and
 // model.safetensors), or a taconite NPU bundle (manifest.txt, tensors.txt,

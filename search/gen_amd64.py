@@ -148,8 +148,11 @@ def reduce_store(g):
         w(f"\tVMOVSS X{r}, {4*r}(DX)\n")
 
 
-def group(g, body, tail):
-    """One pass over g rows (4 or 1) starting at SI; loops while BX >= g."""
+def group(g, body, tail=None, zero="VPXORD", reg="Z", reduce=reduce_store):
+    """One pass over g rows (4 or 1) starting at SI; loops while BX >= g.
+    tail, when given, scores the last n%32 elements (masked); zero and reg
+    clear the accumulators (VXORPS and Y for the AVX2 kernel); reduce sums
+    them into out."""
     w(f"group{g}_{kname}:\n")
     w(f"\tCMPQ BX, ${g}\n")
     w(f"\tJLT  end{g}_{kname}\n")
@@ -157,19 +160,20 @@ def group(g, body, tail):
         rowptrs()
         prefetch_base(g)
     for r in range(g):
-        w(f"\tVPXORD Z{r}, Z{r}, Z{r}\n")
-        w(f"\tVPXORD Z{4+r}, Z{4+r}, Z{4+r}\n")
+        w(f"\t{zero} {reg}{r}, {reg}{r}, {reg}{r}\n")
+        w(f"\t{zero} {reg}{4+r}, {reg}{4+r}, {reg}{4+r}\n")
     w("\tXORQ AX, AX\n")
     w(f"loop{g}_{kname}:\n")
     w("\tCMPQ AX, R12\n")
-    w(f"\tJGE  tail{g}_{kname}\n")
+    w(f"\tJGE  {'tail' if tail else 'sum'}{g}_{kname}\n")
     body(g)
     w("\tADDQ $64, AX\n")
     w(f"\tJMP  loop{g}_{kname}\n")
-    w(f"tail{g}_{kname}:\n")
-    tail(g)
+    if tail:
+        w(f"tail{g}_{kname}:\n")
+        tail(g)
     w(f"sum{g}_{kname}:\n")
-    reduce_store(g)
+    reduce(g)
     w(f"\tLEAQ (SI)(R8*{g}), SI\n")
     w(f"\tADDQ ${4*g}, DX\n")
     w(f"\tSUBQ ${g}, BX\n")
@@ -203,24 +207,8 @@ def avx2_body(g):
             w(f"\tVFMADD231PS Y{9+2*half}, Y12, Y{4+r}\n")
 
 
-def avx2_group(g):
-    w(f"group{g}_avx2:\n")
-    w(f"\tCMPQ BX, ${g}\n")
-    w(f"\tJLT  end{g}_avx2\n")
-    if g == 4:
-        rowptrs()
-        prefetch_base(g)
-    for r in range(g):
-        w(f"\tVXORPS Y{r}, Y{r}, Y{r}\n")
-        w(f"\tVXORPS Y{4+r}, Y{4+r}, Y{4+r}\n")
-    w("\tXORQ AX, AX\n")
-    w(f"loop{g}_avx2:\n")
-    w("\tCMPQ AX, R12\n")
-    w(f"\tJGE  sum{g}_avx2\n")
-    avx2_body(g)
-    w("\tADDQ $64, AX\n")
-    w(f"\tJMP  loop{g}_avx2\n")
-    w(f"sum{g}_avx2:\n")
+def avx2_reduce(g):
+    # acc = Y(r) + Y(4+r), then 8 lanes to one float32 at out[r].
     for r in range(g):
         w(f"\tVADDPS Y{4+r}, Y{r}, Y{r}\n")
         w(f"\tVEXTRACTF128 $1, Y{r}, X12\n")
@@ -228,11 +216,6 @@ def avx2_group(g):
         w(f"\tVHADDPS X{r}, X{r}, X{r}\n")
         w(f"\tVHADDPS X{r}, X{r}, X{r}\n")
         w(f"\tVMOVSS X{r}, {4*r}(DX)\n")
-    w(f"\tLEAQ (SI)(R8*{g}), SI\n")
-    w(f"\tADDQ ${4*g}, DX\n")
-    w(f"\tSUBQ ${g}, BX\n")
-    w(f"\tJMP  group{g}_avx2\n")
-    w(f"end{g}_avx2:\n")
 
 
 kname = "avx2"
@@ -259,8 +242,8 @@ TEXT ·dotHiRowsAVX2(SB), NOSPLIT, $0-40
 	MOVD AX, X15
 	VPBROADCASTD X15, Y15
 """)
-avx2_group(4)
-avx2_group(1)
+for g in (4, 1):
+    group(g, avx2_body, zero="VXORPS", reg="Y", reduce=avx2_reduce)
 w("\tVZEROUPPER\n\tRET\n\n")
 
 # -- widening FMA kernel (AVX512F + BW)

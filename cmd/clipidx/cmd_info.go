@@ -212,7 +212,7 @@ func printInfo(w io.Writer, r infoJSON) {
 				fmt.Fprintf(w, "  weights:    F32, %s in model.safetensors, rounded to f16 at load (--weights f16): %s in memory\n", gb(ws.Bytes), gb(ws.F16Bytes))
 			} else {
 				packed := ""
-				if gemm.PackPays() && g.precision != "bf16" && g.device != "reference" && runtime.GOOS != "windows" {
+				if clipnpu.PacksStoredF32(modelOptions(clipnpu.BothTowers)) {
 					packed = " (packed for the float32 kernel once the passes have paid for it)"
 				}
 				fmt.Fprintf(w, "  weights:    F32, %s in model.safetensors, memory-mapped as stored%s; --weights f16 holds %s\n", gb(ws.Bytes), packed, gb(ws.F16Bytes))

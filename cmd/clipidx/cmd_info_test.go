@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/bundle"
 	"github.com/clipidx/clipidx/internal/fixtures"
-	"github.com/clipidx/clipidx/internal/gemm"
 )
 
 // noNPU reports whether this machine has no accel nodes (the usual case for
@@ -34,7 +33,7 @@ func TestInfoHFFolder(t *testing.T) {
 	}
 	// Where the kernel packs float32 weights, info says when.
 	const packed = "(packed for the float32 kernel once the passes have paid for it)"
-	if want := gemm.PackPays() && runtime.GOOS != "windows"; strings.Contains(out, packed) != want {
+	if want := clipnpu.PacksStoredF32(clipnpu.Options{}); strings.Contains(out, packed) != want {
 		t.Errorf("kernel packs weights: %v, yet the output says %q: %v\n%s", want, packed, !want, out)
 	}
 	if noNPU() && (!strings.Contains(out, "not usable") || !strings.Contains(out, "/dev/accel")) {

@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/clipidx/clipidx/internal/gemm"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/clipidx/clipidx/internal/gemm"
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/compare"
@@ -161,7 +161,7 @@ func TestModelRandom(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := tc.want
-		if tc.weights == "stored" && gemm.PackPays() && runtime.GOOS != "windows" {
+		if tc.weights == "stored" && clipnpu.PacksStoredF32(clipnpu.Options{}) {
 			// bench packs in its second warm-up where the kernel gains by it
 			want = "f32 (as stored, memory-mapped; 147 matrices, 0.50 GB, since packed for the float32 kernel)"
 		}
