@@ -219,6 +219,10 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 	defer w.Close()
+	// Recorded before any file, so that serve can show every record.
+	if err := w.AddRoots(abs); err != nil {
+		return nil, err
+	}
 
 	// What the index knows about the files under the roots.
 	old := map[string]*store.File{}

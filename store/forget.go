@@ -59,6 +59,9 @@ func Forget(path string, paths []string, opts WriterOptions) (int, error) {
 		if _, err := t.collect(); err != nil {
 			return err
 		}
+		if err := dropWithin(tx, paths); err != nil {
+			return err
+		}
 		n = len(gone)
 		return t.flush()
 	})

@@ -49,6 +49,7 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 	}
 	var ref Identity
 	var roots []string
+	var offline []Offline
 	complete := true
 	seen := map[string]bool{}
 	for i, in := range ins {
@@ -72,7 +73,17 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 		err = r.View(func(s *Snapshot) error {
 			id = s.Identity()
 			st, err := s.Stats()
+			if err != nil {
+				return err
+			}
 			lb = st.LastBuild
+			rs, err := s.Roots()
+			if err != nil {
+				return err
+			}
+			roots = append(roots, rs...)
+			off, err := s.Offline()
+			offline = append(offline, off...)
 			return err
 		})
 		r.Close()
@@ -90,15 +101,25 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 		if lb == nil || !lb.Complete {
 			complete = false
 		}
-		if lb != nil {
-			roots = append(roots, lb.Roots...)
-		}
 	}
 	w, err := OpenWriter(out, ref, opts)
 	if err != nil {
 		return sum, fmt.Errorf("%s: %w", out, err)
 	}
 	defer w.Close()
+	// Every folder of every input stays servable, as do out's own.
+	if err := w.update(func(tx *bolt.Tx) error {
+		if err := addRoots(tx, roots); err != nil {
+			return err
+		}
+		have, err := readOffline(tx)
+		if err != nil {
+			return err
+		}
+		return putOffline(tx, mergeOffline(append(have, offline...)))
+	}); err != nil {
+		return sum, err
+	}
 	for _, in := range ins {
 		if err := w.mergeOne(in, &sum); err != nil {
 			return sum, fmt.Errorf("merge %s into %s: %w", in, out, err)
@@ -113,6 +134,26 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 	js, _ := json.Marshal(sum)
 	err = w.Finish(LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js})
 	return sum, err
+}
+
+// mergeOffline keeps one entry per folder (the earliest Since, the
+// entries added up) from the offline lists of several indexes.
+func mergeOffline(list []Offline) []Offline {
+	by := map[string]Offline{}
+	for _, o := range list {
+		if had, ok := by[o.Dir]; ok {
+			if had.Since < o.Since {
+				o.Since, o.Reason = had.Since, had.Reason
+			}
+			o.Entries += had.Entries
+		}
+		by[o.Dir] = o
+	}
+	out := make([]Offline, 0, len(by))
+	for _, o := range by {
+		out = append(out, o)
+	}
+	return out
 }
 
 // mergeRec is one record read from an input.

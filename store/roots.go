@@ -1,0 +1,153 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Two optional meta keys (an index without them is a valid schema-1 index):
+//
+//	roots    JSON array of every folder or tar shard a build or merge ever
+//	         indexed into this file (absolute, clean, sorted): what serve
+//	         lets an indexed path lead to once its links are resolved
+//	offline  JSON array of Offline: folders whose disk was away at the
+//	         last build, their entries kept
+var (
+	kRoots   = []byte("roots")
+	kOffline = []byte("offline")
+)
+
+// Offline is a folder whose entries a build kept because its disk looked
+// away (a mount point without its disk, an unplugged drive's empty folder,
+// a folder that could not be read) rather than deleted.
+type Offline struct {
+	Dir     string `json:"dir"`
+	Since   string `json:"since"`   // RFC 3339, UTC: the build that first found it away
+	Reason  string `json:"reason"`  // why it looked away, for people
+	Entries int    `json:"entries"` // records kept under it at the last build
+}
+
+// OfflineFor returns the entry of list whose folder holds path (Within).
+func OfflineFor(list []Offline, path string) (Offline, bool) {
+	for _, o := range list {
+		if Within(path, o.Dir) {
+			return o, true
+		}
+	}
+	return Offline{}, false
+}
+
+// Roots returns every folder or tar shard ever indexed into the index, by
+// any build or merge, sorted. An index written before the registry existed
+// answers the last build's roots until its next build or merge adds them.
+func (s *Snapshot) Roots() ([]string, error) {
+	m := s.tx.Bucket(bMeta)
+	if v := m.Get(kRoots); v != nil {
+		var roots []string
+		if err := json.Unmarshal(v, &roots); err != nil {
+			return nil, fmt.Errorf("%w: roots: %v", ErrCorrupt, err)
+		}
+		return roots, nil
+	}
+	st, err := s.Stats()
+	if err != nil || st.LastBuild == nil {
+		return nil, err
+	}
+	return slices.Clone(st.LastBuild.Roots), nil
+}
+
+// Offline returns the folders kept offline by the last build, sorted.
+func (s *Snapshot) Offline() ([]Offline, error) {
+	return readOffline(s.tx)
+}
+
+func readOffline(tx *bolt.Tx) ([]Offline, error) {
+	v := tx.Bucket(bMeta).Get(kOffline)
+	if v == nil {
+		return nil, nil
+	}
+	var list []Offline
+	if err := json.Unmarshal(v, &list); err != nil {
+		return nil, fmt.Errorf("%w: offline: %v", ErrCorrupt, err)
+	}
+	return list, nil
+}
+
+func putOffline(tx *bolt.Tx, list []Offline) error {
+	m := tx.Bucket(bMeta)
+	if len(list) == 0 {
+		return m.Delete(kOffline)
+	}
+	list = slices.Clone(list)
+	slices.SortFunc(list, func(a, b Offline) int {
+		switch {
+		case a.Dir < b.Dir:
+			return -1
+		case a.Dir > b.Dir:
+			return 1
+		}
+		return 0
+	})
+	js, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	return m.Put(kOffline, js)
+}
+
+// addRoots adds roots to the registry (a union, kept sorted).
+func addRoots(tx *bolt.Tx, roots []string) error {
+	have, err := (&Snapshot{tx: tx}).Roots()
+	if err != nil {
+		return err
+	}
+	all := append(have, roots...)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	js, err := json.Marshal(all)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bMeta).Put(kRoots, js)
+}
+
+// dropWithin removes from the registry and the offline list every root and
+// folder Within one of paths (what Forget forgot).
+func dropWithin(tx *bolt.Tx, paths []string) error {
+	within := func(p string) bool {
+		return slices.ContainsFunc(paths, func(d string) bool { return Within(p, d) })
+	}
+	if tx.Bucket(bMeta).Get(kRoots) != nil {
+		roots, err := (&Snapshot{tx: tx}).Roots()
+		if err != nil {
+			return err
+		}
+		js, err := json.Marshal(slices.DeleteFunc(roots, within))
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bMeta).Put(kRoots, js); err != nil {
+			return err
+		}
+	}
+	list, err := readOffline(tx)
+	if err != nil {
+		return err
+	}
+	return putOffline(tx, slices.DeleteFunc(list, func(o Offline) bool { return within(o.Dir) }))
+}
+
+// AddRoots records roots (absolute, clean) as indexed into this file. A
+// build calls it before its first commit, so that a record is never in the
+// index without the folder that lets serve show it.
+func (w *Writer) AddRoots(roots []string) error {
+	return w.update(func(tx *bolt.Tx) error { return addRoots(tx, roots) })
+}
+
+// SetOffline replaces the list of offline folders.
+func (w *Writer) SetOffline(list []Offline) error {
+	return w.update(func(tx *bolt.Tx) error { return putOffline(tx, list) })
+}

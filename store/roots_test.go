@@ -1,0 +1,93 @@
+package store
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func readRoots(t *testing.T, path string) ([]string, []Offline) {
+	t.Helper()
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var roots []string
+	var off []Offline
+	err = r.View(func(s *Snapshot) error {
+		var err error
+		if roots, err = s.Roots(); err != nil {
+			return err
+		}
+		off, err = s.Offline()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roots, off
+}
+
+// TestRootsRegistry: the folders of every build stay recorded (an index
+// without the registry answers its last build's roots), a merge keeps the
+// union of its inputs' folders and offline lists, and forget drops what it
+// forgot.
+func TestRootsRegistry(t *testing.T) {
+	dir := t.TempDir()
+	id := Identity{Model: "m", Dim: 4, Preprocess: "p"}
+	a := filepath.Join(dir, "a.db")
+	mergeFixture(t, a, id, map[string]string{"/photos/x.jpg": "x"}, 1)
+	// Written as before the registry: only LastBuild names the folder.
+	if roots, _ := readRoots(t, a); !slices.Equal(roots, []string{dir}) {
+		t.Fatalf("roots of an index without the registry = %q, want the last build's %q", roots, dir)
+	}
+	w, err := OpenWriter(a, id, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, add := range [][]string{{"/photos"}, {"/photos/2024", "/nas"}, {"/photos"}} {
+		if err := w.AddRoots(add); err != nil {
+			t.Fatal(err)
+		}
+	}
+	off := []Offline{{Dir: "/nas", Since: "2026-01-01T00:00:00Z", Reason: "lists nothing", Entries: 3}}
+	if err := w.SetOffline(off); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Finish(LastBuild{Roots: []string{"/photos/2024"}, Complete: true}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	want := []string{dir, "/nas", "/photos", "/photos/2024"}
+	slices.Sort(want)
+	if roots, got := readRoots(t, a); !slices.Equal(roots, want) || !slices.Equal(got, off) {
+		t.Fatalf("after three builds: roots %q offline %+v, want %q and %+v", roots, got, want, off)
+	}
+
+	b := filepath.Join(dir, "b.db")
+	mergeFixture(t, b, id, map[string]string{"/other/y.jpg": "y"}, 1)
+	out := filepath.Join(dir, "out.db")
+	mergeFixture(t, out, id, map[string]string{"/mine/z.jpg": "z"}, 1)
+	if _, err := Merge(out, []string{a, b}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	roots, got := readRoots(t, out)
+	if !slices.Equal(roots, want) || !slices.Equal(got, off) {
+		t.Fatalf("merged: roots %q offline %+v, want %q (the union) and %+v", roots, got, want, off)
+	}
+	if o, ok := OfflineFor(got, "/nas/2019/a.jpg"); !ok || o.Dir != "/nas" {
+		t.Fatalf("OfflineFor(/nas/2019/a.jpg) = %+v, %v", o, ok)
+	}
+	if _, ok := OfflineFor(got, "/nasty/a.jpg"); ok {
+		t.Fatal("OfflineFor matched a sibling folder with the same prefix")
+	}
+
+	if _, err := Forget(out, []string{"/nas", "/photos/2024"}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	roots, got = readRoots(t, out)
+	if want := []string{"/photos", dir}; !slices.Equal(roots, want) || len(got) != 0 {
+		t.Fatalf("after forget: roots %q offline %+v, want %q and none", roots, got, want)
+	}
+}
