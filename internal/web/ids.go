@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -89,66 +92,170 @@ func (m *idMap) lookup(db string, s *store.Snapshot, id string) (string, error) 
 	return p, nil
 }
 
-// indexedFile is an indexed file checked for serving.
-type indexedFile struct {
-	path string
-	rec  store.File
-	real string // the path with symbolic links resolved
-}
-
-// resolve finds id's file and checks that it is still what was indexed
-// (size and modification time as recorded) and that it lies inside the
-// indexed folders once symbolic links are resolved.
-func (s *Server) resolve(snap *store.Snapshot, id string) (indexedFile, error) {
+// indexed returns the path and record of id, without looking at the file:
+// enough for what needs only the stored vector (similar images).
+func (s *Server) indexed(snap *store.Snapshot, id string) (string, store.File, error) {
 	p, err := s.ids.lookup(s.o.DB, snap, id)
 	if err != nil {
-		return indexedFile{}, err
+		return "", store.File{}, err
 	}
 	rec, ok, err := snap.File(p)
 	if err != nil {
-		return indexedFile{}, err
+		return "", store.File{}, err
 	}
 	if !ok || rec.Failed() {
-		return indexedFile{}, errGone
+		return "", store.File{}, errGone
 	}
-	real, err := filepath.EvalSymlinks(p)
+	return p, rec, nil
+}
+
+// indexedFile is an indexed record checked for serving: a file, or a
+// webdataset sample (SHARD.tar#KEY) served from its shard.
+type indexedFile struct {
+	path string // as indexed
+	rec  store.File
+	real string // the file, or the sample's shard, with symbolic links resolved
+	key  string // the sample's key in its shard; "" for a file
+}
+
+// resolve finds id's record and checks that it is still what was indexed
+// (a file's size and modification time as recorded; a sample's shard's
+// modification time, which its records carry) and that the file or shard
+// may be served (inRoots). The content hash is checked when the bytes are
+// read (openChecked, readChecked).
+func (s *Server) resolve(snap *store.Snapshot, id string) (indexedFile, error) {
+	p, rec, err := s.indexed(snap, id)
+	if err != nil {
+		return indexedFile{}, err
+	}
+	file, key := p, ""
+	if _, err := os.Lstat(p); err != nil {
+		if file, key = splitSample(p); file == "" {
+			return indexedFile{}, errGone // removed
+		}
+	}
+	real, err := filepath.EvalSymlinks(file)
 	if err != nil {
 		return indexedFile{}, errGone // removed
 	}
-	if !s.inRoots(snap, p, real) {
+	ok, err := inRoots(snap, file, real)
+	if err != nil || !ok {
 		return indexedFile{}, errGone
 	}
 	fi, err := os.Stat(real)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != rec.Size || fi.ModTime().UnixNano() != rec.MtimeNs {
+	if err != nil || !fi.Mode().IsRegular() || fi.ModTime().UnixNano() != rec.MtimeNs || key == "" && fi.Size() != rec.Size {
 		return indexedFile{}, errGone // changed since indexing
 	}
-	return indexedFile{path: p, rec: rec, real: real}, nil
+	return indexedFile{path: p, rec: rec, real: real, key: key}, nil
 }
 
-// inRoots reports whether real (path p with links resolved) lies inside
-// the folders of the last build (also resolved). Before any build finished
-// the roots are unknown: only a path with no link in it is served.
-func (s *Server) inRoots(snap *store.Snapshot, p, real string) bool {
-	st, err := snap.Stats()
-	if err != nil || st.LastBuild == nil || len(st.LastBuild.Roots) == 0 {
-		return real == p
-	}
-	for _, root := range st.LastBuild.Roots {
-		if r, err := filepath.EvalSymlinks(root); err == nil && store.Under(real, r) {
-			return true
+// splitSample splits a sample's path SHARD.tar#KEY at the first separator
+// whose left side is a tar file (a folder or a key may hold the separator
+// too). It returns "" when no prefix of p is one.
+func splitSample(p string) (shard, key string) {
+	for i := 0; i < len(p); i++ {
+		if !strings.HasPrefix(p[i:], store.SampleSep) || !strings.HasSuffix(strings.ToLower(p[:i]), ".tar") {
+			continue
+		}
+		if fi, err := os.Stat(p[:i]); err == nil && fi.Mode().IsRegular() {
+			return p[:i], p[i+len(store.SampleSep):]
 		}
 	}
-	return false
+	return "", ""
 }
 
-// readChecked reads f and checks its content hash against the record.
-func readChecked(f indexedFile) ([]byte, error) {
-	data, err := os.ReadFile(f.real)
+// inRoots reports whether the file (or shard) at p, real once its links
+// are resolved, may be served: real is p itself (no link on the way, so it
+// is the very path indexed), or real lies inside one of the folders or
+// tar shards ever indexed into the index by any build or merge
+// (snap.Roots), each resolved too. A link that leads out of all of them
+// is refused, even to a file with the indexed content.
+func inRoots(snap *store.Snapshot, p, real string) (bool, error) {
+	if real == p {
+		return true, nil
+	}
+	roots, err := snap.Roots()
 	if err != nil {
-		return nil, errGone
+		return false, err
 	}
-	if store.Hash(sha256.Sum256(data)) != f.rec.Hash {
-		return nil, errGone
+	for _, root := range roots {
+		if r, err := filepath.EvalSymlinks(root); err == nil && store.Under(real, r) {
+			return true, nil
+		}
 	}
-	return data, nil
+	return false, nil
+}
+
+// openChecked opens the indexed bytes of f for streaming, once a first
+// pass over them has matched the record's content hash: a file is never
+// held in memory, and what is served is what was indexed (an edit that
+// kept the size and modification time is refused). The caller closes the
+// file.
+func openChecked(f indexedFile) (*os.File, source, error) {
+	file, srcs, err := openSources(f)
+	if err != nil {
+		return nil, source{}, err
+	}
+	for _, src := range srcs {
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(src.sec, 0, src.sec.Size())); err == nil && store.Hash(h.Sum(nil)) == f.rec.Hash {
+			return file, src, nil
+		}
+	}
+	file.Close()
+	return nil, source{}, errGone
+}
+
+// readChecked reads the indexed bytes of f into memory, at most limit
+// bytes, and checks them against the record's content hash. It returns
+// them with the name the decoder should see.
+func readChecked(f indexedFile, limit int64) ([]byte, string, error) {
+	if f.rec.Size > limit {
+		return nil, "", fmt.Errorf("%w: %s is %d MiB, thumbnails are made of files up to %d MiB", preprocess.ErrTooLarge, f.path, f.rec.Size>>20, limit>>20)
+	}
+	file, srcs, err := openSources(f)
+	if err != nil {
+		return nil, "", err
+	}
+	defer file.Close()
+	data := make([]byte, f.rec.Size)
+	for _, src := range srcs {
+		if _, err := src.sec.ReadAt(data, 0); err == nil && store.Hash(sha256.Sum256(data)) == f.rec.Hash {
+			return data, src.name, nil
+		}
+	}
+	return nil, "", errGone
+}
+
+// source is where the indexed bytes of a record may be: a whole file, or
+// a member of a tar shard.
+type source struct {
+	name string // the file's path or the member's name (decoder, content type)
+	sec  *io.SectionReader
+}
+
+// openSources opens the file of f (its shard for a sample) and returns
+// where its indexed bytes may be: the file's first rec.Size bytes, or
+// each member of the sample's key with the recorded size (the image
+// member, unless another has the same size). The caller checks the hash
+// and closes the file.
+func openSources(f indexedFile) (*os.File, []source, error) {
+	file, err := os.Open(f.real)
+	if err != nil {
+		return nil, nil, errGone
+	}
+	fi, err := file.Stat()
+	if err != nil || !fi.Mode().IsRegular() || f.key == "" && fi.Size() != f.rec.Size {
+		file.Close()
+		return nil, nil, errGone
+	}
+	if f.key == "" {
+		return file, []source{{f.path, io.NewSectionReader(file, 0, f.rec.Size)}}, nil
+	}
+	srcs, err := sampleMembers(file, f.key, f.rec.Size)
+	if err != nil || len(srcs) == 0 {
+		file.Close()
+		return nil, nil, errGone
+	}
+	return file, srcs, nil
 }

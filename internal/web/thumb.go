@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"image"
@@ -11,10 +12,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
@@ -117,11 +120,33 @@ func (t *thumbs) evict() {
 	t.total = total
 }
 
+// MaxThumbSource is the largest file (or sample member) a thumbnail is
+// made of: it is read into memory to be decoded.
+const MaxThumbSource = 256 << 20
+
+// decodeForThumb decodes an image for a thumbnail, EXIF orientation
+// applied; a decoder may return it reduced as long as its shorter side
+// stays at least minSide (or the image's own). It is a variable so that a
+// reduced-size decoder can take its place, and tests can count decodes.
+var decodeForThumb = func(ctx context.Context, data []byte, name string, minSide int) (*image.RGBA, error) {
+	return preprocess.Decode(data, name, 0, false)
+}
+
+// decodeSlots bounds the thumbnails being made at once in this process to
+// one per core: each holds its file and its decoded pixels (a full-size
+// 24 MP photo is about 200 MB while it decodes), and more at once would
+// only share the same cores. The process, not a Server, owns the cores.
+var decodeSlots = make(chan struct{}, runtime.NumCPU())
+
 // Thumbnail decodes an image, applies its EXIF orientation, shrinks it to
 // at most ThumbSize on its longest side (never enlarging) and encodes it
 // as JPEG.
 func Thumbnail(data []byte, name string) ([]byte, error) {
-	small, err := ThumbImage(data, name, ThumbSize)
+	return thumbnail(context.Background(), data, name)
+}
+
+func thumbnail(ctx context.Context, data []byte, name string) ([]byte, error) {
+	small, err := thumbImage(ctx, data, name, ThumbSize)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +160,11 @@ func Thumbnail(data []byte, name string) ([]byte, error) {
 // ThumbImage decodes an image, applies its EXIF orientation and shrinks it
 // to at most size pixels on its longest side (never enlarging).
 func ThumbImage(data []byte, name string, size int) (*image.RGBA, error) {
-	img, err := preprocess.Decode(data, name, 0, false)
+	return thumbImage(context.Background(), data, name, size)
+}
+
+func thumbImage(ctx context.Context, data []byte, name string, size int) (*image.RGBA, error) {
+	img, err := decodeForThumb(ctx, data, name, size)
 	if err != nil {
 		return nil, err
 	}
@@ -226,27 +255,51 @@ func (s *Server) thumb(w http.ResponseWriter, r *http.Request, id string) {
 	if !ok {
 		return
 	}
-	var b []byte
-	if s.th != nil {
-		b = s.th.get(f.rec.Hash)
-	}
-	if b == nil {
-		data, err := readChecked(f)
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		if b, err = Thumbnail(data, f.path); err != nil {
-			fail(w, err)
-			return
-		}
-		if s.th != nil {
-			s.th.put(f.rec.Hash, b)
-		}
+	b, err := s.thumbOf(r.Context(), f)
+	if err != nil {
+		fail(w, err)
+		return
 	}
 	w.Header().Set("Content-Type", "image/jpeg")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.Write(b)
+}
+
+// thumbOf returns the thumbnail of f, from the cache or made in one of
+// the decodeSlots (waiting for one as long as ctx lasts).
+func (s *Server) thumbOf(ctx context.Context, f indexedFile) ([]byte, error) {
+	if b := s.cachedThumb(f.rec.Hash); b != nil {
+		return b, nil
+	}
+	select {
+	case decodeSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-decodeSlots }()
+	// A request for the same content may have made it during the wait.
+	if b := s.cachedThumb(f.rec.Hash); b != nil {
+		return b, nil
+	}
+	data, name, err := readChecked(f, MaxThumbSource)
+	if err != nil {
+		return nil, err
+	}
+	b, err := thumbnail(ctx, data, name)
+	if err != nil {
+		return nil, err
+	}
+	if s.th != nil {
+		s.th.put(f.rec.Hash, b)
+	}
+	return b, nil
+}
+
+func (s *Server) cachedThumb(h store.Hash) []byte {
+	if s.th == nil {
+		return nil
+	}
+	return s.th.get(h)
 }
 
 // contentType is the Content-Type of an indexed file, by content first;
@@ -262,22 +315,27 @@ func contentType(data []byte, path string) string {
 	return ct
 }
 
+// image streams the indexed bytes of id from its file (or its shard's
+// member), checked against the record's hash by a first pass (see
+// openChecked), with Range requests answered by http.ServeContent.
 func (s *Server) image(w http.ResponseWriter, r *http.Request, id string) {
 	f, ok := s.fileOrNotModified(w, r, id, "i")
 	if !ok {
 		return
 	}
-	data, err := readChecked(f)
+	file, src, err := openChecked(f)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	ct := contentType(data, f.path)
+	defer file.Close()
+	head := make([]byte, 512)
+	n, _ := src.sec.ReadAt(head, 0)
+	ct := contentType(head[:n], src.name)
 	if !strings.HasPrefix(ct, "image/") {
 		// Never let a browser render an indexed file as a page.
 		w.Header().Set("Content-Disposition", "attachment")
 	}
 	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.Write(data)
+	http.ServeContent(w, r, "", time.Unix(0, f.rec.MtimeNs), src.sec)
 }
