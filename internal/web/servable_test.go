@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,11 +156,13 @@ func writeShard(t *testing.T, path string, ms []shardMember) {
 // whose member changed while the shard kept its size and time.
 func TestServeSample(t *testing.T) {
 	imgs := photos(t)
+	long := strings.Repeat("folder", 20)
 	gray, wide, noise := mustRead(t, filepath.Join(imgs, "gray_260x200.png")), mustRead(t, filepath.Join(imgs, "wide_300x200.png")), mustRead(t, filepath.Join(imgs, "noise_257x231.png"))
 	ms := []shardMember{
 		{"00000.png", gray}, {"00000.txt", []byte("a gray picture\n")},
 		{"./part/00001.png", wide}, {"./part/00001.json", []byte(`{"k": 1}`)},
 		{"00002.txt", []byte("noise\n")}, {"00002.png", noise},
+		{long + "/00003.png", wide}, // a name over tar's 100 bytes: a PAX header before it
 	}
 	shard := filepath.Join(t.TempDir(), "00000.tar")
 	writeShard(t, shard, ms)
@@ -168,6 +171,7 @@ func TestServeSample(t *testing.T) {
 	e := serveDB(t, db, nil)
 	e.wantServed(t, shard+"#00000", gray)
 	e.wantServed(t, shard+"#part/00001", wide)
+	e.wantServed(t, shard+"#"+long+"/00003", wide)
 	if code, body, _ := e.get(t, "/image/"+e.srv.ids.id(shard+"#00002"), "Range", "bytes=8-23"); code != http.StatusPartialContent || !bytes.Equal(body, noise[8:24]) {
 		t.Errorf("range of a sample: %d %q, want 206 and bytes 8-23", code, body)
 	}
