@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -168,8 +169,10 @@ func splitSample(p string) (shard, key string) {
 // are resolved, may be served: real is p itself (no link on the way, so it
 // is the very path indexed), or real lies inside one of the folders or
 // tar shards ever indexed into the index by any build or merge
-// (snap.Roots), each resolved too. A link that leads out of all of them
-// is refused, even to a file with the indexed content.
+// (snap.Roots), each resolved too, or inside the resolved path of a
+// folder between such a root and p (a folder link the build followed).
+// A link that leads out of all of them is refused, even to a file with
+// the indexed content.
 func inRoots(snap *store.Snapshot, p, real string) (bool, error) {
 	if real == p {
 		return true, nil
@@ -181,6 +184,17 @@ func inRoots(snap *store.Snapshot, p, real string) (bool, error) {
 	for _, root := range roots {
 		if r, err := filepath.EvalSymlinks(root); err == nil && store.Under(real, r) {
 			return true, nil
+		}
+	}
+	// A folder link inside a root, which the build followed, leads where
+	// it leads: real may lie under the resolved path of any folder on the
+	// way from a root down to p.
+	for d := filepath.Dir(p); slices.ContainsFunc(roots, func(r string) bool { return store.Under(d, r) }); d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil && store.Under(real, r) {
+			return true, nil
+		}
+		if d == filepath.Dir(d) {
+			break
 		}
 	}
 	return false, nil

@@ -373,3 +373,34 @@ func TestThumbSourceBound(t *testing.T) {
 		t.Errorf("thumbnail of a %d MiB file: %d %s, want 413", MaxThumbSource>>20, code, body)
 	}
 }
+
+// TestServeThroughFolderLink: the build follows a folder link inside a
+// root to a folder outside every root; the files it indexed there are
+// served, while a file link inside that folder leading elsewhere is not.
+func TestServeThroughFolderLink(t *testing.T) {
+	dir, ext := photos(t), photos(t)
+	outside := filepath.Join(t.TempDir(), "secret.png")
+	if err := os.WriteFile(outside, mustRead(t, filepath.Join(ext, "gray_260x200.png")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ext, filepath.Join(dir, "ext")); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "index.db")
+	build(t, db, index.Options{}, dir)
+	e := serveDB(t, db, nil)
+	p := filepath.Join(dir, "ext", "wide_300x200.png")
+	e.wantServed(t, p, mustRead(t, p))
+	// The indexed file becomes a link to a copy outside: refused.
+	q := filepath.Join(ext, "gray_260x200.png")
+	st, err := os.Stat(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(q)
+	if err := os.Symlink(outside, q); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(outside, st.ModTime(), st.ModTime())
+	e.wantGone(t, filepath.Join(dir, "ext", "gray_260x200.png"))
+}
