@@ -78,9 +78,11 @@ type Options struct {
 
 	// Reach names the formats Preprocess decodes (nil = preprocess.Formats()).
 	// Each failure records it, and a later build whose Reach holds a format
-	// the recorded one lacks reads again the files that failed as not an
-	// image or an unsupported format (or that an earlier clipidx recorded
-	// without a reason kind), even with their stat unchanged.
+	// the recorded one lacks reads again, even with their stat unchanged,
+	// the files that failed as not an image or an unsupported format (an
+	// error wrapping ErrNotImage or ErrUnsupported: Preprocess must fail a
+	// format outside Reach so) and those an earlier clipidx recorded
+	// without a kind.
 	Reach []string
 	// RetryFailed reads every failed file again, changed or not.
 	RetryFailed bool
