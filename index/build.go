@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,9 +38,10 @@ var (
 	// ErrNotImage is recorded for a file whose content is no image format.
 	// It is preprocess.ErrUnknownFormat: the PreprocessFunc tells.
 	ErrNotImage = preprocess.ErrUnknownFormat
-	// ErrUnsupported is recorded for a recognised but unsupported format
-	// (HEIC, AVIF, JPEG XL, camera RAW; the message names it). It is
-	// preprocess.ErrUnsupported: the PreprocessFunc tells.
+	// ErrUnsupported is recorded for a recognised format the decoder does
+	// not read (JPEG XL, Photoshop, a camera RAW without a usable preview;
+	// the message names it). It is preprocess.ErrUnsupported: the
+	// PreprocessFunc tells.
 	ErrUnsupported = preprocess.ErrUnsupported
 	// ErrTooLarge is recorded for a file over Options.MaxFileBytes.
 	ErrTooLarge = errors.New("file too large")
@@ -49,7 +51,9 @@ var (
 	// zero vector for a file.
 	ErrBadEmbedding = errors.New("model returned an invalid embedding")
 	// ErrEncoder is returned when a whole pass fails even image by image:
-	// the device, not a file, is at fault, and the build stops.
+	// the device, not a file, is at fault, and the build stops. An image
+	// that fails alone is reported with it too, and never recorded as the
+	// file's failure (see Failure.Transient).
 	ErrEncoder = errors.New("encoder failed")
 )
 
@@ -71,6 +75,17 @@ type Options struct {
 	// 0 = the most common length of each pass.
 	PixelsPerImage int
 	LockTimeout    time.Duration // wait for readers at each commit; 0 = store.DefaultTimeout
+
+	// Reach names the formats Preprocess decodes (nil = preprocess.Formats()).
+	// Each failure records it, and a later build whose Reach holds a format
+	// the recorded one lacks reads again, even with their stat unchanged,
+	// the files that failed as not an image or an unsupported format (an
+	// error wrapping ErrNotImage or ErrUnsupported: Preprocess must fail a
+	// format outside Reach so) and those an earlier clipidx recorded
+	// without a kind.
+	Reach []string
+	// RetryFailed reads every failed file again, changed or not.
+	RetryFailed bool
 	// Device and DeviceNote name where the Encoder runs, Weights and
 	// Precision how it holds the weights and runs its products, for the
 	// record of the build (see store.LastBuild).
@@ -119,7 +134,8 @@ type Event struct {
 // Summary counts files; every file seen falls in exactly one of Added,
 // Updated, Unchanged, Reused and Failed (a file whose stat changed but
 // whose content did not counts as unchanged; a failed file that did not
-// change is unchanged too and stays recorded as failed).
+// change and was not retried (see Options.Reach) is unchanged too and
+// stays recorded as failed; one retried that now works counts as updated).
 type Summary struct {
 	Added     int       `json:"added"`     // new, embedded by the model
 	Updated   int       `json:"updated"`   // changed, embedded by the model
@@ -139,6 +155,10 @@ type Summary struct {
 type Failure struct {
 	Path  string `json:"path"`
 	Error string `json:"error"`
+	// Transient marks an error that is not the file's (see transient):
+	// it was not recorded as the file's failure, which keeps its earlier
+	// record, and the next build tries the file again.
+	Transient bool `json:"transient,omitempty"`
 }
 
 func (o *Options) defaults() error {
@@ -159,6 +179,22 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = 512 << 20
+	}
+	return o.defaultReach()
+}
+
+// defaultReach sorts Reach (a copy: the caller's slice stays as it was),
+// or sets it to preprocess.Formats() when nil.
+func (o *Options) defaultReach() error {
+	if o.Reach == nil {
+		o.Reach = preprocess.Formats()
+		return nil
+	}
+	o.Reach = slices.Compact(slices.Sorted(slices.Values(o.Reach)))
+	for _, f := range o.Reach {
+		if f == "" || strings.Contains(f, ",") {
+			return fmt.Errorf("index: Options.Reach holds %q: a format name is not empty and has no comma", f)
+		}
 	}
 	return nil
 }
@@ -282,7 +318,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	var jobs []job
 	for _, f := range wk.files {
 		o := old[f.path]
-		if classify(o, f.size, f.mtimeNs, nil, nil) == actUnchanged {
+		if classify(o, f.size, f.mtimeNs, nil, nil, b.retry()) == actUnchanged {
 			b.sum.Unchanged++
 			continue
 		}
@@ -579,7 +615,7 @@ func (b *builder) prepare(j job) result {
 		return r
 	}
 	r.hash = sha256.Sum256(data)
-	r.act = classify(j.old, j.size, j.mtimeNs, &r.hash, func(h store.Hash) bool { return b.known[h] })
+	r.act = classify(j.old, j.size, j.mtimeNs, &r.hash, func(h store.Hash) bool { return b.known[h] }, b.retry())
 	if r.act != actEmbed {
 		return r
 	}
@@ -720,6 +756,25 @@ func usable(v []float32, dim int) bool {
 	return err == nil
 }
 
+// retry is the rule for failures whose stat did not change.
+func (b *builder) retry() retryRule {
+	return retryRule{all: b.opts.RetryFailed, reach: b.opts.Reach}
+}
+
+// failure reports a failed file and returns its record, or false when the
+// error is not the file's (see transient): then nothing is recorded and
+// the file's earlier record, if any, stays.
+func (b *builder) failure(path string, f store.File, err error) (store.File, bool) {
+	tr := transient(err)
+	b.sum.Failed++
+	b.sum.Failures = append(b.sum.Failures, Failure{Path: path, Error: err.Error(), Transient: tr})
+	if b.opts.OnError != nil {
+		b.opts.OnError(path, err)
+	}
+	f.Err, f.Kind, f.Reach = err.Error(), failKind(err), strings.Join(b.opts.Reach, ",")
+	return f, !tr
+}
+
 // record adds one finished result to the pending batch and the summary.
 func (b *builder) record(r result) {
 	if r.tar != nil && b.recordTar(r) {
@@ -727,14 +782,12 @@ func (b *builder) record(r result) {
 	}
 	f := store.File{Size: r.size, MtimeNs: r.mtimeNs, Hash: r.hash}
 	if r.err != nil {
-		f.Err = r.err.Error()
-		b.batch.Put(r.path, f, nil)
-		b.sum.Failed++
-		b.sum.Failures = append(b.sum.Failures, Failure{Path: r.path, Error: f.Err})
-		if b.opts.OnError != nil {
-			b.opts.OnError(r.path, r.err)
+		if f, ok := b.failure(r.path, f, r.err); ok {
+			b.batch.Put(r.path, f, nil)
+			b.pending++
 		}
 	} else {
+		b.pending++
 		b.batch.Put(r.path, f, r.vec)
 		switch {
 		case r.act == actTouch:
@@ -750,7 +803,6 @@ func (b *builder) record(r result) {
 	if r.tar != nil {
 		b.recordSample(r)
 	}
-	b.pending++
 	b.done++
 	b.event(Event{Phase: "index", Done: b.done, Total: b.total, Path: r.path})
 }

@@ -1,13 +1,18 @@
 package index
 
-import "github.com/clipidx/clipidx/store"
+import (
+	"slices"
+	"strings"
+
+	"github.com/clipidx/clipidx/store"
+)
 
 // action is what a build does with one file found on disk.
 type action int
 
 const (
 	actUnchanged action = iota // size and mtime match: nothing to do
-	actNeedHash                // changed stat: read the file and decide again
+	actNeedHash                // changed stat, or a failure to retry: read the file and decide again
 	actTouch                   // same content as recorded: update the stat only
 	actReuse                   // content embedded before: reuse that vector
 	actEmbed                   // run the model
@@ -17,16 +22,51 @@ func (a action) String() string {
 	return [...]string{"unchanged", "need-hash", "touch", "reuse", "embed"}[a]
 }
 
+// retryRule says which failed records a build reads again although their
+// size and mtime are unchanged.
+type retryRule struct {
+	all   bool     // Options.RetryFailed: every failure
+	reach []string // Options.Reach: the formats this build decodes, sorted
+}
+
+// retries reports whether the failure old is read again: every failure
+// with all; otherwise a failure of kind "format" (content not an image, or
+// a format the decoder did not read) whose recorded reach lacks a format
+// this build reads. A failure recorded before kinds were (kind unknown)
+// counts as "format" with an unknown reach: it is retried once, and its
+// new record says why.
+func (r retryRule) retries(old store.File) bool {
+	switch {
+	case !old.Failed():
+		return false
+	case r.all:
+		return true
+	case old.Kind == "":
+		return true
+	case old.Kind != store.FailFormat:
+		return false
+	}
+	had := strings.Split(old.Reach, ",")
+	for _, f := range r.reach {
+		if !slices.Contains(had, f) {
+			return true
+		}
+	}
+	return false
+}
+
 // classify is the whole change-detection policy. old is the stored record
 // (nil for a new file), size and mtime come from stat. Without a content
 // hash (hash nil) it answers actUnchanged or actNeedHash; with one it
 // answers actTouch, actReuse or actEmbed. known reports whether the index
-// holds a vector for a content hash. A failed file is retried whenever its
-// stat changes, even if its content did not (the failure may have been
-// transient, or the decoder may have improved).
-func classify(old *store.File, size, mtimeNs int64, hash *store.Hash, known func(store.Hash) bool) action {
+// holds a vector for a content hash. A failed file is read again when its
+// stat changes or when retry says so (see retryRule.retries); then, even
+// with the same content, it is decoded again (actEmbed, or actReuse when
+// another file's vector has that content). Any other unchanged failure
+// stays recorded as it is.
+func classify(old *store.File, size, mtimeNs int64, hash *store.Hash, known func(store.Hash) bool, retry retryRule) action {
 	if hash == nil {
-		if old != nil && old.Size == size && old.MtimeNs == mtimeNs {
+		if old != nil && old.Size == size && old.MtimeNs == mtimeNs && !retry.retries(*old) {
 			return actUnchanged
 		}
 		return actNeedHash

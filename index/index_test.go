@@ -21,31 +21,46 @@ import (
 func TestClassify(t *testing.T) {
 	h1, h2 := store.Hash{1}, store.Hash{2}
 	ok := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Vec: 3}
-	failed := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "corrupt"}
+	failed := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "corrupt", Kind: store.FailCorrupt, Reach: "jpeg,png"}
+	format := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "unsupported: HEIC", Kind: store.FailFormat, Reach: "jpeg,png"}
+	v1 := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "unsupported: HEIC"} // written before kinds
 	knownOnly := func(k ...store.Hash) func(store.Hash) bool {
 		return func(h store.Hash) bool { return slices.Contains(k, h) }
 	}
+	same := retryRule{reach: []string{"jpeg", "png"}}
+	more := retryRule{reach: []string{"heic", "jpeg", "png"}}
+	less := retryRule{reach: []string{"jpeg"}}
+	all := retryRule{all: true, reach: []string{"jpeg", "png"}}
 	for _, tc := range []struct {
 		name        string
 		old         *store.File
 		size, mtime int64
 		hash        *store.Hash
 		known       func(store.Hash) bool
+		retry       retryRule
 		want        action
 	}{
-		{"new file", nil, 10, 100, nil, nil, actNeedHash},
-		{"same size and mtime", ok, 10, 100, nil, nil, actUnchanged},
-		{"failed, unchanged stat: not retried", failed, 10, 100, nil, nil, actUnchanged},
-		{"mtime changed", ok, 10, 101, nil, nil, actNeedHash},
-		{"size changed", ok, 11, 100, nil, nil, actNeedHash},
-		{"mtime changed, same content", ok, 10, 101, &h1, knownOnly(h1), actTouch},
-		{"content changed, new", ok, 10, 101, &h2, knownOnly(h1), actEmbed},
-		{"content changed to known content", ok, 10, 101, &h2, knownOnly(h1, h2), actReuse},
-		{"new file, known content (rename/copy)", nil, 10, 100, &h1, knownOnly(h1), actReuse},
-		{"new file, new content", nil, 10, 100, &h2, knownOnly(h1), actEmbed},
-		{"failed file touched, same content: retried", failed, 10, 101, &h1, knownOnly(), actEmbed},
+		{"new file", nil, 10, 100, nil, nil, same, actNeedHash},
+		{"same size and mtime", ok, 10, 100, nil, nil, same, actUnchanged},
+		{"same size and mtime, retry all: only failures", ok, 10, 100, nil, nil, all, actUnchanged},
+		{"failed, unchanged stat: not retried", failed, 10, 100, nil, nil, same, actUnchanged},
+		{"failed, unchanged stat, reach grew: not a format failure", failed, 10, 100, nil, nil, more, actUnchanged},
+		{"failed, unchanged stat, retry all", failed, 10, 100, nil, nil, all, actNeedHash},
+		{"format failure, same reach", format, 10, 100, nil, nil, same, actUnchanged},
+		{"format failure, reach grew", format, 10, 100, nil, nil, more, actNeedHash},
+		{"format failure, reach shrank", format, 10, 100, nil, nil, less, actUnchanged},
+		{"failure written before kinds: retried once", v1, 10, 100, nil, nil, same, actNeedHash},
+		{"mtime changed", ok, 10, 101, nil, nil, same, actNeedHash},
+		{"size changed", ok, 11, 100, nil, nil, same, actNeedHash},
+		{"mtime changed, same content", ok, 10, 101, &h1, knownOnly(h1), same, actTouch},
+		{"content changed, new", ok, 10, 101, &h2, knownOnly(h1), same, actEmbed},
+		{"content changed to known content", ok, 10, 101, &h2, knownOnly(h1, h2), same, actReuse},
+		{"new file, known content (rename/copy)", nil, 10, 100, &h1, knownOnly(h1), same, actReuse},
+		{"new file, new content", nil, 10, 100, &h2, knownOnly(h1), same, actEmbed},
+		{"failed file touched, same content: retried", failed, 10, 101, &h1, knownOnly(), same, actEmbed},
+		{"format failure retried, same content: decoded again", format, 10, 100, &h1, knownOnly(), more, actEmbed},
 	} {
-		if got := classify(tc.old, tc.size, tc.mtime, tc.hash, tc.known); got != tc.want {
+		if got := classify(tc.old, tc.size, tc.mtime, tc.hash, tc.known, tc.retry); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}

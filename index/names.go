@@ -7,9 +7,11 @@ import (
 
 // imageExts are the extensions (lower case) the walk picks up. The content
 // decides the rest: the preprocess package recognises the format and
-// reports the unsupported ones (false here: HEIC/HEIF, AVIF, JPEG XL,
-// camera RAW) with ErrUnsupported naming them, so that they are listed as
-// failures rather than silently skipped.
+// reports what it cannot read with ErrUnsupported naming it, so that such
+// files are listed as failures rather than silently skipped. false marks
+// the formats that not every file or build decodes: HEIC/HEIF and AVIF
+// (where their embedded decoders are built), camera RAW (through a usable
+// embedded preview) and JPEG XL (never); see preprocess.Formats.
 var imageExts = map[string]bool{
 	".jpg": true, ".jpeg": true, ".jpe": true, ".png": true, ".gif": true, ".webp": true,
 	".bmp": true, ".tif": true, ".tiff": true,

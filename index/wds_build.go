@@ -29,6 +29,9 @@ type shardState struct {
 	recorded int // samples recorded so far
 	expected int // samples in the shard, -1 until its end is known
 	failed   bool
+	// retry is set when a sample failed for a reason not its own: the
+	// shard's stat is not recorded, so the next build reads it again.
+	retry bool
 }
 
 // tarState is the part of the builder that handles webdataset shards.
@@ -84,7 +87,8 @@ func selectShare(wk *walker, roots []string, shard, shards int) {
 
 // planShards decides which tar shards to read: a shard whose size and
 // mtime equal those recorded when it was last read completely is skipped
-// (its records count as unchanged); the others are streamed.
+// (its records count as unchanged), unless it holds a failed sample to
+// retry (see retryRule); the others are streamed.
 func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 	t := &b.tar
 	t.byPath, t.old, t.seen = map[string]*shardState{}, old, map[string]bool{}
@@ -108,6 +112,7 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 	if err != nil || len(unchanged) == 0 {
 		return err
 	}
+	b.retryShards(wk, old, unchanged)
 	// The records of an unchanged shard's samples (SHARD.tar#KEY) count as
 	// unchanged: one pass over the old records, trying each separator in
 	// a path as the end of a shard's path (a folder or a key may hold
@@ -124,6 +129,32 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 		}
 	}
 	return nil
+}
+
+// retryShards moves from unchanged to the shards to stream every shard
+// holding a failed sample that this build retries (in walk order): its
+// other samples are only read and hashed again.
+func (b *builder) retryShards(wk *walker, old map[string]*store.File, unchanged map[string]int) {
+	rule := b.retry()
+	again := map[string]bool{}
+	for p, f := range old {
+		if !f.Failed() || !rule.retries(*f) {
+			continue
+		}
+		for i := range len(p) {
+			if p[i] == SampleSep[0] && unchanged[p[:i]] > 0 {
+				again[p[:i]] = true
+			}
+		}
+	}
+	for _, f := range wk.tars {
+		if again[f.path] && b.tar.byPath[f.path] == nil {
+			delete(unchanged, f.path)
+			ss := &shardState{found: f, expected: -1}
+			b.tar.tars = append(b.tar.tars, ss)
+			b.tar.byPath[f.path] = ss
+		}
+	}
 }
 
 // feedShards streams the shards to be read into jobc, one job a sample
@@ -190,15 +221,11 @@ func (b *builder) recordTar(r result) bool {
 			// after it, and what the index held of them, stay.
 			ss.failed = true
 			b.tar.kept = append(b.tar.kept, ss.path)
-			f := store.File{Size: ss.size, MtimeNs: ss.mtimeNs, Err: err.Error()}
-			b.batch.Put(ss.path, f, nil)
 			b.tar.seen[ss.path] = true
-			b.sum.Failed++
-			b.sum.Failures = append(b.sum.Failures, Failure{Path: ss.path, Error: f.Err})
-			if b.opts.OnError != nil {
-				b.opts.OnError(ss.path, err)
+			if f, ok := b.failure(ss.path, store.File{Size: ss.size, MtimeNs: ss.mtimeNs}, err); ok {
+				b.batch.Put(ss.path, f, nil)
+				b.pending++
 			}
-			b.pending++
 		}
 		b.shardDone(ss)
 		return true
@@ -213,6 +240,9 @@ func (b *builder) recordTar(r result) bool {
 func (b *builder) recordSample(r result) {
 	ss := b.tar.byPath[r.tar.shard]
 	ss.recorded++
+	if r.err != nil && transient(r.err) {
+		ss.retry = true
+	}
 	if r.err == nil && r.tar.sample != nil {
 		smp := *r.tar.sample
 		if b.opts.Captions && smp.Caption != "" && b.opts.TextEncoder != nil {
@@ -227,7 +257,7 @@ func (b *builder) recordSample(r result) {
 // shardDone records the shard's stat once every sample of a shard read
 // to its end is in the batch: the next build skips it while unchanged.
 func (b *builder) shardDone(ss *shardState) {
-	if ss.expected >= 0 && ss.recorded == ss.expected && !ss.failed {
+	if ss.expected >= 0 && ss.recorded == ss.expected && !ss.failed && !ss.retry {
 		b.batch.PutShard(ss.path, store.ShardStat{Size: ss.size, MtimeNs: ss.mtimeNs})
 		ss.expected = -2 // recorded once
 	}

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/image/bmp"
@@ -43,6 +44,42 @@ var formatNames = [...]string{
 }
 
 func (f format) String() string { return formatNames[f] }
+
+// formatIDs are the short names Formats reports.
+var formatIDs = [...]string{
+	fmtJPEG: "jpeg", fmtPNG: "png", fmtGIF: "gif", fmtWebP: "webp", fmtBMP: "bmp", fmtTIFF: "tiff",
+	fmtHEIC: "heic", fmtAVIF: "avif", fmtRAW: "raw", fmtJXL: "jxl", fmtPSD: "psd",
+}
+
+// Formats returns the short names, sorted, of the image formats this build
+// decodes: "avif", "bmp", "gif", "heic", "jpeg", "png", "raw" (camera RAW
+// through its embedded JPEG preview), "tiff" and "webp"; "heic" and "avif"
+// only where their embedded decoders are built. A recognised format it
+// does not decode (JPEG XL, Photoshop) fails with ErrUnsupported. An index
+// records this list beside each failure, so that a later build that
+// decodes more can retry what it may now read.
+func Formats() []string {
+	var out []string
+	for f := fmtJPEG; int(f) < len(formatIDs); f++ {
+		if f.decodable() {
+			out = append(out, formatIDs[f])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// decodable reports whether decodeImage decodes format f.
+func (f format) decodable() bool {
+	switch f {
+	case fmtJPEG, fmtRAW: // their own decoders (jpeg.go, raw.go)
+		return true
+	case fmtHEIC, fmtAVIF:
+		return errNoWASM == nil
+	}
+	_, ok := decoders[f]
+	return ok
+}
 
 // rawExtensions are camera RAW formats built on TIFF: their content sniffs as
 // TIFF (or the first IFD holds a thumbnail), so the extension decides.

@@ -6,6 +6,8 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -62,4 +64,40 @@ func absInt(x int) int {
 		return -x
 	}
 	return x
+}
+
+// TestFormatsMatchTheDecoders: Formats lists exactly the sniffed formats
+// that decodeImage does not refuse as unsupported (a bare header then
+// fails as corrupt, not unsupported), sorted. Camera RAW depends on the
+// preview a file carries, so it is only required to be listed.
+func TestFormatsMatchTheDecoders(t *testing.T) {
+	got := Formats()
+	if !slices.IsSorted(got) || !slices.Contains(got, "raw") || !slices.Contains(got, "jpeg") {
+		t.Errorf("Formats() = %q, want a sorted list with jpeg and raw", got)
+	}
+	if (errNoWASM == nil) != slices.Contains(got, "heic") || (errNoWASM == nil) != slices.Contains(got, "avif") {
+		t.Errorf("Formats() = %q with the embedded HEIC/AVIF decoders built: %v", got, errNoWASM == nil)
+	}
+	headers := map[string]string{
+		"jpeg": "\xff\xd8\xff\xe0",
+		"png":  "\x89PNG\r\n\x1a\n",
+		"gif":  "GIF89a",
+		"webp": "RIFF\x00\x00\x00\x00WEBPVP8 ",
+		"bmp":  "BM" + strings.Repeat("\x00", 30),
+		"tiff": "II*\x00\x08\x00\x00\x00\x00\x00",
+		"heic": "\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic",
+		"avif": "\x00\x00\x00\x18ftypavif\x00\x00\x00\x00mif1avif",
+		"jxl":  "\xff\x0a\xfa\x7f",
+		"psd":  "8BPS\x00\x01",
+	}
+	for name, h := range headers {
+		f, _ := sniff([]byte(h), "x")
+		if formatIDs[f] != name {
+			t.Fatalf("header of %s sniffs as %v", name, f)
+		}
+		_, _, err := decodeImage([]byte(h), "x", DefaultMaxPixels)
+		if listed := slices.Contains(got, name); listed == errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: listed %v, but decoding a header gives %v", name, listed, err)
+		}
+	}
 }

@@ -15,8 +15,9 @@ import (
 //     free list, every page used once or free (see pageWalk); when these
 //     are damaged, Check reports only them;
 //   - each file record decodes; an indexed file names a live vector whose
-//     content hash equals the file's, and a ref links them; a failed file
-//     has a reason and no vector;
+//     content hash equals the file's, and a ref links them, and it carries
+//     no failure kind or reach; a failed file has a reason and no vector
+//     (records of version 1 and 2 alike);
 //   - each ref names an existing file record that points back at it;
 //   - each vector has at least one ref (no orphans, unless queued for GC
 //     when allowQueued), a hashes entry pointing back at it, a chunk slot
@@ -54,8 +55,8 @@ func (s *Snapshot) Check(allowQueued bool) error {
 			return nil
 		}
 		images++
-		if f.Err != "" {
-			bad("file %s: has vector %d and failure %q", k, f.Vec, f.Err)
+		if f.Err != "" || f.Kind != "" || f.Reach != "" {
+			bad("file %s: has vector %d and failure %q (kind %q)", k, f.Vec, f.Err, f.Kind)
 		}
 		if h := vecs.Get(u64(uint64(f.Vec))); h == nil {
 			bad("file %s: vector %d missing", k, f.Vec)

@@ -57,6 +57,14 @@ func TestCheckFindsCorruption(t *testing.T) {
 		{"failed file without reason", func(tx *bolt.Tx) error {
 			return tx.Bucket(bFiles).Put([]byte("/p/f"), encodeFile(File{}))
 		}, "no failure reason"},
+		{"indexed file with a failure kind", func(tx *bolt.Tx) error {
+			f, err := decodeFile(tx.Bucket(bFiles).Get([]byte("/p/a")))
+			if err != nil {
+				return err
+			}
+			f.Kind = FailFormat
+			return tx.Bucket(bFiles).Put([]byte("/p/a"), encodeFile(f))
+		}, "has vector 1 and failure"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "x.db")

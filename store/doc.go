@@ -7,7 +7,9 @@
 //	meta    "schema" u32, "identity" JSON, "next" u64 (next fresh vector id),
 //	        "images"/"failed"/"vectors" u64 counters, "last_build" JSON
 //	files   absolute path → record: size, mtime (ns), SHA-256 of the bytes,
-//	        vector id (0 = none) and the failure reason of a failed file
+//	        vector id (0 = none) and the failure reason of a failed file;
+//	        record version 2 adds the failure's kind and the formats the
+//	        decoder read then (see File); version 1 records stay readable
 //	refs    vector id (u64 BE) ‖ path → nothing: which files use a vector
 //	hashes  SHA-256 → vector id: content already embedded (reuse, no model)
 //	vecs    vector id → SHA-256: the content a vector was computed from

@@ -278,7 +278,7 @@ func (t *wtx) mergeRecord(rec mergeRec, sum *MergeSummary) error {
 			t.vectors++
 			sum.Vectors++
 		}
-		f.Err = ""
+		f.Err, f.Kind, f.Reach = "", "", ""
 	}
 	if err := t.apply(op{kind: opPut, path: rec.path, file: f}); err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // mergeFixture writes an index at path holding the given records: name →
@@ -232,5 +234,47 @@ func TestCheckSamples(t *testing.T) {
 	w.Close()
 	if err := Check(db); err == nil || !strings.Contains(err.Error(), "orphan.jpg: no file record") {
 		t.Errorf("check: %v, want the orphan sample named", err)
+	}
+}
+
+// TestMergeKeepsFailureRecords: an index holding failures of both record
+// versions (one written before failures had a kind, one with its kind and
+// reach) passes Check, and a merge carries both over as they were.
+func TestMergeKeepsFailureRecords(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.db"), filepath.Join(dir, "out.db")
+	w := openW(t, in)
+	var b Batch
+	b.Put("/d/old.heic", File{Size: 1, MtimeNs: 5, Err: "decode: unsupported image format: HEIC/HEIF"}, nil)
+	b.Put("/d/new.jxl", File{Size: 2, MtimeNs: 6, Err: "decode: unsupported image format: JPEG XL", Kind: FailFormat, Reach: "heic,jpeg"}, nil)
+	b.Put("/d/ok.jpg", File{Size: 3, MtimeNs: 7, Hash: hashOf("ok")}, vec(1, testID.Dim))
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	err := w.update(func(tx *bolt.Tx) error {
+		// The record of an earlier clipidx, exactly as it wrote it.
+		return tx.Bucket(bFiles).Put([]byte("/d/old.heic"), v1Record(1, 5, Hash{}, 0, "decode: unsupported image format: HEIC/HEIF"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(in); err != nil {
+		t.Fatalf("an index with both record versions: %v", err)
+	}
+	if _, err := Merge(out, []string{in}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, out) // checks the merged index too
+	if f := got["/d/old.heic"].file; f.Err == "" || f.Kind != "" || f.Reach != "" {
+		t.Errorf("version 1 failure merged as %+v", f)
+	}
+	if f := got["/d/new.jxl"].file; f.Kind != FailFormat || f.Reach != "heic,jpeg" {
+		t.Errorf("version 2 failure merged as %+v, want its kind and reach kept", f)
+	}
+	if f := got["/d/ok.jpg"].file; f.Failed() || f.Kind != "" {
+		t.Errorf("indexed file merged as %+v", f)
 	}
 }

@@ -148,38 +148,92 @@ type File struct {
 	Hash    Hash   // zero when the file could not be read
 	Vec     VecID  // 0 for a failed file
 	Err     string // failure reason; "" for an indexed file
+	// Kind says why a failed file failed (one of the Fail constants; a
+	// later clipidx may add kinds). "" for an indexed file and for a
+	// failure recorded before kinds were (record version 1): why is then
+	// unknown.
+	Kind string
+	// Reach lists, sorted and comma-separated, the image formats the
+	// decoder read when the file failed ("avif,bmp,gif,..."), so that a
+	// build that reads more can tell which failures it may now read. ""
+	// when not recorded (see Kind).
+	Reach string
 }
+
+// The kinds of failure a record can carry (File.Kind).
+const (
+	FailFormat   = "format"    // not an image, or a format the decoder did not read
+	FailCorrupt  = "corrupt"   // a recognised image that did not decode
+	FailTooLarge = "too-large" // over the byte or pixel limit
+	FailEmpty    = "empty"     // zero bytes
+	FailOther    = "other"     // anything else that is the file's own
+)
 
 // Failed reports whether the file is recorded as a failure.
 func (f File) Failed() bool { return f.Vec == 0 }
 
-const recVersion = 1
+// Record versions: 2 adds the failure's kind and reach to version 1. A
+// record with neither (every indexed file) is still written as version 1,
+// which every clipidx reads.
+const (
+	recV1 = 1
+	recV2 = 2
+)
+
+// recFixed is the length of the fields every version starts with:
+// version, size, mtime, hash, vector id.
+const recFixed = 1 + 8 + 8 + 32 + 8
 
 func encodeFile(f File) []byte {
-	b := make([]byte, 0, 1+8+8+32+8+binary.MaxVarintLen64+len(f.Err))
-	b = append(b, recVersion)
+	b := make([]byte, 0, recFixed+3*binary.MaxVarintLen64+len(f.Err)+len(f.Kind)+len(f.Reach))
+	v := byte(recV1)
+	if f.Kind != "" || f.Reach != "" {
+		v = recV2
+	}
+	b = append(b, v)
 	b = binary.BigEndian.AppendUint64(b, uint64(f.Size))
 	b = binary.BigEndian.AppendUint64(b, uint64(f.MtimeNs))
 	b = append(b, f.Hash[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(f.Vec))
-	b = binary.AppendUvarint(b, uint64(len(f.Err)))
-	return append(b, f.Err...)
+	b = appendString(b, f.Err)
+	if v == recV2 {
+		b = appendString(b, f.Kind)
+		b = appendString(b, f.Reach)
+	}
+	return b
 }
 
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeFile reads a record of either version; a version 1 record has no
+// Kind or Reach.
 func decodeFile(b []byte) (File, error) {
 	var f File
-	if len(b) < 1+8+8+32+8+1 || b[0] != recVersion {
+	if len(b) < recFixed+1 || (b[0] != recV1 && b[0] != recV2) {
 		return f, ErrCorrupt
 	}
 	f.Size = int64(binary.BigEndian.Uint64(b[1:]))
 	f.MtimeNs = int64(binary.BigEndian.Uint64(b[9:]))
 	copy(f.Hash[:], b[17:49])
 	f.Vec = VecID(binary.BigEndian.Uint64(b[49:]))
-	n, k := binary.Uvarint(b[57:])
-	if k <= 0 || uint64(len(b)-57-k) != n {
-		return f, ErrCorrupt
+	rest := b[recFixed:]
+	fields := []*string{&f.Err}
+	if b[0] == recV2 {
+		fields = append(fields, &f.Kind, &f.Reach)
 	}
-	f.Err = string(b[57+k:])
+	for _, s := range fields {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || uint64(len(rest)-k) < n {
+			return File{}, ErrCorrupt
+		}
+		*s, rest = string(rest[k:k+int(n)]), rest[k+int(n):]
+	}
+	if len(rest) != 0 {
+		return File{}, ErrCorrupt
+	}
 	return f, nil
 }
 

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -37,16 +39,61 @@ func TestFileRecordRoundTrip(t *testing.T) {
 		{},
 		{Size: 12, MtimeNs: -5, Hash: Hash{1, 2, 3}, Vec: 77},
 		{Size: 1 << 40, MtimeNs: 1700000000123456789, Err: "decode: corrupt JPEG ✗"},
+		{Size: 9, MtimeNs: 3, Hash: Hash{4}, Err: "decode: unsupported image format: HEIC/HEIF", Kind: FailFormat, Reach: "bmp,gif,jpeg,png"},
+		{Size: 9, Err: "x", Kind: FailOther},
+		{Size: 9, Err: "x", Reach: "jpeg"},
 	} {
 		got, err := decodeFile(encodeFile(f))
 		if err != nil || got != f {
 			t.Errorf("round trip %+v = %+v, %v", f, got, err)
 		}
 	}
-	for _, b := range [][]byte{nil, {2}, encodeFile(File{Err: "x"})[:58]} {
+	v2 := encodeFile(File{Err: "x", Kind: FailCorrupt, Reach: "png"})
+	for _, b := range [][]byte{nil, {2}, {3}, encodeFile(File{Err: "x"})[:58], v2[:len(v2)-1], append(v2, 0),
+		append([]byte{3}, v2[1:]...)} {
 		if _, err := decodeFile(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decodeFile(%x) err = %v, want ErrCorrupt", b, err)
 		}
+	}
+}
+
+// v1Record lays out a record as clipidx wrote it before failures had a
+// kind (version 1), byte by byte, independently of encodeFile.
+func v1Record(size, mtime int64, h Hash, vec VecID, errText string) []byte {
+	b := []byte{1}
+	b = binary.BigEndian.AppendUint64(b, uint64(size))
+	b = binary.BigEndian.AppendUint64(b, uint64(mtime))
+	b = append(b, h[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(vec))
+	b = binary.AppendUvarint(b, uint64(len(errText)))
+	return append(b, errText...)
+}
+
+// TestFileRecordVersions: a version 1 record (an index written by an
+// earlier clipidx) still decodes, with its failure's kind and reach
+// unknown; a failure with a kind is written as version 2; a record with
+// nothing to say about a failure keeps the version 1 bytes.
+func TestFileRecordVersions(t *testing.T) {
+	old := v1Record(42, 7, Hash{9}, 0, "decode /p/a.heic: unsupported image format: HEIC/HEIF")
+	f, err := decodeFile(old)
+	want := File{Size: 42, MtimeNs: 7, Hash: Hash{9}, Err: "decode /p/a.heic: unsupported image format: HEIC/HEIF"}
+	if err != nil || f != want {
+		t.Fatalf("version 1 record = %+v, %v; want %+v", f, err, want)
+	}
+	if again := encodeFile(f); !bytes.Equal(again, old) {
+		t.Errorf("a record without kind or reach is written as %x, want the version 1 bytes %x", again, old)
+	}
+	ok := v1Record(5, 6, Hash{1}, 3, "")
+	if f, err := decodeFile(ok); err != nil || f.Vec != 3 || !bytes.Equal(encodeFile(f), ok) {
+		t.Errorf("indexed version 1 record: %+v, %v, re-encoded %x", f, err, encodeFile(f))
+	}
+	f.Kind, f.Reach = FailFormat, "jpeg,png"
+	b := encodeFile(f)
+	if b[0] != 2 {
+		t.Errorf("a failure with a kind is written as version %d, want 2", b[0])
+	}
+	if got, err := decodeFile(b); err != nil || got != f {
+		t.Errorf("version 2 round trip: %+v, %v; want %+v", got, err, f)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
 )
@@ -27,14 +28,16 @@ func init() { subcommands = append(subcommands, newBuildCmd) }
 const maxListedFailures = 30
 
 func newBuildCmd() *cobra.Command {
-	var asJSON, reindex, exif, captions bool
+	var asJSON, reindex, exif, captions, retryFailed bool
 	var batch, workers int
 	var shard string
 	c := &cobra.Command{
 		Use:   "build [DIR...]",
 		Short: "Index the images under folders (incremental; safe to interrupt)",
-		Long: `Index every image under the folders: JPEG, PNG, GIF, WebP, BMP and TIFF by
-extension (any case), confirmed from the content. Hidden files and folders and
+		Long: `Index every image under the folders, picked by extension (any case) and
+confirmed from the content:
+  ` + formatList(preprocess.Formats()) + `.
+JPEG XL files are listed as unsupported. Hidden files and folders and
 operating-system clutter (.DS_Store, ._*, @eaDir, .thumbnails, Thumbs.db) are
 skipped; symbolic links to folders are followed once.
 
@@ -43,7 +46,11 @@ the index (a rename, a move, a copy) reuses its vector without running the
 model; files that disappeared from the folders are forgotten. Work is committed
 every 64 files or 2 seconds, so Ctrl-C (or a crash) loses at most that much:
 run the same command again to continue. Files that cannot be indexed are listed
-with the reason and retried when they change.
+with the reason and retried when they change, when a newer clipidx reads a
+format it could not (a failure records what it could read), or with
+--retry-failed. Errors that are not the file's (the disk or the model failing,
+memory running short, a time-out, Ctrl-C) are listed but not recorded: the
+next build tries those files again.
 
 Without DIR, the folders of the last build are indexed again. search and
 status work while a build runs. A folder that does not exist is reported and
@@ -113,13 +120,15 @@ indexes.`,
 				OnError: func(path string, err error) {
 					problems = append(problems, index.Failure{Path: path, Error: err.Error()})
 				},
-				Encoder:    m,
-				Ready:      func() error { return m.Load(clipnpu.ImageTower) },
-				Preprocess: proc.Bytes,
-				Identity:   m.Identity(exif),
-				Reindex:    reindex,
-				BatchSize:  batch,
-				Workers:    workers,
+				Encoder:     m,
+				Ready:       func() error { return m.Load(clipnpu.ImageTower) },
+				Preprocess:  proc.Bytes,
+				Reach:       preprocess.Formats(), // what proc.Bytes decodes
+				RetryFailed: retryFailed,
+				Identity:    m.Identity(exif),
+				Reindex:     reindex,
+				BatchSize:   batch,
+				Workers:     workers,
 				// [3, S, S] per image (the face matched the crop to S)
 				PixelsPerImage: 3 * info.ImageSize * info.ImageSize,
 				Device:         info.Device,
@@ -183,12 +192,13 @@ indexes.`,
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error"}]} (failures also lists folders that could not be read)`)
+	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}]} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build)`)
 	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings (its vectors are dropped), or is damaged (the damaged file is kept as DB.corrupt-TIME)")
 	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
 	f.IntVar(&workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")
 	f.StringVar(&shard, "shard", "", "build only share I of N (I/N, I from 0) of the inputs: whole tar shards, files by a hash of their path; merge the N indexes with clipidx merge")
+	f.BoolVar(&retryFailed, "retry-failed", false, "read every file recorded as failed again, changed or not (a build already retries the formats it newly reads)")
 	f.BoolVar(&captions, "captions", false, "also embed each webdataset sample's caption (.txt) as a text vector (exported as text_emb)")
 	return c
 }
@@ -213,6 +223,32 @@ func announceStop(ctx context.Context, stop func(), finished <-chan struct{}, w 
 	}
 }
 
+// formatNames name preprocess.Formats() in build --help, in this order.
+var formatNames = []struct{ id, name string }{
+	{"jpeg", "JPEG"}, {"png", "PNG"}, {"gif", "GIF"}, {"webp", "WebP"}, {"bmp", "BMP"}, {"tiff", "TIFF"},
+	{"heic", "HEIC/HEIF"}, {"avif", "AVIF"}, {"raw", "camera RAW (through its embedded preview)"},
+}
+
+// formatList names formats for the help: "A, B and C", the ones
+// formatNames does not know last, upper case.
+func formatList(ids []string) string {
+	var names []string
+	for _, f := range formatNames {
+		if slices.Contains(ids, f.id) {
+			names = append(names, f.name)
+		}
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(formatNames, func(f struct{ id, name string }) bool { return f.id == id }) {
+			names = append(names, strings.ToUpper(id))
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // usageError is a bad flag value: exit status 2, like cobra's own.
 func usageError(format string, a ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
@@ -228,6 +264,10 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 			n := len(s.Failures) - i
 			fmt.Fprintf(errw, "... and %d more %s (clipidx build --json lists them all)\n", n, plural(n, "failure", "failures"))
 			break
+		}
+		if f.Transient {
+			fmt.Fprintf(errw, "failed, not recorded (will be retried): %s\n", namedError(f.Path, f.Error))
+			continue
 		}
 		fmt.Fprintf(errw, "failed: %s\n", namedError(f.Path, f.Error))
 	}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/preprocess"
+)
+
+// TestBuildHelpListsTodaysFormats: build --help names every format the
+// decoder reads (it once listed six, without HEIC, AVIF or RAW) and offers
+// --retry-failed.
+func TestBuildHelpListsTodaysFormats(t *testing.T) {
+	c := newBuildCmd()
+	for _, id := range preprocess.Formats() {
+		name := strings.ToUpper(id)
+		for _, f := range formatNames {
+			if f.id == id {
+				name = f.name
+			}
+		}
+		if !strings.Contains(c.Long, name) {
+			t.Errorf("build --help does not name %s (%s)", name, id)
+		}
+	}
+	for _, want := range []string{"HEIC/HEIF", "AVIF", "camera RAW"} {
+		if !strings.Contains(c.Long, want) {
+			t.Errorf("build --help does not name %s", want)
+		}
+	}
+	if c.Flags().Lookup("retry-failed") == nil {
+		t.Error("build has no --retry-failed")
+	}
+	if got := formatList([]string{"png", "jpeg", "qoi"}); got != "JPEG, PNG and QOI" {
+		t.Errorf("formatList = %q", got)
+	}
+}
+
+// TestBuildSummarySaysWhatIsRetried: a failure that is not the file's is
+// listed as not recorded and to be retried; the file's own is listed as
+// before.
+func TestBuildSummarySaysWhatIsRetried(t *testing.T) {
+	c := newBuildCmd()
+	var out, errw bytes.Buffer
+	c.SetOut(&out)
+	c.SetErr(&errw)
+	printBuildSummary(c, &index.Summary{Failed: 2, Failures: []index.Failure{
+		{Path: "/p/a.jpg", Error: "read: input/output error", Transient: true},
+		{Path: "/p/b.jpg", Error: "decode /p/b.jpg: corrupt image"},
+	}})
+	want := "failed, not recorded (will be retried): /p/a.jpg: read: input/output error\nfailed: decode /p/b.jpg: corrupt image\n"
+	if errw.String() != want {
+		t.Errorf("printed %q, want %q", errw.String(), want)
+	}
+}
