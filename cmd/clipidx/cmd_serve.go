@@ -81,7 +81,7 @@ Thumbnails are cached under $XDG_CACHE_HOME/clipidx/thumbs.`,
 					if err != nil {
 						return nil, err
 					}
-					return m, nil
+					return indexFace{m}, nil
 				},
 			})
 			if err != nil {

@@ -4,10 +4,13 @@
 // request, as `clipidx search` does, so a build can run beside it; it never
 // serves a path, only opaque ids of indexed files, and it checks a token,
 // the Host header and the Origin of POSTs as the README's "clipidx serve"
-// section describes.
+// section describes. No request holds the index open while the model
+// works: it reads what it needs, closes the index, runs the model, then
+// opens the index again to rank.
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
@@ -296,7 +299,7 @@ var errBusy = errors.New("busy: too many searches waiting for the model")
 
 // enter takes a model-run slot, waiting in a bounded queue; leave gives it
 // back.
-func (s *Server) enter(r *http.Request) error {
+func (s *Server) enter(ctx context.Context) error {
 	select {
 	case s.gate <- struct{}{}:
 		return nil
@@ -311,8 +314,8 @@ func (s *Server) enter(r *http.Request) error {
 	select {
 	case s.gate <- struct{}{}:
 		return nil
-	case <-r.Context().Done():
-		return r.Context().Err()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -327,4 +330,18 @@ func (s *Server) view(fn func(*store.Snapshot) error) error {
 	}
 	defer rd.Close()
 	return rd.View(fn)
+}
+
+// withModel runs fn holding a model-run slot, taken after a wait in the
+// bounded queue. ctx (the request's) ends the wait; fn checks it between
+// its stages, so a client that has gone stops its model work there.
+func (s *Server) withModel(ctx context.Context, fn func(context.Context) error) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fn(ctx)
 }

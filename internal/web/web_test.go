@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -54,16 +55,7 @@ func TestSearchIsTheCLISearch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := store.OpenReader(e.db, store.ReaderOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []search.Result
-		err = r.View(func(s *store.Snapshot) error {
-			want, err = search.Query(s, terms, func() (search.Encoder, error) { return tiny(t), nil }, search.Options{K: 5})
-			return err
-		})
-		r.Close()
+		want, err := search.Query(context.Background(), viewOf(e.db), terms, func() (search.Encoder, error) { return tiny(t), nil }, search.Options{K: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
