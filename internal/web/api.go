@@ -100,14 +100,18 @@ func (b *badRequest) Error() string { return b.msg }
 
 func badf(format string, a ...any) error { return &badRequest{fmt.Sprintf(format, a...)} }
 
-// options reads k, under and threshold from the URL.
+// options reads k, under and threshold from the URL, and checks a query
+// line (q) against the limits wherever it comes.
 func (s *Server) options(r *http.Request) (search.Options, error) {
 	q := r.URL.Query()
 	opts := search.Options{K: 50, Threads: s.o.Threads}
+	if err := checkQuery(q.Get("q")); err != nil {
+		return opts, err
+	}
 	if v := q.Get("k"); v != "" {
 		k, err := strconv.Atoi(v)
-		if err != nil || k < 1 || k > 1000 {
-			return opts, badf("k takes a number of results from 1 to 1000, not %q", v)
+		if err != nil || k < 1 || k > MaxK {
+			return opts, badf("k takes a number of results from 1 to %d, not %q", MaxK, v)
 		}
 		opts.K = k
 	}
@@ -187,6 +191,18 @@ func SplitQuery(line string) []string {
 	}
 	flush()
 	return args
+}
+
+// checkQuery refuses a query line over MaxQueryBytes or MaxTerms: each
+// term is a prompt in the model run that holds the only model slot.
+func checkQuery(line string) error {
+	if len(line) > MaxQueryBytes {
+		return badf("the query is %d bytes long: at most %d bytes are taken", len(line), MaxQueryBytes)
+	}
+	if n := len(SplitQuery(line)); n > MaxTerms {
+		return badf("the query has %d terms: at most %d terms are taken", n, MaxTerms)
+	}
+	return nil
 }
 
 // parseWebQuery parses a typed line; image terms (@file) are refused:

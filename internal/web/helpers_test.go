@@ -225,4 +225,10 @@ func (e *env) idOf(t testing.TB, path string) string {
 	return ""
 }
 
+// port is the port the server listens on.
+func (e *env) port() string {
+	_, port, _ := net.SplitHostPort(e.ts.Listener.Addr().String())
+	return port
+}
+
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
