@@ -165,6 +165,7 @@ func TestBuildCommitsWhileModelRuns(t *testing.T) {
 			err := commit(t, e.db, tiny(t).Identity(true), added)
 			took := time.Since(start)
 			close(hm.release)
+			t.Logf("the commit took %v while the model's %s stage was held", took.Round(time.Millisecond), tc.at)
 			if err != nil {
 				t.Fatalf("a commit while the model's %s stage is held: %v after %v", tc.at, err, took.Round(time.Millisecond))
 			}
