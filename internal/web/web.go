@@ -31,9 +31,10 @@ import (
 //go:embed static
 var static embed.FS
 
-// Model is what the server needs of the model face (clipnpu.Model
-// implements it): the search package's Encoder for text queries, and the
-// image preprocessing and tower for uploaded images.
+// Model is what the server needs of the model face (clipnpu.Model with
+// the index identity made from its Description, as cmd/clipidx gives it):
+// the search package's Encoder for text queries, and the image
+// preprocessing and tower for uploaded images.
 type Model interface {
 	search.Encoder
 	Processor(exif bool) (*preprocess.Processor, error)
