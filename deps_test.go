@@ -133,6 +133,8 @@ func TestImportGraph(t *testing.T) {
 				t.Errorf("%s imports %s: the model runtime takes ids and tensors, never paths of images or strings of text", pkg, p)
 			case pkg == "clipnpu" && (p == "index" || p == "search" || under(p, "cmd")):
 				t.Errorf("%s imports %s: the model face is below index, search and the commands", pkg, p)
+			case pkg == "clipnpu" && p == "store":
+				t.Errorf("%s imports %s: the model face knows no index; it describes itself (Description) and the identity is made outside", pkg, p)
 			case under(p, "cmd") || under(p, "examples"):
 				t.Errorf("%s imports %s: commands are not libraries", pkg, p)
 			}

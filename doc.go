@@ -11,7 +11,7 @@
 //	    │
 //	    ▼
 //	forward passes    clipnpu      the model face (clipnpu.Model): a model folder's
-//	                               tokenizer, preprocessing, identity and towers;
+//	                               tokenizer, preprocessing, description and towers;
 //	                               texts / image files → projected embeddings
 //	                    clipnpu/core  what the runtime shares (Backend, Info,
 //	                                  Config, weights in memory, errors)
@@ -24,8 +24,9 @@
 //	    │
 //	    ▼
 //	vectors on disk   store        the bbolt schema (the only bbolt importer)
-//	ranking           search       a query in one read session: stored vectors,
-//	                               the model check, cosine top-k
+//	ranking           search       a query in three steps: a read (identity, stored
+//	                               vectors), the model run with the index closed
+//	                               (and the model check), a read that ranks (top-k)
 //	    │
 //	    ▼
 //	CLI               cmd/clipidx  flags, output, progress bars, exit codes
@@ -40,14 +41,17 @@
 //     (the loader) imports only core; cpu imports core and internal/gemm, never the NPU
 //     path; npu imports core, hf (for its exporter), bundle, xdna and
 //     internal/gemm, never the CPU engines. Only the root, the model face,
-//     imports them all, with tokenizer, preprocess and store (for the
-//     identity an index records); nothing outside clipnpu imports core, hf,
-//     cpu or npu.
+//     imports them all, with tokenizer and preprocess; nothing outside
+//     clipnpu imports core, hf, cpu or npu. The model knows no index: the
+//     face describes itself (clipnpu.Description) and the store's identity
+//     is made from that description by whoever holds both (cmd/clipidx),
+//     so clipnpu never imports store.
 //   - store imports no other clipidx package except leaves; it alone imports
 //     go.etcd.io/bbolt.
 //   - index and search declare the small interfaces they need (index.Encoder,
-//     search.Encoder), which clipnpu.Model implements, and import store; they
-//     never import clipnpu, so their tests run with a fake encoder.
+//     search.Encoder), which clipnpu.Model implements (search.Encoder with
+//     the identity cmd/clipidx adds from its description), and import store;
+//     they never import clipnpu, so their tests run with a fake encoder.
 //   - cmd/clipidx wires everything together and is the only place that prints,
 //     reads flags or the environment, or exits.
 package clipidx

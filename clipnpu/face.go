@@ -3,10 +3,12 @@ package clipnpu
 // The model face: what every command, the web server and the examples
 // share to turn texts and image files into the vectors an index stores.
 // The engines below (core, hf, cpu, npu) take tensors and ids; this file
-// adds the folder's tokenizer and image preprocessing, the identity that
-// says when two vectors are comparable, and lazy loading.
+// adds the folder's tokenizer and image preprocessing, a description of
+// where its vectors come from (the index makes its identity from it), and
+// lazy loading.
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -19,7 +21,6 @@ import (
 	"github.com/clipidx/clipidx/clipnpu/bundle"
 	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/preprocess"
-	"github.com/clipidx/clipidx/store"
 	"github.com/clipidx/clipidx/tokenizer"
 )
 
@@ -215,20 +216,32 @@ func (m *Model) Backend(t Towers) (Backend, error) {
 	return m.img, nil
 }
 
-// Identity is what an index records about the model and the pipeline that
-// made its vectors: vectors of two different identities are never mixed.
-// exif is whether images had their EXIF orientation applied. Preprocess is
-// "" when the folder's preprocessing cannot be read (text-only use; Open
-// with the image tower refuses such a folder).
-func (m *Model) Identity(exif bool) store.Identity {
+// Description says where the model's vectors come from: the model, how
+// its weights are held and the image pipeline. The index makes the
+// identity it records from it; the face itself knows no index.
+type Description struct {
+	Name        string // the model's name (config.json, or the bundle's manifest)
+	WeightsHash string // hash of the weights as stored; "" when unknown
+	Weights     string // "" as stored, or the type float32 weights were rounded to at load ("f16")
+	Dim         int    // the embedding dimension D
+	// Preprocess is the preprocessing version and a hash of the folder's
+	// config; "" when that config cannot be read (text-only use; Open
+	// with the image tower refuses such a folder).
+	Preprocess string
+	EXIF       bool // images have their EXIF orientation applied
+}
+
+// Describe describes the model and its image pipeline, with EXIF
+// orientation applied when exif is set.
+func (m *Model) Describe(exif bool) Description {
 	info := m.Info()
 	pre := ""
 	if pcfg, err := m.preprocessing(); err == nil {
 		cfg, _ := json.Marshal(pcfg)
 		pre = fmt.Sprintf("%s/%x", preprocess.Version, sha256.Sum256(cfg))[:len(preprocess.Version)+9]
 	}
-	return store.Identity{
-		Model:       info.Name,
+	return Description{
+		Name:        info.Name,
 		WeightsHash: info.WeightsHash,
 		Weights:     info.Rounded,
 		Dim:         info.Dim,
@@ -237,19 +250,12 @@ func (m *Model) Identity(exif bool) store.Identity {
 	}
 }
 
-// Compatible returns nil when this model's vectors can be compared with an
-// index of identity have: for text queries the model alone, for images
-// also the preprocessing (images true), with the index's EXIF setting.
-func (m *Model) Compatible(have store.Identity, images bool) error {
-	return have.Compatible(m.Identity(have.EXIF), !images)
-}
-
-// Prepare readies the model for a query against an index of identity
-// have: it loads the towers the query needs (text and/or image), checks
-// that their vectors are comparable with the index's, and embeds later
-// image files with the index's EXIF setting. It implements the search
-// package's Encoder.
-func (m *Model) Prepare(have store.Identity, text, image bool) error {
+// Prepare readies the model for a query: it loads the towers the query
+// needs (text and/or image) and embeds later image files (EncodeImageFile)
+// with the EXIF setting exif. A load, once started, runs to its end (the
+// loaders take no context) and its tower is kept; ctx is checked before
+// and after it. It is the Prepare of the search package's Encoder.
+func (m *Model) Prepare(ctx context.Context, text, image, exif bool) error {
 	t := BothTowers
 	switch {
 	case !text && !image:
@@ -259,13 +265,16 @@ func (m *Model) Prepare(have store.Identity, text, image bool) error {
 	case !text:
 		t = ImageTower
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := m.Load(t); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	m.queryEXIF = have.EXIF
+	m.queryEXIF = exif
 	m.mu.Unlock()
-	return m.Compatible(have, image)
+	return ctx.Err()
 }
 
 // Processor is the folder's image preprocessing, applying the EXIF
@@ -389,9 +398,8 @@ func (m *Model) EncodeImageFiles(paths []string, exif bool) ([]float32, error) {
 	return out, nil
 }
 
-// EncodeImageFile embeds one image file with the EXIF setting of the index
-// of the last Prepare (before any: as stored) → [D]. It implements the search package's
-// Encoder.
+// EncodeImageFile embeds one image file with the EXIF setting of the last
+// Prepare (before any: as stored) → [D], for the search package's Encoder.
 func (m *Model) EncodeImageFile(path string) ([]float32, error) {
 	return m.EncodeImageFiles([]string{path}, m.prepareEXIF())
 }

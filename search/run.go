@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -10,14 +11,16 @@ import (
 )
 
 // Encoder embeds the terms of a query for one index; the model face
-// (clipnpu.Model) implements it.
+// (clipnpu.Model) with an identity made from its description implements it.
 type Encoder interface {
-	// Prepare is called once, before any term is embedded, with the
-	// identity of the index searched and the kinds of term that still need
-	// the model (text, image). It loads what those need and returns an
-	// error when the encoder's vectors cannot be compared with the index's
-	// (another model, or for images another preprocessing).
-	Prepare(have store.Identity, text, image bool) error
+	// Prepare is called once, before any term is embedded, with the kinds
+	// of term that still need the model (text, image) and the index's EXIF
+	// setting, which later image files are embedded with. It loads what
+	// those need; ctx ends the wait where the model allows.
+	Prepare(ctx context.Context, text, image, exif bool) error
+	// Identity is what an index would record of the encoder's vectors,
+	// with EXIF orientation applied when exif is set.
+	Identity(exif bool) store.Identity
 	TextEncoder
 	ImageEncoder
 }
@@ -26,19 +29,63 @@ type Encoder interface {
 // Encoder was given.
 var ErrNoEncoder = errors.New("query needs the model but none was given")
 
-// Query runs a parsed query against the snapshot in one pass: an image term
-// whose content is already in the index takes its stored vector (no model
-// run), the encoder is prepared and checked against the index only for what
-// remains, the terms are combined (Embed) and the index ranked (Search),
-// all inside the read session the snapshot belongs to. The encoder is asked
-// for (model, called at most once) only when a term needs it; model may be
-// nil when every term is a stored image.
-func Query(s *store.Snapshot, terms []Term, model func() (Encoder, error), opts Options) ([]Result, error) {
+// ErrIndexChanged is returned by Rank when the index was rebuilt for
+// another model between the reads of one query.
+var ErrIndexChanged = errors.New("the index was rebuilt for another model during the search: search again")
+
+// TextPass is how many query texts one text-tower call embeds: a
+// cancelled query stops between passes.
+const TextPass = 8
+
+// View runs fn in a read session of the index that ends when fn returns,
+// releasing the index's lock (store.Reader's View between OpenReader and
+// Close).
+type View func(fn func(*store.Snapshot) error) error
+
+// Query runs a parsed query in three steps so that no lock on the index is
+// held while the model works: a read (the index's identity, and the stored
+// vectors of image terms whose content it holds), the model run (Vector,
+// only for what remains), and a second read that ranks (Rank). The
+// encoder is asked for (model, called at most once) only when a term needs
+// it; model may be nil when every term is a stored image. ctx cancels the
+// model work between its stages.
+func Query(ctx context.Context, view View, terms []Term, model func() (Encoder, error), opts Options) ([]Result, error) {
+	p, err := NewPlan(terms)
+	if err != nil {
+		return nil, err
+	}
+	if err := view(p.Read); err != nil {
+		return nil, err
+	}
+	q, err := p.Vector(ctx, model)
+	if err != nil {
+		return nil, err
+	}
+	var res []Result
+	err = view(func(s *store.Snapshot) error {
+		res, err = Rank(s, p.Identity, q, opts)
+		return err
+	})
+	return res, err
+}
+
+// Plan is a query between its steps: its terms, the content hash of its
+// image files, and what the index holds of them (Read).
+type Plan struct {
+	terms  []Term
+	hashes map[string]store.Hash // image term → content hash
+	// Identity is the identity of the index read (zero before Read).
+	Identity store.Identity
+	stored   map[string][]float32 // image term → its vector in the index
+}
+
+// NewPlan reads and hashes the query's image files, before any index is
+// open.
+func NewPlan(terms []Term) (*Plan, error) {
 	if len(terms) == 0 {
 		return nil, ErrEmptyQuery
 	}
-	have := s.Identity()
-	stored := map[string][]float32{}
+	p := &Plan{terms: terms, hashes: map[string]store.Hash{}, stored: map[string][]float32{}}
 	for _, t := range terms {
 		if t.Image == "" {
 			continue
@@ -47,38 +94,84 @@ func Query(s *store.Snapshot, terms []Term, model func() (Encoder, error), opts 
 		if err != nil {
 			return nil, err
 		}
-		if _, v := s.VectorByHash(sha256.Sum256(data)); v != nil {
-			stored[t.Image] = v
+		p.hashes[t.Image] = sha256.Sum256(data)
+	}
+	return p, nil
+}
+
+// Read takes what the query needs from a read session: the index's
+// identity and the stored vector of every image term whose content the
+// index holds (copies, usable after the session).
+func (p *Plan) Read(s *store.Snapshot) error {
+	p.Identity = s.Identity()
+	for path, h := range p.hashes {
+		if _, v := s.VectorByHash(h); v != nil {
+			p.stored[path] = v
 		}
 	}
-	needText, needImage := false, false
-	for _, t := range terms {
-		needText = needText || t.Image == ""
-		needImage = needImage || (t.Image != "" && stored[t.Image] == nil)
+	return nil
+}
+
+// needs reports which towers the terms not found in the index need.
+func (p *Plan) needs() (text, image bool) {
+	for _, t := range p.terms {
+		text = text || t.Image == ""
+		image = image || (t.Image != "" && p.stored[t.Image] == nil)
 	}
-	qe := &queryEncoder{stored: stored}
-	if needText || needImage {
+	return text, image
+}
+
+// Vector turns the terms into the query vector (Embed) with no index
+// open: stored vectors first, the model (prepared and checked against the
+// index's identity by Ready) for the rest. ctx is checked before the model
+// opens, after it loads, between text passes and before each image file;
+// a pass that has started runs to its end.
+func (p *Plan) Vector(ctx context.Context, model func() (Encoder, error)) ([]float32, error) {
+	qe := &queryEncoder{ctx: ctx, stored: p.stored}
+	if text, image := p.needs(); text || image {
 		if model == nil {
 			return nil, ErrNoEncoder
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		enc, err := model()
 		if err != nil {
 			return nil, err
 		}
-		if err := enc.Prepare(have, needText, needImage); err != nil {
+		if err := Ready(ctx, enc, p.Identity, text, image); err != nil {
 			return nil, err
 		}
 		qe.enc = enc
 	}
-	q, err := Embed(terms, have.Dim, qe, qe)
-	if err != nil {
-		return nil, err
+	return Embed(p.terms, p.Identity.Dim, qe, qe)
+}
+
+// Ready prepares enc for a query on an index of identity have (the towers
+// text and image need) and returns an error wrapping
+// store.ErrModelMismatch when enc's vectors cannot be compared with the
+// index's: another model, or for images another preprocessing.
+func Ready(ctx context.Context, enc Encoder, have store.Identity, text, image bool) error {
+	if err := enc.Prepare(ctx, text, image, have.EXIF); err != nil {
+		return err
+	}
+	return have.Compatible(enc.Identity(have.EXIF), !image)
+}
+
+// Rank is Search on a snapshot of the index whose identity a query vector
+// was made for (have); an index rebuilt for another model since is
+// ErrIndexChanged.
+func Rank(s *store.Snapshot, have store.Identity, q []float32, opts Options) ([]Result, error) {
+	if s.Identity() != have {
+		return nil, ErrIndexChanged
 	}
 	return Search(s, q, opts)
 }
 
-// queryEncoder answers image terms from the index's stored vectors first.
+// queryEncoder answers image terms from the index's stored vectors first,
+// and embeds texts in passes, checking ctx between them.
 type queryEncoder struct {
+	ctx    context.Context
 	stored map[string][]float32
 	enc    Encoder
 }
@@ -87,7 +180,18 @@ func (e *queryEncoder) EncodeTexts(texts []string) ([]float32, error) {
 	if e.enc == nil {
 		return nil, ErrNoEncoder
 	}
-	return e.enc.EncodeTexts(texts)
+	var out []float32
+	for lo := 0; lo < len(texts); lo += TextPass {
+		if err := e.ctx.Err(); err != nil {
+			return nil, err
+		}
+		v, err := e.enc.EncodeTexts(texts[lo:min(lo+TextPass, len(texts))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
 }
 
 func (e *queryEncoder) EncodeImageFile(path string) ([]float32, error) {
@@ -96,6 +200,9 @@ func (e *queryEncoder) EncodeImageFile(path string) ([]float32, error) {
 	}
 	if e.enc == nil {
 		return nil, fmt.Errorf("image %s: %w", path, ErrNoEncoder)
+	}
+	if err := e.ctx.Err(); err != nil {
+		return nil, err
 	}
 	return e.enc.EncodeImageFile(path)
 }

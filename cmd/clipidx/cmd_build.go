@@ -125,7 +125,7 @@ indexes.`,
 				Preprocess:  proc.Bytes,
 				Reach:       preprocess.Formats(), // what proc.Bytes decodes
 				RetryFailed: retryFailed,
-				Identity:    m.Identity(exif),
+				Identity:    indexIdentity(m.Describe(exif)),
 				Reindex:     reindex,
 				BatchSize:   batch,
 				Workers:     workers,

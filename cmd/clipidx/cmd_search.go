@@ -82,11 +82,6 @@ looked up by its content and needs no model at all.`,
 			if cmd.Flags().Changed("threshold") {
 				opts.Threshold = &threshold
 			}
-			r, err := store.OpenReader(g.db, store.ReaderOptions{})
-			if err != nil {
-				return err
-			}
-			defer r.Close()
 			// The model is opened only when a term needs it (an image in
 			// the index is found by its content), and then only the
 			// towers the query needs are loaded.
@@ -98,14 +93,12 @@ looked up by its content and needs no model at all.`,
 			}()
 			model := func() (search.Encoder, error) {
 				var err error
-				m, err = openFace(clipnpu.TextTower, true)
-				return m, err
+				if m, err = openFace(clipnpu.TextTower, true); err != nil {
+					return nil, err
+				}
+				return indexFace{m}, nil
 			}
-			var res []search.Result
-			err = r.View(func(s *store.Snapshot) error {
-				res, err = search.Query(s, terms, model, opts)
-				return err
-			})
+			res, err := search.Query(cmd.Context(), viewIndex(g.db), terms, model, opts)
 			if err != nil {
 				return err
 			}
@@ -179,4 +172,29 @@ func printPreviews(cmd *cobra.Command, res []search.Result) error {
 		}
 	}
 	return nil
+}
+
+// indexFace is the model face as search and the server take it: the
+// identity an index records is made here, from the face's description,
+// so the face knows no index.
+type indexFace struct{ *clipnpu.Model }
+
+func (f indexFace) Identity(exif bool) store.Identity { return indexIdentity(f.Describe(exif)) }
+
+// indexIdentity is the identity an index records of the model described.
+func indexIdentity(d clipnpu.Description) store.Identity {
+	return store.Identity{Model: d.Name, WeightsHash: d.WeightsHash, Weights: d.Weights, Dim: d.Dim, Preprocess: d.Preprocess, EXIF: d.EXIF}
+}
+
+// viewIndex opens the index at path for each read of a query and closes
+// it after, so no lock is held while the model works.
+func viewIndex(path string) search.View {
+	return func(fn func(*store.Snapshot) error) error {
+		r, err := store.OpenReader(path, store.ReaderOptions{})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return r.View(fn)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 func init() { subcommands = append(subcommands, newServeCmd) }
 
 func newServeCmd() *cobra.Command {
-	var addr, token string
+	var addr, token, tokenFile string
 	var open bool
 	c := &cobra.Command{
 		Use:   "serve",
@@ -35,10 +36,15 @@ request, so a build can run at the same time; new images show without a
 restart. The model's text tower loads on the first text query.
 
 The page listens on loopback unless --addr names another address; then a
-token is required (--token, or a random one printed with the URL).
-Thumbnails are cached under $XDG_CACHE_HOME/clipidx/thumbs.`,
+token is required: from --token-file FILE or $CLIPIDX_TOKEN (both stay out
+of ps), --token, or a random one printed with the URL. Without the token,
+requests that another web site makes the browser send (Sec-Fetch-Site
+cross-site or same-site) are refused. A query takes at most 32 terms and
+1,000 bytes, and k at most 1,000 results. Thumbnails are cached under
+$XDG_CACHE_HOME/clipidx/thumbs.`,
 		Example: `  clipidx serve --open
-  clipidx serve --addr 0.0.0.0:8080     # prints a URL with a token`,
+  clipidx serve --addr 0.0.0.0:8080     # prints a URL with a token
+  clipidx serve --addr 0.0.0.0:8080 --token-file ~/.config/clipidx/token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _, err := net.SplitHostPort(addr)
@@ -47,6 +53,9 @@ Thumbnails are cached under $XDG_CACHE_HOME/clipidx/thumbs.`,
 			}
 			if _, err := os.Stat(g.db); err != nil {
 				return fmt.Errorf("index %s: %w (run `clipidx build FOLDER` first, or pass --db)", g.db, err)
+			}
+			if token, err = serveToken(token, tokenFile, os.Getenv); err != nil {
+				return err
 			}
 			if token == "" && !web.Loopback(host) {
 				if token, err = web.NewToken(); err != nil {
@@ -81,7 +90,7 @@ Thumbnails are cached under $XDG_CACHE_HOME/clipidx/thumbs.`,
 					if err != nil {
 						return nil, err
 					}
-					return m, nil
+					return indexFace{m}, nil
 				},
 			})
 			if err != nil {
@@ -127,8 +136,32 @@ Thumbnails are cached under $XDG_CACHE_HOME/clipidx/thumbs.`,
 	f := c.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port); beyond loopback a token is required")
 	f.BoolVar(&open, "open", false, "open the page in the default browser")
-	f.StringVar(&token, "token", "", "token the page and API require (default: none on loopback, a random one otherwise)")
+	f.StringVar(&token, "token", "", "token the page and API require (shown to every user by ps: prefer --token-file or $CLIPIDX_TOKEN; default: none on loopback, a random one otherwise)")
+	f.StringVar(&tokenFile, "token-file", "", "read the token from FILE (surrounding whitespace dropped)")
 	return c
+}
+
+// serveToken is the token serve requires: --token, else the one in
+// --token-file (trimmed of whitespace; an empty file is refused), else
+// $CLIPIDX_TOKEN; "" when none is given.
+func serveToken(flag, file string, getenv func(string) string) (string, error) {
+	switch {
+	case flag != "" && file != "":
+		return "", usageError("give the token once: --token or --token-file, not both")
+	case flag != "":
+		return flag, nil
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		t := strings.TrimSpace(string(b))
+		if t == "" {
+			return "", usageError("--token-file %s is empty: write the token in it", file)
+		}
+		return t, nil
+	}
+	return strings.TrimSpace(getenv("CLIPIDX_TOKEN")), nil
 }
 
 // openBrowser starts the system's browser on u; a failure only prints.

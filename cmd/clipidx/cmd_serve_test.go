@@ -110,3 +110,40 @@ func TestServeAndPreviewEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestServeToken: the token comes from --token, --token-file (trimmed; an
+// empty file refused) or $CLIPIDX_TOKEN, so it can stay out of ps.
+func TestServeToken(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "CLIPIDX_TOKEN" {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		name, flag, file, env, want, err string
+	}{
+		{"none", "", "", "", "", ""},
+		{"env", "", "", "fromenv", "fromenv", ""},
+		{"file trimmed", "", file("t", "  fromfile\n"), "fromenv", "fromfile", ""},
+		{"flag", "fromflag", "", "fromenv", "fromflag", ""},
+		{"empty file", "", file("empty", " \n\t\n"), "", "", "is empty"},
+		{"missing file", "", filepath.Join(dir, "nothing"), "", "", "--token-file"},
+		{"both flags", "x", file("t2", "y"), "", "", "not both"},
+	} {
+		got, err := serveToken(tc.flag, tc.file, env(tc.env))
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %q, %v; want %q, error with %q", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -78,6 +79,11 @@ func fail(w http.ResponseWriter, err error) {
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", "2")
 		httpError(w, http.StatusServiceUnavailable, err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client has gone: this answer is for the log only.
+		httpError(w, http.StatusServiceUnavailable, "search cancelled: "+err.Error())
+	case errors.Is(err, search.ErrIndexChanged):
+		httpError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, search.ErrEmptyQuery), errors.Is(err, search.ErrBadWeight), errors.Is(err, preprocess.ErrUnknownFormat),
 		errors.Is(err, preprocess.ErrUnsupported), errors.Is(err, preprocess.ErrCorrupt):
 		httpError(w, http.StatusBadRequest, err.Error())
@@ -94,14 +100,18 @@ func (b *badRequest) Error() string { return b.msg }
 
 func badf(format string, a ...any) error { return &badRequest{fmt.Sprintf(format, a...)} }
 
-// options reads k, under and threshold from the URL.
+// options reads k, under and threshold from the URL, and checks a query
+// line (q) against the limits wherever it comes.
 func (s *Server) options(r *http.Request) (search.Options, error) {
 	q := r.URL.Query()
 	opts := search.Options{K: 50, Threads: s.o.Threads}
+	if err := checkQuery(q.Get("q")); err != nil {
+		return opts, err
+	}
 	if v := q.Get("k"); v != "" {
 		k, err := strconv.Atoi(v)
-		if err != nil || k < 1 || k > 1000 {
-			return opts, badf("k takes a number of results from 1 to 1000, not %q", v)
+		if err != nil || k < 1 || k > MaxK {
+			return opts, badf("k takes a number of results from 1 to %d, not %q", MaxK, v)
 		}
 		opts.K = k
 	}
@@ -183,6 +193,18 @@ func SplitQuery(line string) []string {
 	return args
 }
 
+// checkQuery refuses a query line over MaxQueryBytes or MaxTerms: each
+// term is a prompt in the model run that holds the only model slot.
+func checkQuery(line string) error {
+	if len(line) > MaxQueryBytes {
+		return badf("the query is %d bytes long: at most %d bytes are taken", len(line), MaxQueryBytes)
+	}
+	if n := len(SplitQuery(line)); n > MaxTerms {
+		return badf("the query has %d terms: at most %d terms are taken", n, MaxTerms)
+	}
+	return nil
+}
+
 // parseWebQuery parses a typed line; image terms (@file) are refused:
 // they would read files of the server.
 func parseWebQuery(line string) ([]search.Term, error) {
@@ -213,21 +235,40 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if err := s.enter(r); err != nil {
-		fail(w, err)
-		return
+	// Read, close the index, run the model, then read again to rank: a
+	// build's commit never waits for the model.
+	p, err := search.NewPlan(terms)
+	if err == nil {
+		err = s.view(p.Read)
 	}
-	defer s.leave()
+	var v []float32
+	if err == nil {
+		err = s.withModel(r.Context(), func(ctx context.Context) error {
+			v, err = p.Vector(ctx, func() (search.Encoder, error) { return s.modelFor() })
+			return err
+		})
+	}
 	var res []search.Result
-	err = s.view(func(snap *store.Snapshot) error {
-		res, err = search.Query(snap, terms, func() (search.Encoder, error) { return s.modelFor() }, opts)
-		return err
-	})
+	if err == nil {
+		res, err = s.rank(p.Identity, v, opts)
+	}
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	s.answer(w, line, start, res)
+}
+
+// rank ranks the index for q, made for an index of identity have, in a
+// read session of its own.
+func (s *Server) rank(have store.Identity, q []float32, opts search.Options) ([]search.Result, error) {
+	var res []search.Result
+	err := s.view(func(snap *store.Snapshot) error {
+		var err error
+		res, err = search.Rank(snap, have, q, opts)
+		return err
+	})
+	return res, err
 }
 
 func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
@@ -281,17 +322,25 @@ func (s *Server) apiSearchImage(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "empty upload: send the image as the request body")
 		return
 	}
-	var res []search.Result
+	// An image already in the index takes its stored vector; else the
+	// model embeds it with the index closed.
+	var have store.Identity
+	var v []float32
 	err = s.view(func(snap *store.Snapshot) error {
-		_, v := snap.VectorByHash(sha256.Sum256(data))
-		if v == nil {
-			if v, err = s.embedUpload(r, snap.Identity(), data); err != nil {
-				return err
-			}
-		}
-		res, err = search.Search(snap, v, opts)
-		return err
+		have = snap.Identity()
+		_, v = snap.VectorByHash(sha256.Sum256(data))
+		return nil
 	})
+	if err == nil && v == nil {
+		err = s.withModel(r.Context(), func(ctx context.Context) error {
+			v, err = s.embedUpload(ctx, have, data)
+			return err
+		})
+	}
+	var res []search.Result
+	if err == nil {
+		res, err = s.rank(have, v, opts)
+	}
 	if err != nil {
 		fail(w, err)
 		return
@@ -299,16 +348,15 @@ func (s *Server) apiSearchImage(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, "image upload", start, res)
 }
 
-func (s *Server) embedUpload(r *http.Request, have store.Identity, data []byte) ([]float32, error) {
-	if err := s.enter(r); err != nil {
-		return nil, err
-	}
-	defer s.leave()
+// embedUpload embeds an uploaded image for an index of identity have. ctx
+// is checked between the stages; the decode and the image pass, once
+// started, run to their end (neither takes a context).
+func (s *Server) embedUpload(ctx context.Context, have store.Identity, data []byte) ([]float32, error) {
 	m, err := s.modelFor()
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Prepare(have, false, true); err != nil {
+	if err := search.Ready(ctx, m, have, false, true); err != nil {
 		return nil, err
 	}
 	p, err := m.Processor(have.EXIF)
@@ -317,6 +365,9 @@ func (s *Server) embedUpload(r *http.Request, have store.Identity, data []byte) 
 	}
 	px, err := p.Bytes(data, "upload")
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return m.EncodeImages(px, 1)

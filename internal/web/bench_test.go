@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -27,7 +28,10 @@ type fixedText struct {
 	v []float32
 }
 
-func (f fixedText) Prepare(store.Identity, bool, bool) error      { return nil }
+func (f fixedText) Prepare(context.Context, bool, bool, bool) error { return nil }
+func (f fixedText) Identity(exif bool) store.Identity {
+	return store.Identity{Model: "bench-random", Dim: len(f.v), EXIF: exif}
+}
 func (f fixedText) EncodeTexts(texts []string) ([]float32, error) { return f.v, nil }
 
 // BenchmarkAPISearch100k is GET /api/search (k=50) over HTTP on an index

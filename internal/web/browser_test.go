@@ -13,7 +13,6 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/clipidx/clipidx/search"
-	"github.com/clipidx/clipidx/store"
 )
 
 // chromium finds a Chromium to drive; without one the test is skipped,
@@ -40,16 +39,7 @@ func (e *env) wantIDs(t *testing.T, line string, k int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := store.OpenReader(e.db, store.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var res []search.Result
-	err = r.View(func(s *store.Snapshot) error {
-		res, err = search.Query(s, terms, func() (search.Encoder, error) { return tiny(t), nil }, search.Options{K: k})
-		return err
-	})
+	res, err := search.Query(context.Background(), viewOf(e.db), terms, func() (search.Encoder, error) { return tiny(t), nil }, search.Options{K: k})
 	if err != nil {
 		t.Fatal(err)
 	}

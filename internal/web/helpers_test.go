@@ -18,6 +18,8 @@ import (
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/index"
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/search"
+	"github.com/clipidx/clipidx/store"
 )
 
 // tinyModel opens the tiny fixture model once per test binary.
@@ -27,7 +29,7 @@ var (
 	tinyErr  error
 )
 
-func tiny(t testing.TB) *clipnpu.Model {
+func tiny(t testing.TB) face {
 	t.Helper()
 	dir := fixtures.TinyModel(t)
 	tinyOnce.Do(func() {
@@ -36,7 +38,29 @@ func tiny(t testing.TB) *clipnpu.Model {
 	if tinyErr != nil {
 		t.Fatal(tinyErr)
 	}
-	return tinyM
+	return face{tinyM}
+}
+
+// face is the model face as the server and search take it: with the
+// identity an index records made from the face's description (as
+// cmd/clipidx does).
+type face struct{ *clipnpu.Model }
+
+func (f face) Identity(exif bool) store.Identity {
+	d := f.Describe(exif)
+	return store.Identity{Model: d.Name, WeightsHash: d.WeightsHash, Weights: d.Weights, Dim: d.Dim, Preprocess: d.Preprocess, EXIF: d.EXIF}
+}
+
+// viewOf opens db for each read, as the server does.
+func viewOf(db string) search.View {
+	return func(fn func(*store.Snapshot) error) error {
+		r, err := store.OpenReader(db, store.ReaderOptions{})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return r.View(fn)
+	}
 }
 
 // photos copies the fixture images into a new folder and returns it.
@@ -199,6 +223,12 @@ func (e *env) idOf(t testing.TB, path string) string {
 	}
 	t.Fatalf("%s not among the results", path)
 	return ""
+}
+
+// port is the port the server listens on.
+func (e *env) port() string {
+	_, port, _ := net.SplitHostPort(e.ts.Listener.Addr().String())
+	return port
 }
 
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }

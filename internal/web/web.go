@@ -3,11 +3,14 @@
 // and the JSON API the page uses. It opens the index read-only for each
 // request, as `clipidx search` does, so a build can run beside it; it never
 // serves a path, only opaque ids of indexed files, and it checks a token,
-// the Host header and the Origin of POSTs as the README's "clipidx serve"
-// section describes.
+// the Host header, the Origin of POSTs and the Sec-Fetch-Site of every
+// request as the README's "clipidx serve" section describes. No request
+// holds the index open while the model works: it reads what it needs,
+// closes the index, runs the model, then opens the index again to rank.
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
@@ -28,9 +31,10 @@ import (
 //go:embed static
 var static embed.FS
 
-// Model is what the server needs of the model face (clipnpu.Model
-// implements it): the search package's Encoder for text queries, and the
-// image preprocessing and tower for uploaded images.
+// Model is what the server needs of the model face (clipnpu.Model with
+// the index identity made from its Description, as cmd/clipidx gives it):
+// the search package's Encoder for text queries, and the image
+// preprocessing and tower for uploaded images.
 type Model interface {
 	search.Encoder
 	Processor(exif bool) (*preprocess.Processor, error)
@@ -46,6 +50,8 @@ type Options struct {
 	Addr string
 	// Token, when set, is required on every request (cookie, Bearer header
 	// or ?token= on the page). New refuses a non-loopback Addr without one.
+	// Without it, requests another site makes a browser send are refused
+	// (Sec-Fetch-Site).
 	Token string
 	// OpenModel opens the model on first need; it is called again after a
 	// failure (the error is shown on the page) and its model kept after a
@@ -69,8 +75,18 @@ type Options struct {
 // MaxUpload is the largest image body POST /api/search/image accepts.
 const MaxUpload = 32 << 20
 
-// tokenCookie carries the token from the page's URL to later requests.
-const tokenCookie = "clipidx_token"
+// tokenCookie names the cookie that carries the token from the page's URL
+// to later requests. Cookies ignore the port, so the name carries it: two
+// servers on one host keep their own.
+func tokenCookie(port string) string { return "clipidx_token_" + port }
+
+// Query limits: a query is one model run that holds the only model slot,
+// so its size is bounded.
+const (
+	MaxTerms      = 32   // terms of one query
+	MaxQueryBytes = 1000 // bytes of the typed line
+	MaxK          = 1000 // results of one answer
+)
 
 // ErrNeedToken is returned by New for an address beyond loopback without a
 // token.
@@ -79,12 +95,13 @@ var ErrNeedToken = errors.New("serving beyond loopback needs a token")
 // Server serves the page and the API. Its methods are safe for concurrent
 // use.
 type Server struct {
-	o     Options
-	hosts map[string]bool // accepted Host headers when there is no token
-	ids   *idMap
-	th    *thumbs
-	gate  chan struct{} // one slot per concurrent model run
-	wait  chan struct{} // one slot per queued request
+	o      Options
+	hosts  map[string]bool // accepted Host headers when there is no token
+	cookie string          // the token cookie's name
+	ids    *idMap
+	th     *thumbs
+	gate   chan struct{} // one slot per concurrent model run
+	wait   chan struct{} // one slot per queued request
 
 	open     sync.Mutex // held while the model opens
 	mmu      sync.Mutex // guards model and modelErr
@@ -104,6 +121,9 @@ func New(o Options) (*Server, error) {
 	if !Loopback(host) && o.Token == "" {
 		return nil, fmt.Errorf("%w: %s is not a loopback address", ErrNeedToken, o.Addr)
 	}
+	if !cookieSafe(o.Token) {
+		return nil, errors.New("the token may hold only printable ASCII characters without spaces, quotes, commas, semicolons or backslashes")
+	}
 	if o.ModelRuns <= 0 {
 		o.ModelRuns = 1
 	}
@@ -121,15 +141,28 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		o:     o,
-		hosts: map[string]bool{o.Addr: true},
-		ids:   &idMap{key: key},
-		gate:  make(chan struct{}, o.ModelRuns),
-		wait:  make(chan struct{}, o.MaxQueue),
+		o:      o,
+		hosts:  map[string]bool{o.Addr: true},
+		cookie: tokenCookie(port),
+		ids:    &idMap{key: key},
+		gate:   make(chan struct{}, o.ModelRuns),
+		wait:   make(chan struct{}, o.MaxQueue),
 	}
+	names := []string{host}
 	if Loopback(host) {
-		for _, h := range []string{"localhost", "127.0.0.1", "[::1]"} {
-			s.hosts[h+":"+port] = true
+		names = append(names, "localhost", "127.0.0.1", "[::1]")
+	}
+	for _, h := range names {
+		if h == "" {
+			continue
+		}
+		if strings.Contains(h, ":") && !strings.HasPrefix(h, "[") {
+			h = "[" + h + "]" // an IPv6 address as a Host header writes it
+		}
+		s.hosts[h+":"+port] = true
+		if port == "80" {
+			// A browser leaves the default port out of Host.
+			s.hosts[h] = true
 		}
 	}
 	if o.ThumbDir != "" {
@@ -138,6 +171,17 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// cookieSafe reports whether t travels unchanged in a cookie and a Bearer
+// header (net/http drops what a cookie value cannot hold).
+func cookieSafe(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c <= ' ' || c >= 0x7f || c == '"' || c == ',' || c == ';' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Loopback reports whether host (a name or an IP without port) stays on
@@ -224,8 +268,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // authorized checks the token when there is one, else the Host header
 // (a page on another site that resolves its name to 127.0.0.1 sends its
-// own name: DNS rebinding). On failure it answers and returns false.
+// own name: DNS rebinding). Whatever the token, a request that a page of
+// another site made the browser send (Sec-Fetch-Site cross-site, or
+// same-site: http://localhost:3000 is the same site as this server) is
+// refused unless it carries the token; browsers that send no
+// Sec-Fetch-Site are left to the Host and Origin checks. On failure it
+// answers and returns false.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	valid := s.o.Token != "" && subtle.ConstantTimeCompare([]byte(s.givenToken(r)), []byte(s.o.Token)) == 1
+	if site := r.Header.Get("Sec-Fetch-Site"); (site == "cross-site" || site == "same-site") && !valid {
+		httpError(w, http.StatusForbidden, "request from another site refused (Sec-Fetch-Site: "+site+"): open the page from its own address")
+		return false
+	}
 	if s.o.Token == "" {
 		if !s.hosts[r.Host] {
 			httpError(w, http.StatusForbidden, "unexpected Host header "+r.Host)
@@ -233,10 +287,24 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	}
+	if !valid {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="clipidx"`)
+		httpError(w, http.StatusUnauthorized, "token required: open the URL that `clipidx serve` printed")
+		return false
+	}
+	if r.URL.Path == "/" {
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.o.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	}
+	return true
+}
+
+// givenToken is the token a request carries: a Bearer header, else the
+// cookie; on the page, ?token= wins.
+func (s *Server) givenToken(r *http.Request) string {
 	given := ""
 	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
 		given = strings.TrimPrefix(a, "Bearer ")
-	} else if c, err := r.Cookie(tokenCookie); err == nil {
+	} else if c, err := r.Cookie(s.cookie); err == nil {
 		given = c.Value
 	}
 	if r.URL.Path == "/" {
@@ -244,15 +312,7 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 			given = t
 		}
 	}
-	if subtle.ConstantTimeCompare([]byte(given), []byte(s.o.Token)) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="clipidx"`)
-		httpError(w, http.StatusUnauthorized, "token required: open the URL that `clipidx serve` printed")
-		return false
-	}
-	if r.URL.Path == "/" {
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.o.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	}
-	return true
+	return given
 }
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request, name, ctype string) {
@@ -296,7 +356,7 @@ var errBusy = errors.New("busy: too many searches waiting for the model")
 
 // enter takes a model-run slot, waiting in a bounded queue; leave gives it
 // back.
-func (s *Server) enter(r *http.Request) error {
+func (s *Server) enter(ctx context.Context) error {
 	select {
 	case s.gate <- struct{}{}:
 		return nil
@@ -311,8 +371,8 @@ func (s *Server) enter(r *http.Request) error {
 	select {
 	case s.gate <- struct{}{}:
 		return nil
-	case <-r.Context().Done():
-		return r.Context().Err()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -327,4 +387,18 @@ func (s *Server) view(fn func(*store.Snapshot) error) error {
 	}
 	defer rd.Close()
 	return rd.View(fn)
+}
+
+// withModel runs fn holding a model-run slot, taken after a wait in the
+// bounded queue. ctx (the request's) ends the wait; fn checks it between
+// its stages, so a client that has gone stops its model work there.
+func (s *Server) withModel(ctx context.Context, fn func(context.Context) error) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fn(ctx)
 }
