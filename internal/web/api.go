@@ -27,6 +27,10 @@ type Result struct {
 	Score float32 `json:"score"`
 	Thumb string  `json:"thumb"` // URL of the thumbnail
 	Image string  `json:"image"` // URL of the original
+	// Offline is the folder, kept while its disk is away, that holds the
+	// result ("" when its disk was there at the last build): its
+	// thumbnail and image are not served until the disk is back.
+	Offline string `json:"offline,omitempty"`
 }
 
 // Answer is the body of /api/search, /api/similar and /api/search/image.
@@ -132,11 +136,12 @@ func (s *Server) options(r *http.Request) (search.Options, error) {
 	return opts, nil
 }
 
-func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, res []search.Result) {
-	a := Answer{Query: query, Results: make([]Result, 0, len(res))}
-	for _, x := range res {
+func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk ranked) {
+	a := Answer{Query: query, Results: make([]Result, 0, len(rk.res))}
+	for _, x := range rk.res {
 		id := s.ids.id(x.Path)
-		a.Results = append(a.Results, Result{ID: id, Path: x.Path, Score: x.Score, Thumb: "/thumb/" + id, Image: "/image/" + id})
+		o, _ := store.OfflineFor(rk.offline, x.Path)
+		a.Results = append(a.Results, Result{ID: id, Path: x.Path, Score: x.Score, Thumb: "/thumb/" + id, Image: "/image/" + id, Offline: o.Dir})
 	}
 	a.TookMS = float64(time.Since(start).Microseconds()) / 1000
 	writeJSON(w, http.StatusOK, a)
@@ -248,27 +253,37 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 			return err
 		})
 	}
-	var res []search.Result
+	var rk ranked
 	if err == nil {
-		res, err = s.rank(p.Identity, v, opts)
+		rk, err = s.rank(p.Identity, v, opts)
 	}
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	s.answer(w, line, start, res)
+	s.answer(w, line, start, rk)
+}
+
+// ranked is an answer as read from the index: the results and the
+// folders kept offline, to mark the results they hold.
+type ranked struct {
+	res     []search.Result
+	offline []store.Offline
 }
 
 // rank ranks the index for q, made for an index of identity have, in a
 // read session of its own.
-func (s *Server) rank(have store.Identity, q []float32, opts search.Options) ([]search.Result, error) {
-	var res []search.Result
+func (s *Server) rank(have store.Identity, q []float32, opts search.Options) (ranked, error) {
+	var rk ranked
 	err := s.view(func(snap *store.Snapshot) error {
 		var err error
-		res, err = search.Rank(snap, have, q, opts)
+		if rk.res, err = search.Rank(snap, have, q, opts); err != nil {
+			return err
+		}
+		rk.offline, err = snap.Offline()
 		return err
 	})
-	return res, err
+	return rk, err
 }
 
 func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
@@ -279,24 +294,29 @@ func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	var res []search.Result
+	// Only the stored vector is needed: similar images of a file that is
+	// away (an unplugged disk) or changed since still work.
+	var rk ranked
 	err = s.view(func(snap *store.Snapshot) error {
-		f, err := s.resolve(snap, id)
+		_, rec, err := s.indexed(snap, id)
 		if err != nil {
 			return err
 		}
-		v := snap.Vector(f.rec.Vec)
+		v := snap.Vector(rec.Vec)
 		if v == nil {
 			return errGone
 		}
-		res, err = search.Search(snap, v, opts)
+		if rk.res, err = search.Search(snap, v, opts); err != nil {
+			return err
+		}
+		rk.offline, err = snap.Offline()
 		return err
 	})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	s.answer(w, "similar:"+id, start, res)
+	s.answer(w, "similar:"+id, start, rk)
 }
 
 // apiSearchImage searches by the image in the request body, held in memory
@@ -337,15 +357,15 @@ func (s *Server) apiSearchImage(w http.ResponseWriter, r *http.Request) {
 			return err
 		})
 	}
-	var res []search.Result
+	var rk ranked
 	if err == nil {
-		res, err = s.rank(have, v, opts)
+		rk, err = s.rank(have, v, opts)
 	}
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	s.answer(w, "image upload", start, res)
+	s.answer(w, "image upload", start, rk)
 }
 
 // embedUpload embeds an uploaded image for an index of identity have. ctx
