@@ -333,7 +333,10 @@ func TestBuildIncremental(t *testing.T) {
 	if err != nil || sum.Removed != 0 || sum.Unchanged != 1 {
 		t.Errorf("sub-folder build: %s, %v", sumOf(sum), err)
 	}
-	// Deleting everything empties the index and frees every vector.
+	// Deleting every photo empties the index and frees every vector. (The
+	// folder still lists a note: one that lists nothing at all looks like
+	// a disk that is away, see TestBuildKeepsEmptyRootOffline.)
+	write(t, filepath.Join(d, "notes.txt"), "kept")
 	for _, e := range []string{"p01.jpg", "p02.jpg", "p04.jpg", "p05.jpg", "p06.jpg", "p07.jpg", "p08.jpg", "p09.jpg", "renamed.jpg", "bad.jpg", "sub", "empty.jpg", "text.jpg", "phone.heic"} {
 		removeAll(t, filepath.Join(d, e))
 	}
