@@ -558,7 +558,7 @@ func BenchmarkBuild1000(b *testing.B) {
 
 // TestHoldsRecords: which dangling links had indexed entries under them.
 func TestHoldsRecords(t *testing.T) {
-	known := []string{"/a/b", "/a/b-c/x.png", "/a/b.d", "/a/bc/y.png", "/a/d/e/f.png"}
+	known := []string{"/a/b", "/a/b-c/x.png", "/a/b.d", "/a/bc/y.png", "/a/d/e/f.png", "/m/s.tar#k"}
 	for _, tc := range []struct {
 		dir  string
 		want bool
@@ -570,6 +570,8 @@ func TestHoldsRecords(t *testing.T) {
 		{"/a/c", false},
 		{"/z", false},
 		{"/a/b.", false},
+		{"/m/s.tar", true}, // a shard's samples
+		{"/m/s", false},
 	} {
 		if got := holdsRecords(known, tc.dir); got != tc.want {
 			t.Errorf("holdsRecords(%s) = %v, want %v", tc.dir, got, tc.want)

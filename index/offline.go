@@ -100,8 +100,8 @@ func offline(away []awayDir, prev []store.Offline, sorted []string, kept func(st
 			continue // nothing was indexed there: nothing to keep
 		}
 		o := store.Offline{Dir: a.path, Since: now, Reason: a.reason, Entries: n}
-		if p, ok := store.OfflineFor(prev, a.path); ok && p.Dir == a.path {
-			o.Since = p.Since
+		if i := slices.IndexFunc(prev, func(p store.Offline) bool { return p.Dir == a.path }); i >= 0 {
+			o.Since = prev[i].Since
 		}
 		list = append(list, o)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -342,5 +343,26 @@ func TestMountPoint(t *testing.T) {
 		if got := w.mountPoint(tc.path, stat(tc.path), tc.parent); got != tc.want {
 			t.Errorf("mountPoint(%s, parent given %v) = %v, want %v", tc.path, tc.parent != nil, got, tc.want)
 		}
+	}
+}
+
+// TestOfflineList: only paths that kept records are listed, the outermost
+// of nested ones, with the records kept under each (samples of a shard
+// too); a folder already offline keeps its first time, one inside a folder
+// listed before does not inherit it.
+func TestOfflineList(t *testing.T) {
+	sorted := []string{"/a/x.png", "/a/y/z.png", "/a-b/q.png", "/m/s.tar#k1", "/m/s.tar#k2", "/n/seen.png", "/p/q/r.png"}
+	away := []awayDir{{"/p/q", "lists nothing"}, {"/a/y", "cannot be read"}, {"/a", "lists nothing"},
+		{"/m/s.tar", "cannot be read"}, {"/n", "lists nothing"}, {"/empty", "no longer exists"}}
+	prev := []store.Offline{{Dir: "/a", Since: "then"}, {Dir: "/p", Since: "long ago"}}
+	kept := func(p string) bool { return p != "/n/seen.png" }
+	got := offline(away, prev, sorted, kept, "now")
+	want := []store.Offline{
+		{Dir: "/a", Since: "then", Reason: "lists nothing", Entries: 2},
+		{Dir: "/m/s.tar", Since: "now", Reason: "cannot be read", Entries: 2},
+		{Dir: "/p/q", Since: "now", Reason: "lists nothing", Entries: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("offline = %+v\nwant %+v", got, want)
 	}
 }
