@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -327,20 +325,6 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return b.sum, err
 	}
 	return b.finish(ctx, abs, wk, old)
-}
-
-// holdsRecords reports whether a sorted path list has dir, a path under it
-// or a sample of the tar shard dir (store.Within).
-func holdsRecords(sorted []string, dir string) bool {
-	if i := sort.SearchStrings(sorted, dir); i < len(sorted) && sorted[i] == dir {
-		return true
-	}
-	for _, prefix := range []string{strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator), dir + SampleSep} {
-		if i := sort.SearchStrings(sorted, prefix); i < len(sorted) && strings.HasPrefix(sorted[i], prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 type builder struct {

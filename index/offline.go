@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -31,6 +32,20 @@ func (b *builder) oldPaths(old map[string]*store.File) []string {
 		sort.Strings(b.sorted)
 	}
 	return b.sorted
+}
+
+// holdsRecords reports whether a sorted path list has dir, a path under it
+// or a sample of the tar shard dir (store.Within).
+func holdsRecords(sorted []string, dir string) bool {
+	if i := sort.SearchStrings(sorted, dir); i < len(sorted) && sorted[i] == dir {
+		return true
+	}
+	for _, prefix := range []string{strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator), dir + SampleSep} {
+		if i := sort.SearchStrings(sorted, prefix); i < len(sorted) && strings.HasPrefix(sorted[i], prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // awayRoots splits roots into those to walk and those that no longer
