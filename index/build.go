@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -120,6 +118,10 @@ type Options struct {
 	// build has committed so far. Tests use it to look at the index, or to
 	// stop a build, at a known point instead of after a guessed time.
 	committed func(records int)
+	// mountPoint, when set (by this package's tests only), decides which
+	// folders are mount points, in place of comparing devices: tests
+	// cannot mount a disk.
+	mountPoint func(path string) bool
 }
 
 // Event reports progress. Phase is "scan" (Done = files found so far),
@@ -144,6 +146,9 @@ type Summary struct {
 	Removed   int       `json:"removed"`   // gone from disk, forgotten
 	Failed    int       `json:"failed"`    // failed in this run
 	Failures  []Failure `json:"failures"`
+	// Offline lists the folders under the roots whose disk looked away:
+	// their entries were kept, not removed (see offline.go).
+	Offline []store.Offline `json:"offline"`
 	// Complete is false when the build was cancelled: nothing was removed.
 	Complete bool `json:"-"`
 	// Backup is where a damaged index was moved when Options.Reindex
@@ -243,26 +248,27 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range abs {
-		// Only a root that does not exist stops the build; one that exists
-		// but cannot be reached is kept and reported by the walk.
-		if _, err := os.Lstat(r); errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
+	if err := missingWithoutIndex(dbPath, abs); err != nil {
+		return nil, err
 	}
 	w, err := store.OpenWriter(dbPath, opts.Identity, store.WriterOptions{Reindex: opts.Reindex, Timeout: opts.LockTimeout})
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
-	// Recorded before any file, so that serve can show every record.
-	if err := w.AddRoots(abs); err != nil {
-		return nil, err
-	}
 
-	// What the index knows about the files under the roots.
+	// What the index knows about the files under the roots, and which
+	// folders earlier builds found to be mount points.
 	old := map[string]*store.File{}
+	wasMount := map[string]bool{}
 	err = w.View(func(s *store.Snapshot) error {
+		ms, err := s.Mounts()
+		for _, m := range ms {
+			wasMount[m] = true
+		}
+		if err != nil {
+			return err
+		}
 		for _, r := range abs {
 			err := s.Files(r, func(p string, f store.File) error {
 				old[p] = &f
@@ -284,10 +290,23 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 
-	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, sum: &Summary{Failures: []Failure{}, Backup: w.Backup()}}
-	wk := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}, onError: opts.OnError,
-		progress: func(n int) { b.event(Event{Phase: "scan", Done: n}) }}
-	for _, r := range abs {
+	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{},
+		sum: &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()}}
+	wk := newWalker(ctx, abs)
+	wk.onError, wk.wasMount, wk.isMount = opts.OnError, wasMount, opts.mountPoint
+	wk.progress = func(n int) { b.event(Event{Phase: "scan", Done: n}) }
+	wk.held = func(p string) bool { return holdsRecords(b.oldPaths(old), p) }
+	// A root that no longer exists is away if it held records, an error
+	// (before anything is written) otherwise.
+	present, err := awayRoots(wk, abs, wk.held)
+	if err != nil {
+		return nil, err
+	}
+	// Recorded before any file, so that serve can show every record.
+	if err := w.AddRoots(abs); err != nil {
+		return nil, err
+	}
+	for _, r := range present {
 		if err := wk.walkRoot(r); err != nil {
 			if ctx.Err() != nil {
 				return b.finish(ctx, abs, nil, nil)
@@ -295,6 +314,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 			return nil, err
 		}
 	}
+	goneMounts(wk, present)
 	b.event(Event{Phase: "scan", Done: len(wk.files)})
 	selectShare(wk, abs, opts.Shard, opts.Shards)
 	if err := b.planShards(wk, old); err != nil {
@@ -303,13 +323,8 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	// A dangling link that carried indexed files may be a disk that is not
 	// mounted: say why its entries stay (a never-indexed one stays quiet).
 	if len(wk.dangling) > 0 {
-		known := make([]string, 0, len(old))
-		for p := range old {
-			known = append(known, p)
-		}
-		sort.Strings(known)
 		for _, l := range wk.dangling {
-			if holdsRecords(known, l.path) {
+			if holdsRecords(b.oldPaths(old), l.path) {
 				wk.fail(l.path, fmt.Errorf("%w (%v)", ErrUnreachable, l.err))
 			}
 		}
@@ -349,20 +364,12 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	return b.finish(ctx, abs, wk, old)
 }
 
-// holdsRecords reports whether a sorted path list has dir or a path under it.
-func holdsRecords(sorted []string, dir string) bool {
-	if i := sort.SearchStrings(sorted, dir); i < len(sorted) && sorted[i] == dir {
-		return true
-	}
-	prefix := strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator)
-	i := sort.SearchStrings(sorted, prefix)
-	return i < len(sorted) && strings.HasPrefix(sorted[i], prefix)
-}
-
 type builder struct {
 	opts  Options
 	w     *store.Writer
 	known map[store.Hash]bool // hashes with a stored vector (read-only during run)
+	// sorted holds the paths of the records under the roots (oldPaths).
+	sorted []string
 
 	mu      sync.Mutex
 	claimed map[store.Hash]bool // contents being embedded in this run (see claim)
@@ -833,8 +840,9 @@ func (b *builder) maybeCommit(force bool) error {
 	return nil
 }
 
-// finish removes files that disappeared (only after a complete walk),
-// frees unused vectors and records the build.
+// finish removes files that disappeared (only after a complete walk, and
+// none on a disk that is away), records the offline folders, frees unused
+// vectors and records the build.
 func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old map[string]*store.File) (*Summary, error) {
 	complete := wk != nil && ctx.Err() == nil
 	b.sortFailures()
@@ -845,21 +853,18 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 			paths = append(paths, p)
 		}
 		sort.Strings(paths)
-	gone:
 		for _, p := range paths {
-			if wk.seen[p] || b.keepRecord(p) {
-				continue
-			}
-			for _, d := range wk.unreadable {
-				if store.Within(p, d) {
-					continue gone // maybe still there: the folder or shard could not be read
-				}
+			if wk.seen[p] || b.keepRecord(p) || wk.awayWithin(p) {
+				continue // still there, or on a disk that is away
 			}
 			b.batch.Delete(p)
 			b.pending++
 			b.sum.Removed++
 		}
 		if err := b.maybeCommit(true); err != nil {
+			return b.sum, err
+		}
+		if err := b.recordAway(roots, wk, old); err != nil {
 			return b.sum, err
 		}
 	}

@@ -348,7 +348,10 @@ func TestBuildIncremental(t *testing.T) {
 	if err != nil || sum.Removed != 0 || sum.Unchanged != 1 {
 		t.Errorf("sub-folder build: %s, %v", sumOf(sum), err)
 	}
-	// Deleting everything empties the index and frees every vector.
+	// Deleting every photo empties the index and frees every vector. (The
+	// folder still lists a note: one that lists nothing at all looks like
+	// a disk that is away, see TestBuildKeepsEmptyRootOffline.)
+	write(t, filepath.Join(d, "notes.txt"), "kept")
 	for _, e := range []string{"p01.jpg", "p02.jpg", "p04.jpg", "p05.jpg", "p06.jpg", "p07.jpg", "p08.jpg", "p09.jpg", "renamed.jpg", "bad.jpg", "sub", "empty.jpg", "text.jpg", "phone.heic"} {
 		removeAll(t, filepath.Join(d, e))
 	}
@@ -570,7 +573,7 @@ func BenchmarkBuild1000(b *testing.B) {
 
 // TestHoldsRecords: which dangling links had indexed entries under them.
 func TestHoldsRecords(t *testing.T) {
-	known := []string{"/a/b", "/a/b-c/x.png", "/a/b.d", "/a/bc/y.png", "/a/d/e/f.png"}
+	known := []string{"/a/b", "/a/b-c/x.png", "/a/b.d", "/a/bc/y.png", "/a/d/e/f.png", "/m/s.tar#k"}
 	for _, tc := range []struct {
 		dir  string
 		want bool
@@ -582,6 +585,8 @@ func TestHoldsRecords(t *testing.T) {
 		{"/a/c", false},
 		{"/z", false},
 		{"/a/b.", false},
+		{"/m/s.tar", true}, // a shard's samples
+		{"/m/s", false},
 	} {
 		if got := holdsRecords(known, tc.dir); got != tc.want {
 			t.Errorf("holdsRecords(%s) = %v, want %v", tc.dir, got, tc.want)

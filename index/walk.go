@@ -24,15 +24,41 @@ type found struct {
 // sorted, entries sorted by name, symlinked directories followed once each
 // (by device and inode), so loops and duplicate mounts end.
 type walker struct {
-	ctx        context.Context
-	visited    map[fileID]bool
-	files      []found
-	tars       []found // tar shard roots (webdataset), read by Build
-	seen       map[string]bool
-	dangling   []linkErr // links whose target is missing (reported by Build if they hold records)
-	unreadable []string  // paths that could not be listed or followed: their records are kept
-	onError    func(path string, err error)
-	progress   func(n int)
+	ctx      context.Context
+	visited  map[fileID]bool
+	files    []found
+	tars     []found // tar shard roots (webdataset), read by Build
+	seen     map[string]bool
+	dangling []linkErr // links whose target is missing (reported by Build if they hold records)
+	// away lists the folders, links and shards that looked away (could
+	// not be read, a root or mount point that lists nothing, a mount point
+	// whose disk is gone): their records are kept, offline.
+	away     []awayDir
+	onError  func(path string, err error)
+	progress func(n int)
+
+	roots    map[string]bool // the roots, however a folder is reached
+	wasMount map[string]bool // folders earlier builds found to be mount points
+	mounts   []string        // folders found to be mount points now
+	// held reports whether the index holds records within a path (nil:
+	// none); a former mount point that held none is walked as a folder.
+	held func(path string) bool
+	// isMount overrides mountPoint (tests stand in for a mount that way).
+	isMount func(path string) bool
+}
+
+// awayDir is a path whose records a build keeps because it looked away.
+type awayDir struct {
+	path, reason string
+}
+
+// newWalker returns a walker over roots (absolute, clean).
+func newWalker(ctx context.Context, roots []string) *walker {
+	w := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}, roots: map[string]bool{}}
+	for _, r := range roots {
+		w.roots[r] = true
+	}
+	return w
 }
 
 func (w *walker) walkRoot(root string) error {
@@ -54,7 +80,7 @@ func (w *walker) walkRoot(root string) error {
 		}
 		return nil
 	}
-	return w.dir(root, fi, 0)
+	return w.dir(root, fi, nil, 0)
 }
 
 func (w *walker) add(path string, fi fs.FileInfo) {
@@ -68,7 +94,9 @@ func (w *walker) add(path string, fi fs.FileInfo) {
 	}
 }
 
-func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
+// dir walks the folder path; parent is the folder that lists it (nil for
+// a root or a followed link).
+func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
@@ -82,12 +110,27 @@ func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
 		w.fail(path, fmt.Errorf("deeper than %d levels; not followed", maxDepth))
 		return nil
 	}
+	mount := w.mountPoint(path, fi, parent)
+	if mount {
+		w.mounts = append(w.mounts, path)
+	} else if w.wasMount[path] && w.held != nil && w.held(path) {
+		// The disk is gone and the bare folder shows through: whatever
+		// it lists is not what was indexed there.
+		w.goAway(path, "no longer a mount point (its disk is gone?)")
+		return nil
+	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
 		w.unreachable(path, err)
 		if len(entries) == 0 {
 			return nil
 		}
+	}
+	if (mount || w.roots[path] || w.wasMount[path]) && listsNothing(entries) {
+		// An unmounted share or an unplugged disk, not a deletion; a
+		// plain subfolder that was emptied is a deletion.
+		w.goAway(path, "lists nothing (a share not mounted, a disk unplugged?)")
+		return nil
 	}
 	for _, e := range entries { // sorted by name
 		name := e.Name()
@@ -102,7 +145,7 @@ func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
 				w.unreachable(p, err)
 				continue
 			}
-			if err := w.dir(p, info, depth+1); err != nil {
+			if err := w.dir(p, info, fi, depth+1); err != nil {
 				return err
 			}
 		case e.Type()&fs.ModeSymlink != 0:
@@ -111,11 +154,11 @@ func (w *walker) dir(path string, fi fs.FileInfo, depth int) error {
 				// A dangling link looks the same as a link to an unmounted
 				// disk: never forget what was indexed through it.
 				w.dangling = append(w.dangling, linkErr{p, err})
-				w.unreadable = append(w.unreadable, p)
+				w.goAway(p, fmt.Sprintf("its link leads nowhere (%v)", err))
 				continue
 			}
 			if info.IsDir() {
-				if err := w.dir(p, info, depth+1); err != nil {
+				if err := w.dir(p, info, nil, depth+1); err != nil {
 					return err
 				}
 			} else if info.Mode().IsRegular() && IsImageName(name) {
@@ -149,8 +192,46 @@ var ErrUnreachable = errors.New("unreachable; its entries are kept: `clipidx for
 
 // unreachable marks path as not readable: its records are kept.
 func (w *walker) unreachable(path string, err error) {
-	w.unreadable = append(w.unreadable, path)
+	w.goAway(path, fmt.Sprintf("cannot be read (%v)", err))
 	w.fail(path, fmt.Errorf("%w (%v)", ErrUnreachable, err))
+}
+
+// goAway marks path as away: its records are kept, offline.
+func (w *walker) goAway(path, reason string) {
+	w.away = append(w.away, awayDir{path, reason})
+}
+
+// listsNothing reports whether a listing holds nothing the walk would
+// look at (clutter such as .DS_Store aside).
+func listsNothing(entries []fs.DirEntry) bool {
+	for _, e := range entries {
+		if !skipName(e.Name()) {
+			return false
+		}
+	}
+	return true
+}
+
+// mountPoint reports whether the folder path (fi) is a mount point: on
+// another device than the folder that holds it. parent is that folder's
+// information when the walk has it; otherwise path/.. is asked, which
+// follows a link to its target's parent.
+func (w *walker) mountPoint(path string, fi, parent fs.FileInfo) bool {
+	if w.isMount != nil {
+		return w.isMount(path)
+	}
+	dev, ok := devOf(fi)
+	if !ok {
+		return false
+	}
+	if parent == nil {
+		var err error
+		if parent, err = os.Stat(path + string(filepath.Separator) + ".."); err != nil {
+			return false
+		}
+	}
+	pdev, ok := devOf(parent)
+	return ok && pdev != dev
 }
 
 func (w *walker) fail(path string, err error) {
@@ -167,7 +248,7 @@ func Walk(ctx context.Context, roots []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}}
+	w := newWalker(ctx, abs)
 	for _, r := range abs {
 		if err := w.walkRoot(r); err != nil {
 			return nil, err

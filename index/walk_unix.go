@@ -17,3 +17,11 @@ func idOf(fi fs.FileInfo) (fileID, bool) {
 	}
 	return fileID{uint64(st.Dev), uint64(st.Ino)}, true
 }
+
+// devOf returns the device a file is on, for mount-point detection within
+// one walk (device numbers are never kept: a USB disk gets a new one each
+// time it is plugged in).
+func devOf(fi fs.FileInfo) (uint64, bool) {
+	id, ok := idOf(fi)
+	return id.dev, ok
+}

@@ -48,7 +48,7 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 		return sum, err
 	}
 	var ref Identity
-	var roots []string
+	var roots, mounts []string
 	var offline []Offline
 	complete := true
 	seen := map[string]bool{}
@@ -82,6 +82,11 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 				return err
 			}
 			roots = append(roots, rs...)
+			ms, err := s.Mounts()
+			if err != nil {
+				return err
+			}
+			mounts = append(mounts, ms...)
 			off, err := s.Offline()
 			offline = append(offline, off...)
 			return err
@@ -110,6 +115,13 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 	// Every folder of every input stays servable, as do out's own.
 	if err := w.update(func(tx *bolt.Tx) error {
 		if err := addRoots(tx, roots); err != nil {
+			return err
+		}
+		haveMounts, err := readMounts(tx)
+		if err != nil {
+			return err
+		}
+		if err := putMounts(tx, append(haveMounts, mounts...)); err != nil {
 			return err
 		}
 		have, err := readOffline(tx)

@@ -8,16 +8,19 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Two optional meta keys (an index without them is a valid schema-1 index):
+// Three optional meta keys (an index without them is a valid schema-1 index):
 //
 //	roots    JSON array of every folder or tar shard a build or merge ever
 //	         indexed into this file (absolute, clean, sorted): what serve
 //	         lets an indexed path lead to once its links are resolved
 //	offline  JSON array of Offline: folders whose disk was away at the
 //	         last build, their entries kept
+//	mounts   JSON array of the folders builds found to be mount points
+//	         (sorted): one that no longer is has lost its disk
 var (
 	kRoots   = []byte("roots")
 	kOffline = []byte("offline")
+	kMounts  = []byte("mounts")
 )
 
 // Offline is a folder whose entries a build kept because its disk looked
@@ -98,6 +101,36 @@ func putOffline(tx *bolt.Tx, list []Offline) error {
 	return m.Put(kOffline, js)
 }
 
+// Mounts returns the folders builds found to be mount points, sorted.
+func (s *Snapshot) Mounts() ([]string, error) {
+	return readMounts(s.tx)
+}
+
+func readMounts(tx *bolt.Tx) ([]string, error) {
+	v := tx.Bucket(bMeta).Get(kMounts)
+	if v == nil {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(v, &list); err != nil {
+		return nil, fmt.Errorf("%w: mounts: %v", ErrCorrupt, err)
+	}
+	return list, nil
+}
+
+func putMounts(tx *bolt.Tx, list []string) error {
+	if len(list) == 0 {
+		return tx.Bucket(bMeta).Delete(kMounts)
+	}
+	list = slices.Clone(list)
+	slices.Sort(list)
+	js, err := json.Marshal(slices.Compact(list))
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bMeta).Put(kMounts, js)
+}
+
 // addRoots adds roots to the registry (a union, kept sorted).
 func addRoots(tx *bolt.Tx, roots []string) error {
 	have, err := (&Snapshot{tx: tx}).Roots()
@@ -114,8 +147,8 @@ func addRoots(tx *bolt.Tx, roots []string) error {
 	return tx.Bucket(bMeta).Put(kRoots, js)
 }
 
-// dropWithin removes from the registry and the offline list every root and
-// folder Within one of paths (what Forget forgot).
+// dropWithin removes from the registry, the offline list and the mount
+// points every root and folder Within one of paths (what Forget forgot).
 func dropWithin(tx *bolt.Tx, paths []string) error {
 	within := func(p string) bool {
 		return slices.ContainsFunc(paths, func(d string) bool { return Within(p, d) })
@@ -132,6 +165,13 @@ func dropWithin(tx *bolt.Tx, paths []string) error {
 		if err := tx.Bucket(bMeta).Put(kRoots, js); err != nil {
 			return err
 		}
+	}
+	mounts, err := readMounts(tx)
+	if err != nil {
+		return err
+	}
+	if err := putMounts(tx, slices.DeleteFunc(mounts, within)); err != nil {
+		return err
 	}
 	list, err := readOffline(tx)
 	if err != nil {
@@ -150,4 +190,15 @@ func (w *Writer) AddRoots(roots []string) error {
 // SetOffline replaces the list of offline folders.
 func (w *Writer) SetOffline(list []Offline) error {
 	return w.update(func(tx *bolt.Tx) error { return putOffline(tx, list) })
+}
+
+// SetAway replaces the list of offline folders and that of mount points
+// in one commit (what a build found).
+func (w *Writer) SetAway(offline []Offline, mounts []string) error {
+	return w.update(func(tx *bolt.Tx) error {
+		if err := putMounts(tx, mounts); err != nil {
+			return err
+		}
+		return putOffline(tx, offline)
+	})
 }

@@ -91,3 +91,60 @@ func TestRootsRegistry(t *testing.T) {
 		t.Fatalf("after forget: roots %q offline %+v, want %q and none", roots, got, want)
 	}
 }
+
+func mountsOf(t *testing.T, path string) []string {
+	t.Helper()
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var ms []string
+	if err := r.View(func(s *Snapshot) error { ms, err = s.Mounts(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// TestMountsRecord: the mount points a build found are kept sorted and
+// once each, written with the offline list in one commit, joined by a
+// merge and dropped by forget with the folders they are in.
+func TestMountsRecord(t *testing.T) {
+	dir := t.TempDir()
+	id := Identity{Model: "m", Dim: 4, Preprocess: "p"}
+	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	mergeFixture(t, a, id, map[string]string{"/photos/x.jpg": "x"}, 1)
+	mergeFixture(t, b, id, map[string]string{"/other/y.jpg": "y"}, 1)
+	if ms := mountsOf(t, a); ms != nil {
+		t.Fatalf("an index without the key answers %q", ms)
+	}
+	off := []Offline{{Dir: "/nas", Since: "2026-01-01T00:00:00Z", Reason: "lists nothing", Entries: 3}}
+	for path, ms := range map[string][]string{a: {"/nas", "/photos/usb", "/nas"}, b: {"/other/disk"}} {
+		w, err := OpenWriter(path, id, WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.SetAway(off, ms); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	if ms, want := mountsOf(t, a), []string{"/nas", "/photos/usb"}; !slices.Equal(ms, want) {
+		t.Fatalf("mounts %q, want %q", ms, want)
+	}
+	if _, o := readRoots(t, a); !slices.Equal(o, off) {
+		t.Fatalf("offline %+v, want %+v", o, off)
+	}
+	if _, err := Merge(a, []string{b}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, want := mountsOf(t, a), []string{"/nas", "/other/disk", "/photos/usb"}; !slices.Equal(ms, want) {
+		t.Fatalf("merged mounts %q, want %q", ms, want)
+	}
+	if _, err := Forget(a, []string{"/photos"}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, want := mountsOf(t, a), []string{"/nas", "/other/disk"}; !slices.Equal(ms, want) {
+		t.Fatalf("mounts after forget /photos %q, want %q", ms, want)
+	}
+}

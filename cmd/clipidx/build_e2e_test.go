@@ -190,13 +190,15 @@ func TestBuildSearchStatusEndToEnd(t *testing.T) {
 		t.Errorf("index check: %v", err)
 	}
 
-	// A renamed folder: build names forget, which drops its entries.
+	// A renamed folder: build keeps its entries offline and names forget,
+	// which drops them.
 	moved := filepath.Join(root, "renamed")
 	if err := os.Rename(photos, moved); err != nil {
 		t.Fatal(err)
 	}
-	if _, errs, code := run("build", photos); code == 0 || !strings.Contains(errs, "clipidx forget "+photos) {
-		t.Errorf("build of a vanished folder: exit %d, %q", code, errs)
+	if out, errs, code := run("build", photos); code != 0 || !strings.Contains(errs, "clipidx forget "+photos) ||
+		!strings.Contains(out, fmt.Sprintf("offline: %s, %d entries kept", photos, nImages+1)) {
+		t.Errorf("build of a vanished folder: exit %d, %q %q", code, out, errs)
 	}
 	if out, errs, code := run("forget", photos); code != 0 || out != fmt.Sprintf("forgot %d files\n", nImages+1) {
 		t.Errorf("forget: exit %d, %q %q", code, out, errs)

@@ -53,11 +53,25 @@ memory running short, a time-out, Ctrl-C) are listed but not recorded: the
 next build tries those files again.
 
 Without DIR, the folders of the last build are indexed again. search and
-status work while a build runs. A folder that does not exist is reported and
-skipped (exit status 1 once the others are built); the entries of a folder
-that was renamed or deleted are kept until clipidx forget DIR drops them. A folder that cannot be reached
-(a link to a disk that is not mounted, a folder that cannot be read) keeps
-its entries and is listed with the failures.
+status work while a build runs. A folder that does not exist and never held
+entries (a typo) is reported and skipped (exit status 1 once the others are
+built).
+
+A disk that is away is not a deletion. The entries under a folder that held
+entries and now
+  - is a folder given to build, or a mount point, that lists nothing (an
+    unmounted share, the empty folder of an unplugged disk),
+  - cannot be read (a link to a disk that is not mounted, a folder that may
+    not be entered; also listed with the failures),
+  - was a mount point (on another device than its parent) and no longer is
+    one, or no longer exists (the disk is gone; the bare folder is not read),
+  - or is a folder given to build that no longer exists,
+are kept offline, with their vectors: still found by search, and listed by
+build and status ("offline: DIR, N entries kept"). When the disk is back
+its unchanged files need no model run. clipidx forget DIR drops them (a
+folder renamed for good). A plain folder that was emptied, and files deleted
+from a folder that is there, are deletions. Mount points are not detected
+on Windows, where only the other cases apply.
 
 Webdataset tar shards (as img2dataset writes them) are roots too, also as a
 quoted brace pattern ('shards/{00000..00099}.tar'): they are read as streams,
@@ -192,7 +206,7 @@ indexes.`,
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}]} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build)`)
+	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}],"offline":[{"dir","since","reason","entries"}]} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build)`)
 	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings (its vectors are dropped), or is damaged (the damaged file is kept as DB.corrupt-TIME)")
 	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
@@ -258,6 +272,7 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d\n",
 		s.Added, s.Updated, s.Unchanged, s.Reused, s.Removed, s.Failed)
+	printOffline(out, s.Offline)
 	errw := cmd.ErrOrStderr()
 	for i, f := range s.Failures {
 		if i == maxListedFailures {
@@ -273,13 +288,14 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 	}
 }
 
-// splitMissing returns the roots that exist and those that do not, and
-// says on w why each missing one is skipped: a path the index holds
-// entries under no longer exists (they are kept until clipidx forget), any
-// other simply does not exist (a typo). Lstat: a link to an unmounted disk
-// exists; the build reports it and keeps its entries, as it does a folder
-// it may not enter.
-func splitMissing(roots []string, w io.Writer) (present, missing []string) {
+// splitMissing returns the roots to build and those that do not exist and
+// are skipped, and says on w what becomes of each missing one: a path the
+// index holds entries under no longer exists (it is built, which keeps
+// them offline until clipidx forget), any other simply does not exist (a
+// typo). Lstat: a link to an unmounted disk exists; the build keeps its
+// entries offline, as it does a folder it may not enter.
+func splitMissing(roots []string, w io.Writer) (present, skipped []string) {
+	var missing []string
 	for _, a := range roots {
 		if _, err := os.Lstat(a); errors.Is(err, fs.ErrNotExist) {
 			missing = append(missing, a)
@@ -299,7 +315,7 @@ func splitMissing(roots []string, w io.Writer) (present, missing []string) {
 				if err != nil {
 					return err
 				}
-				if err := s.Files(abs, func(string, store.File) error { entries[i]++; return nil }); err != nil {
+				if err := s.FilesWithin(abs, func(string, store.File) error { entries[i]++; return nil }); err != nil {
 					return err
 				}
 			}
@@ -314,13 +330,15 @@ func splitMissing(roots []string, w io.Writer) (present, missing []string) {
 	}
 	for i, m := range missing {
 		if n := entries[i]; n > 0 {
-			fmt.Fprintf(w, "%s no longer exists: its %d %s kept; run `clipidx forget %s` to drop %s\n",
+			fmt.Fprintf(w, "%s no longer exists: its %d %s kept offline; run `clipidx forget %s` to drop %s\n",
 				m, n, plural(n, "entry is", "entries are"), m, plural(n, "it", "them"))
+			present = append(present, m)
 		} else {
 			fmt.Fprintf(w, "%s does not exist\n", m)
+			skipped = append(skipped, m)
 		}
 	}
-	return present, missing
+	return present, skipped
 }
 
 // missingError is the exit status of a build some of whose folders are

@@ -46,7 +46,11 @@ Terms that start with "-" must come after "--" so they are not read as flags:
   clipidx search --image ~/Photos/cat.jpg -k 20
 
 A text query loads only the text tower. An image already in the index is
-looked up by its content and needs no model at all.`,
+looked up by its content and needs no model at all.
+
+A result on a disk that was away at the last build (see clipidx build --help)
+is still found; its line ends with <TAB>(offline), and --json marks it
+"offline": true.`,
 		Example: `  clipidx search "a red bicycle"
   clipidx search -0 -k 50 "receipts" | xargs -0 cp -t ~/receipts
   clipidx search --under ~/Photos/2023 --json "birthday cake"`,
@@ -98,17 +102,25 @@ looked up by its content and needs no model at all.`,
 				}
 				return indexFace{m}, nil
 			}
-			res, err := search.Query(cmd.Context(), viewIndex(g.db), terms, model, opts)
+			// The offline folders are read in the session that ranks.
+			view := viewIndex(g.db)
+			var offline []store.Offline
+			res, err := search.Query(cmd.Context(), func(fn func(*store.Snapshot) error) error {
+				return view(func(s *store.Snapshot) error {
+					var err error
+					if offline, err = s.Offline(); err != nil {
+						return err
+					}
+					return fn(s)
+				})
+			}, terms, model, opts)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			switch {
 			case asJSON:
-				if res == nil {
-					res = []search.Result{}
-				}
-				return json.NewEncoder(out).Encode(res)
+				return json.NewEncoder(out).Encode(markOffline(res, offline))
 			case null:
 				for _, x := range res {
 					fmt.Fprint(out, x.Path, "\x00")
@@ -118,10 +130,10 @@ looked up by its content and needs no model at all.`,
 					fmt.Fprintln(out, x.Path)
 				}
 			case preview:
-				return printPreviews(cmd, res)
+				return printPreviews(cmd, markOffline(res, offline))
 			default:
-				for _, x := range res {
-					fmt.Fprintf(out, "%.4f\t%s\n", x.Score, x.Path)
+				for _, x := range markOffline(res, offline) {
+					fmt.Fprintln(out, x.line())
 				}
 			}
 			return nil
@@ -129,7 +141,7 @@ looked up by its content and needs no model at all.`,
 	}
 	f := c.Flags()
 	f.IntVarP(&k, "k", "k", 10, "number of results")
-	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine)`)
+	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build)`)
 	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line (for xargs)")
 	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0)")
 	f.Float32Var(&threshold, "threshold", 0, "drop results with a cosine below this")
@@ -141,12 +153,38 @@ looked up by its content and needs no model at all.`,
 	return c
 }
 
+// hit is a search result as printed: offline when its folder's disk was
+// away at the last build (its file may not be readable now).
+type hit struct {
+	search.Result
+	Offline bool `json:"offline,omitempty"`
+}
+
+// markOffline marks the results that lie in an offline folder.
+func markOffline(res []search.Result, offline []store.Offline) []hit {
+	out := make([]hit, len(res))
+	for i, r := range res {
+		_, off := store.OfflineFor(offline, r.Path)
+		out[i] = hit{r, off}
+	}
+	return out
+}
+
+// line is the plain output of a hit: score<TAB>path, and <TAB>(offline).
+func (h hit) line() string {
+	l := fmt.Sprintf("%.4f\t%s", h.Score, h.Path)
+	if h.Offline {
+		l += "\t(offline)"
+	}
+	return l
+}
+
 // previewSize is the longest side of a --preview thumbnail in pixels.
 const previewSize = 160
 
 // printPreviews prints each result with its thumbnail drawn inline when the
 // terminal can show images, and says why not otherwise.
-func printPreviews(cmd *cobra.Command, res []search.Result) error {
+func printPreviews(cmd *cobra.Command, res []hit) error {
 	out := cmd.OutOrStdout()
 	proto, why := termimg.Detect(os.Getenv)
 	if f, ok := out.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
@@ -156,8 +194,8 @@ func printPreviews(cmd *cobra.Command, res []search.Result) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: --preview shows no images here: %s; printing the results only\n", why)
 	}
 	for _, x := range res {
-		fmt.Fprintf(out, "%.4f\t%s\n", x.Score, x.Path)
-		if proto == termimg.None {
+		fmt.Fprintln(out, x.line())
+		if proto == termimg.None || x.Offline {
 			continue
 		}
 		data, err := os.ReadFile(x.Path)

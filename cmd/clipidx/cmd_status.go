@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ type statusJSON struct {
 	DBBytes   int64            `json:"db_bytes"`
 	Device    string           `json:"device"` // where the last build ran the model ("" = unknown)
 	LastBuild *store.LastBuild `json:"last_build"`
+	Offline   []store.Offline  `json:"offline"` // folders whose disk was away at the last build, their entries kept
 }
 
 func newStatusCmd() *cobra.Command {
@@ -30,8 +32,9 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show what the index holds",
 		Long: `Show the number of indexed and failed images, the model the index was built
-with, when the last build ran and on which device. It works while a build is
-running.`,
+with, when the last build ran and on which device, and the folders whose disk
+was away at the last build (their entries kept, see clipidx build --help). It
+works while a build is running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := store.OpenReader(g.db, store.ReaderOptions{})
@@ -41,8 +44,14 @@ running.`,
 			defer r.Close()
 			var st store.Stats
 			var id store.Identity
+			offline := []store.Offline{}
 			err = r.View(func(s *store.Snapshot) error {
 				id = s.Identity()
+				off, err := s.Offline()
+				if err != nil {
+					return err
+				}
+				offline = append(offline, off...)
 				st, err = s.Stats()
 				if err == nil && check {
 					if cerr := s.Check(true); cerr != nil {
@@ -68,7 +77,7 @@ running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild})
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Offline: offline})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
@@ -110,6 +119,7 @@ running.`,
 					fmt.Fprintf(out, "arithmetic:  %s products, weights %s (the index accepts any --precision and --weights of this model)\n", p, w)
 				}
 			}
+			printOffline(out, offline)
 			if check {
 				fmt.Fprintln(out, "check:       ok")
 			}
@@ -120,6 +130,15 @@ running.`,
 	c.Flags().BoolVar(&check, "check", false, "also verify every invariant of the index (reads it all)")
 	c.Flags().BoolVar(&failed, "failed", false, "list the files that could not be indexed, with the reason (path<TAB>reason, or JSON)")
 	return c
+}
+
+// printOffline prints a line for each folder whose entries a build kept
+// because its disk looked away (build and status print the same lines).
+func printOffline(w io.Writer, list []store.Offline) {
+	for _, o := range list {
+		fmt.Fprintf(w, "offline: %s, %d %s kept; `clipidx forget %s` drops them\n",
+			o.Dir, o.Entries, plural(o.Entries, "entry", "entries"), o.Dir)
+	}
 }
 
 // listFailures prints every failed file recorded in the index.

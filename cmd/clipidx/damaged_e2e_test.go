@@ -76,7 +76,8 @@ func TestDamagedIndexEndToEnd(t *testing.T) {
 // TestBuildMissingRoots: a folder that does not exist is reported and
 // skipped, the other folders are still built, and the exit status is 1.
 // Only a folder the index holds entries under "no longer exists" (with the
-// forget hint); a typo simply "does not exist".
+// forget hint; its entries are kept offline); a typo simply "does not
+// exist".
 func TestBuildMissingRoots(t *testing.T) {
 	model := fixtures.TinyModel(t)
 	bin := e2eBinary(t)
