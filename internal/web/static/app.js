@@ -105,14 +105,15 @@ function cell(r, i) {
   b.type = "button";
   b.setAttribute("role", "listitem");
   b.dataset.index = i;
-  b.title = r.score.toFixed(4) + "  " + r.path;
+  b.title = r.score.toFixed(4) + "  " + r.path + (r.offline ? "  (offline: its disk is away)" : "");
+  if (r.offline) b.classList.add("offline");
   const img = document.createElement("img");
   img.src = r.thumb;
   img.alt = baseName(r.path);
   img.loading = i < 24 ? "eager" : "lazy";
   const label = document.createElement("span");
   label.className = "label";
-  label.textContent = r.score.toFixed(3) + " · " + baseName(r.path);
+  label.textContent = r.score.toFixed(3) + " · " + baseName(r.path) + (r.offline ? " · offline" : "");
   b.append(img, label);
   b.addEventListener("click", () => openViewer(i));
   return b;
@@ -125,7 +126,7 @@ function openViewer(i) {
   $("full").src = r.image;
   $("full").alt = baseName(r.path);
   $("path").textContent = r.path;
-  $("score").textContent = "score " + r.score.toFixed(4);
+  $("score").textContent = "score " + r.score.toFixed(4) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
   if (!$("viewer").open) $("viewer").showModal();
 }
 

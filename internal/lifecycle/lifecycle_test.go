@@ -1,0 +1,827 @@
+package lifecycle
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"maps"
+	"math"
+	"math/rand"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/internal/web"
+	"github.com/clipidx/clipidx/store"
+)
+
+// The test's model: vectors of dimension dim computed from a file's bytes,
+// so that the vector of any record can be checked against its content.
+const dim = 16
+
+var ident = store.Identity{Model: "lifecycle-fake", Dim: dim, Preprocess: "fake/1"}
+
+// Three kinds of content: real PNGs (the server can thumbnail them),
+// "HEIC" files that the decoder reads only once its reach holds heic (an
+// upgrade), and junk that no decoder reads.
+var heicMagic = []byte("\x00\x00\x00\x18ftypheic")
+
+func kindOf(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
+		return "png"
+	case bytes.HasPrefix(data, heicMagic):
+		return "heic"
+	}
+	return "junk"
+}
+
+func readable(data []byte, reach []string) bool {
+	k := kindOf(data)
+	return k == "png" || k == "heic" && slices.Contains(reach, "heic")
+}
+
+// pixelsOf is what the fake decoder returns for data, and the fake model's
+// vector for it.
+func pixelsOf(data []byte) []float32 {
+	h := sha256.Sum256(data)
+	px := make([]float32, dim)
+	for i := range px {
+		px[i] = float32(int(h[2*i])<<8|int(h[2*i+1])) - 32767.5
+	}
+	return px
+}
+
+func pixKey(px []float32) string {
+	b := make([]byte, 0, 4*len(px))
+	for _, x := range px {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return string(b)
+}
+
+// countEnc is the fake model: it returns the pixels as the vector and
+// remembers which contents it embedded (through the decoder's note of
+// which content gave which pixels).
+type countEnc struct {
+	mu       sync.Mutex
+	contents map[string]store.Hash // pixKey → content hash, filled by the decoder
+	embedded []store.Hash
+	delay    time.Duration
+	onPass   func()
+}
+
+func newEnc() *countEnc { return &countEnc{contents: map[string]store.Hash{}} }
+
+func (e *countEnc) note(px []float32, data []byte) {
+	e.mu.Lock()
+	e.contents[pixKey(px)] = sha256.Sum256(data)
+	e.mu.Unlock()
+}
+
+func (e *countEnc) EncodeImages(pix []float32, n int) ([]float32, error) {
+	if len(pix) != n*dim {
+		return nil, fmt.Errorf("fake model: %d values for %d images", len(pix), n)
+	}
+	time.Sleep(e.delay)
+	e.mu.Lock()
+	for i := range n {
+		e.embedded = append(e.embedded, e.contents[pixKey(pix[i*dim:(i+1)*dim])])
+	}
+	e.mu.Unlock()
+	if e.onPass != nil {
+		e.onPass()
+	}
+	return slices.Clone(pix), nil
+}
+
+// decoder is the fake PreprocessFunc for a decoder that reads reach.
+func decoder(enc *countEnc, reach []string) index.PreprocessFunc {
+	return func(data []byte, path string) ([]float32, error) {
+		switch kindOf(data) {
+		case "junk":
+			return nil, fmt.Errorf("%w (%d bytes)", index.ErrNotImage, len(data))
+		case "heic":
+			if !slices.Contains(reach, "heic") {
+				return nil, fmt.Errorf("%w: HEIC", index.ErrUnsupported)
+			}
+		}
+		px := pixelsOf(data)
+		enc.note(px, data)
+		return px, nil
+	}
+}
+
+func buildOptions(enc *countEnc, reach []string) index.Options {
+	return index.Options{Encoder: enc, Preprocess: decoder(enc, reach), Identity: ident, Reach: reach,
+		BatchSize: 3, CommitEvery: 4, Workers: 2}
+}
+
+// rec is what the index holds for one path, as the test compares it.
+type rec struct {
+	ok   bool
+	hash store.Hash
+}
+
+// lab is the library under test: a tree, its index, and a server over it.
+type lab struct {
+	t     *testing.T
+	rng   *rand.Rand
+	dir   string // the tree
+	db    string
+	reach []string
+	clock time.Time // the next mtime written
+	blobs map[store.Hash][]byte
+
+	srv             *web.Server
+	nasAway, extAwy bool
+	reported        map[string]bool // away folders a build has reported offline
+	others          []string        // folders indexed apart and merged in
+	steps           []string        // what was done, printed on failure
+}
+
+func (l *lab) path(rel string) string { return filepath.Join(l.dir, filepath.FromSlash(rel)) }
+
+func (l *lab) fatalf(format string, a ...any) {
+	l.t.Helper()
+	tail := l.steps
+	if len(tail) > 25 {
+		tail = tail[len(tail)-25:]
+	}
+	l.t.Fatalf("%s\nlast steps:\n  %s", fmt.Sprintf(format, a...), strings.Join(tail, "\n  "))
+}
+
+func (l *lab) step(format string, a ...any) {
+	l.steps = append(l.steps, fmt.Sprintf("%d: ", len(l.steps)+1)+fmt.Sprintf(format, a...))
+}
+
+// content makes a new file content: mostly PNGs, some HEIC, some junk.
+func (l *lab) content() []byte {
+	var data []byte
+	switch r := l.rng.Intn(20); {
+	case r < 15:
+		img := image.NewNRGBA(image.Rect(0, 0, 4+l.rng.Intn(4), 4))
+		for i := range img.Pix {
+			img.Pix[i] = uint8(l.rng.Intn(256))
+		}
+		img.Set(0, 0, color.NRGBA{uint8(l.rng.Intn(256)), 1, 2, 255})
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, img); err != nil {
+			l.t.Fatal(err)
+		}
+		data = buf.Bytes()
+	case r < 18:
+		data = append(slices.Clone(heicMagic), []byte(strconv.FormatUint(l.rng.Uint64(), 36))...)
+	default:
+		data = []byte("junk " + strconv.FormatUint(l.rng.Uint64(), 36))
+	}
+	l.blobs[sha256.Sum256(data)] = data
+	return data
+}
+
+func (l *lab) write(p string, data []byte) {
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	l.touch(p)
+}
+
+// touch gives p the next mtime, so that every change is one a stat sees.
+func (l *lab) touch(p string) {
+	l.clock = l.clock.Add(time.Second)
+	if err := os.Chtimes(p, l.clock, l.clock); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// dirs are the folders where files may be added now: not those of an
+// away disk.
+func (l *lab) dirs() []string {
+	d := []string{"lib", "lib/a", "lib/b", "lib/b/c"}
+	if !l.extAwy {
+		d = append(d, "ext")
+	}
+	if !l.nasAway {
+		d = append(d, "nas")
+	}
+	return append(d, l.others...)
+}
+
+// files lists the regular files in the folders of dirs.
+func (l *lab) files() []string {
+	var out []string
+	for _, d := range l.dirs() {
+		ents, _ := os.ReadDir(l.path(d))
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				out = append(out, d+"/"+e.Name())
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (l *lab) newName(d string) string {
+	return d + "/" + strconv.FormatUint(l.rng.Uint64()%1e6, 36) + ".png"
+}
+
+// index reads every record of the index.
+func (l *lab) index() map[string]rec {
+	l.t.Helper()
+	out := map[string]rec{}
+	if _, err := os.Stat(l.db); os.IsNotExist(err) {
+		return out
+	}
+	r, err := store.OpenReader(l.db, store.ReaderOptions{})
+	if err != nil {
+		l.fatalf("open index: %v", err)
+	}
+	defer r.Close()
+	err = r.View(func(s *store.Snapshot) error {
+		return s.Files("", func(p string, f store.File) error {
+			out[p] = rec{ok: !f.Failed(), hash: f.Hash}
+			if f.Failed() {
+				return nil
+			}
+			v := s.Vector(f.Vec)
+			want := pixelsOf(l.blobs[f.Hash])
+			if cos := cosine(v, want); !(cos > 0.99999) {
+				l.fatalf("%s: stored vector at cosine %.6f to its content's", p, cos)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		l.fatalf("read index: %v", err)
+	}
+	return out
+}
+
+func cosine(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return 0
+	}
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+// onDisk lists the files a build of folder rel sees: every regular file
+// under it, following the link lib/link when its target is there.
+func (l *lab) onDisk(rel string) map[string][]byte {
+	out := map[string][]byte{}
+	var walk func(abs string)
+	walk = func(abs string) {
+		ents, err := os.ReadDir(abs)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			p := filepath.Join(abs, e.Name())
+			fi, err := os.Stat(p) // follows the link
+			switch {
+			case err != nil:
+			case fi.IsDir():
+				walk(p)
+			case fi.Mode().IsRegular():
+				b, err := os.ReadFile(p)
+				if err != nil {
+					l.t.Fatal(err)
+				}
+				out[p] = b
+			}
+		}
+	}
+	walk(l.path(rel))
+	return out
+}
+
+// away lists the folders whose disk is away now.
+func (l *lab) away() []string {
+	var out []string
+	if l.nasAway {
+		out = append(out, l.path("nas"))
+	}
+	if l.extAwy {
+		out = append(out, l.path("lib/link"))
+	}
+	return out
+}
+
+func within(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return store.Within(p, d) })
+}
+
+// expectBuild is what a complete build of folder rel makes of prev.
+func (l *lab) expectBuild(prev map[string]rec, rel string) map[string]rec {
+	exp := map[string]rec{}
+	for p, r := range prev {
+		exp[p] = r
+	}
+	root := l.path(rel)
+	away := l.away()
+	held := false
+	for p := range prev {
+		held = held || store.Within(p, root)
+	}
+	if ents, err := os.ReadDir(root); held && (err != nil || len(ents) == 0) {
+		return exp // a root that lists nothing: its disk is away
+	}
+	disk := l.onDisk(rel)
+	for p, data := range disk {
+		exp[p] = rec{ok: readable(data, l.reach), hash: sha256.Sum256(data)}
+	}
+	for p := range prev {
+		if store.Within(p, root) && disk[p] == nil && !within(p, away) {
+			delete(exp, p)
+		}
+	}
+	return exp
+}
+
+func (l *lab) compare(what string, got, exp map[string]rec) {
+	l.t.Helper()
+	var bad []string
+	for p, e := range exp {
+		g, ok := got[p]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%s: missing (want ok=%v)", p, e.ok))
+		case g.ok != e.ok:
+			bad = append(bad, fmt.Sprintf("%s: ok=%v, want %v", p, g.ok, e.ok))
+		case e.ok && g.hash != e.hash:
+			bad = append(bad, fmt.Sprintf("%s: the vector of older content", p))
+		}
+	}
+	for p := range got {
+		if _, ok := exp[p]; !ok {
+			bad = append(bad, p+": should not be in the index")
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		l.fatalf("after %s the index differs from what should be:\n  %s", what, strings.Join(bad, "\n  "))
+	}
+}
+
+// checkEmbedded fails when a content was embedded twice by one build, or
+// embedded although the index already held its vector.
+func (l *lab) checkEmbedded(prev map[string]rec, embedded []store.Hash) {
+	l.t.Helper()
+	had := map[store.Hash]bool{}
+	for _, r := range prev {
+		if r.ok {
+			had[r.hash] = true
+		}
+	}
+	seen := map[store.Hash]bool{}
+	for _, h := range embedded {
+		if had[h] {
+			l.fatalf("content %x embedded again although the index held its vector", h[:6])
+		}
+		if seen[h] {
+			l.fatalf("content %x embedded twice by one build", h[:6])
+		}
+		seen[h] = true
+	}
+}
+
+func (l *lab) build(rel string) {
+	l.t.Helper()
+	l.step("build %s (reach %v)", rel, l.reach)
+	prev := l.index()
+	exp := l.expectBuild(prev, rel)
+	enc := newEnc()
+	sum, err := index.Build(context.Background(), l.db, []string{l.path(rel)}, buildOptions(enc, l.reach))
+	if err != nil {
+		l.fatalf("build %s: %v", rel, err)
+	}
+	l.checkEmbedded(prev, enc.embedded)
+	// Each away folder that held records under this root is reported.
+	away := l.away()
+	if ents, err := os.ReadDir(l.path(rel)); err != nil || len(ents) == 0 {
+		away = append(away, l.path(rel))
+	}
+	for _, d := range away {
+		held := false
+		for p := range prev {
+			held = held || store.Within(p, d) && store.Within(d, l.path(rel))
+		}
+		if held && !slices.ContainsFunc(sum.Offline, func(o store.Offline) bool { return o.Dir == d }) {
+			l.fatalf("build %s: %s is away with its entries, but the summary's offline list is %+v", rel, d, sum.Offline)
+		}
+		if held && slices.Contains(l.away(), d) {
+			l.reported[d] = true
+		}
+	}
+	if err := store.Check(l.db); err != nil {
+		l.fatalf("check after build: %v", err)
+	}
+	l.compare("build "+rel, l.index(), exp)
+}
+
+// kill runs a build of rel in a child process and kills it with SIGKILL
+// mid-way (or lets it end when it has little to do), then checks that the
+// index is consistent and that a build completes the job.
+func (l *lab) kill(rel string) {
+	l.t.Helper()
+	passes := 1 + l.rng.Intn(3)
+	l.step("SIGKILL a build of %s after %d passes", rel, passes)
+	before := l.index()
+	spec, _ := json.Marshal(childSpec{DB: l.db, Root: l.path(rel), Reach: l.reach})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLifecycleChild$", "-test.v")
+	cmd.Env = append(os.Environ(), envChild+"="+string(spec))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		l.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	n := 0
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), childPass) {
+			if n++; n == passes {
+				cmd.Process.Signal(syscall.SIGKILL)
+				break
+			}
+		}
+	}
+	for sc.Scan() { // drain until the child is gone
+	}
+	cmd.Wait()
+	// Vectors the killed build left queued for GC are fine: the next build
+	// frees them.
+	r, err := store.OpenReader(l.db, store.ReaderOptions{})
+	if err != nil {
+		l.fatalf("open after SIGKILL: %v", err)
+	}
+	err = r.View(func(s *store.Snapshot) error { return s.Check(true) })
+	r.Close()
+	if err != nil {
+		l.fatalf("check after SIGKILL: %v", err)
+	}
+	// Every record is either what it was or what the build would make.
+	after := l.index()
+	exp := l.expectBuild(before, rel)
+	for p, r := range after {
+		if b, ok := before[p]; ok && b == r {
+			continue
+		}
+		if e, ok := exp[p]; !ok || e.ok != r.ok || r.ok && e.hash != r.hash {
+			l.fatalf("after SIGKILL %s holds a record no build of the files makes", p)
+		}
+	}
+	l.build(rel) // completes it: checks against the files, and that nothing committed is embedded again
+}
+
+const (
+	envChild  = "CLIPIDX_LIFECYCLE_CHILD"
+	childPass = "lifecycle-child: pass"
+)
+
+type childSpec struct {
+	DB, Root string
+	Reach    []string
+}
+
+// TestLifecycleChild is the build that the lifecycle test kills.
+func TestLifecycleChild(t *testing.T) {
+	js := os.Getenv(envChild)
+	if js == "" {
+		t.Skip("the child process of TestLifecycle's SIGKILL step")
+	}
+	var spec childSpec
+	if err := json.Unmarshal([]byte(js), &spec); err != nil {
+		t.Fatal(err)
+	}
+	enc := newEnc()
+	enc.delay = 20 * time.Millisecond
+	enc.onPass = func() { fmt.Printf("%s\n", childPass); os.Stdout.Sync() }
+	o := buildOptions(enc, spec.Reach)
+	o.BatchSize, o.CommitEvery = 1, 1
+	if _, err := index.Build(context.Background(), spec.DB, []string{spec.Root}, o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// merge indexes a new folder into an index of its own and merges it in.
+func (l *lab) merge() {
+	name := fmt.Sprintf("other%d", len(l.others))
+	l.step("merge a new folder %s", name)
+	if err := os.MkdirAll(l.path(name), 0o755); err != nil {
+		l.t.Fatal(err)
+	}
+	for range 2 + l.rng.Intn(4) {
+		l.write(l.path(l.newName(name)), l.content())
+	}
+	odb := filepath.Join(l.dir, name+".db")
+	if _, err := index.Build(context.Background(), odb, []string{l.path(name)}, buildOptions(newEnc(), l.reach)); err != nil {
+		l.fatalf("build %s: %v", name, err)
+	}
+	prev := l.index()
+	exp := l.expectBuild(prev, name) // a fresh folder: what its own build made
+	if _, err := store.Merge(l.db, []string{odb}, store.WriterOptions{}); err != nil {
+		l.fatalf("merge: %v", err)
+	}
+	if err := store.Check(l.db); err != nil {
+		l.fatalf("check after merge: %v", err)
+	}
+	l.others = append(l.others, name)
+	l.compare("merge", l.index(), exp)
+}
+
+func (l *lab) forget(rel string) {
+	l.step("forget %s", rel)
+	prev := l.index()
+	if _, err := store.Forget(l.db, []string{l.path(rel)}, store.WriterOptions{}); err != nil {
+		l.fatalf("forget %s: %v", rel, err)
+	}
+	if err := store.Check(l.db); err != nil {
+		l.fatalf("check after forget: %v", err)
+	}
+	for p := range prev {
+		if store.Within(p, l.path(rel)) {
+			delete(prev, p)
+		}
+	}
+	l.compare("forget "+rel, l.index(), prev)
+}
+
+// serveCheck asks the open server for every indexed record: each one whose
+// file is on disk as indexed is served (200 and the file's bytes; a PNG's
+// thumbnail too), and similar images work from the stored vector of any
+// record, on disk or not.
+func (l *lab) serveCheck() {
+	l.t.Helper()
+	recs := l.index()
+	var any *rec
+	for _, r := range recs {
+		if r.ok {
+			any = &r
+			break
+		}
+	}
+	if any == nil {
+		return
+	}
+	code, body := l.do("POST", "/api/search/image?k=1000", l.blobs[any.hash])
+	if code != http.StatusOK {
+		l.fatalf("image search: %d %s", code, body)
+	}
+	var a web.Answer
+	if err := json.Unmarshal(body, &a); err != nil {
+		l.fatalf("image search: %v", err)
+	}
+	ids := map[string]string{}
+	offline := map[string]bool{}
+	for _, r := range a.Results {
+		ids[r.Path] = r.ID
+		offline[r.Path] = r.Offline != ""
+	}
+	paths := make([]string, 0, len(recs))
+	for p := range recs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var ok []string
+	for _, p := range paths {
+		r := recs[p]
+		if !r.ok {
+			continue
+		}
+		ok = append(ok, p)
+		id, found := ids[p]
+		if !found {
+			l.fatalf("serve: indexed %s is not among the results of a search for all", p)
+		}
+		if within(p, slices.Collect(maps.Keys(l.reported))) && !offline[p] {
+			l.fatalf("serve: %s, whose disk a build found away, is not marked offline", p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || sha256.Sum256(data) != r.hash {
+			continue // changed or away since it was indexed: not servable until the next build
+		}
+		code, body := l.do("GET", "/image/"+id, nil)
+		if code != http.StatusOK || !bytes.Equal(body, data) {
+			l.fatalf("serve: /image of indexed %s answered %d (%d bytes, want its %d)", p, code, len(body), len(data))
+		}
+		if kindOf(data) == "png" {
+			if code, body := l.do("GET", "/thumb/"+id, nil); code != http.StatusOK {
+				l.fatalf("serve: /thumb of indexed %s answered %d %s", p, code, body)
+			}
+		}
+	}
+	p := ok[l.rng.Intn(len(ok))]
+	if code, body := l.do("GET", "/api/similar?k=1000&id="+ids[p], nil); code != http.StatusOK {
+		l.fatalf("serve: similar images of %s answered %d %s", p, code, body)
+	}
+}
+
+const addr = "127.0.0.1:7357"
+
+func (l *lab) do(method, target string, body []byte) (int, []byte) {
+	req := httptest.NewRequest(method, "http://"+addr+target, bytes.NewReader(body))
+	w := httptest.NewRecorder()
+	l.srv.ServeHTTP(w, req)
+	return w.Code, w.Body.Bytes()
+}
+
+func envInt(name string, def int64) int64 {
+	if v := os.Getenv(name); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// TestLifecycle lives a library's life. CLIPIDX_LIFECYCLE_STEPS sets the
+// number of steps (default 200), CLIPIDX_LIFECYCLE_SEED replays a run; the
+// seed is printed when it fails.
+func TestLifecycle(t *testing.T) {
+	if os.Getenv(envChild) != "" {
+		t.Skip("in the child process")
+	}
+	seed := envInt("CLIPIDX_LIFECYCLE_SEED", time.Now().UnixNano())
+	steps := int(envInt("CLIPIDX_LIFECYCLE_STEPS", 200))
+	if testing.Short() {
+		steps = 40
+	}
+	l := &lab{t: t, rng: rand.New(rand.NewSource(seed)), dir: t.TempDir(), reach: []string{"png"},
+		clock: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), blobs: map[store.Hash][]byte{}, reported: map[string]bool{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d (replay: CLIPIDX_LIFECYCLE_SEED=%d CLIPIDX_LIFECYCLE_STEPS=%d go test ./internal/lifecycle -run 'TestLifecycle$')", seed, seed, steps)
+		}
+	})
+	// The tree may hold a link to /tmp's real path: resolve it once.
+	dir, err := filepath.EvalSymlinks(l.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.dir = dir
+	l.db = filepath.Join(l.dir, "index.db")
+	for _, d := range []string{"lib/a", "lib/b/c", "ext", "nas"} {
+		if err := os.MkdirAll(l.path(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../ext", l.path("lib/link")); err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		d := l.dirs()
+		l.write(l.path(l.newName(d[l.rng.Intn(len(d))])), l.content())
+	}
+	l.srv, err = web.New(web.Options{DB: l.db, Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.build("lib")
+	l.build("nas")
+
+	for range steps {
+		l.randomStep()
+		if l.rng.Intn(3) == 0 {
+			l.serveCheck()
+		}
+	}
+	// Bring every disk back, build everything: the whole tree is indexed.
+	if l.nasAway {
+		l.toggleNAS()
+	}
+	if l.extAwy {
+		l.toggleExt()
+	}
+	for _, r := range append([]string{"lib", "nas"}, l.others...) {
+		l.build(r)
+	}
+	l.serveCheck()
+}
+
+func (l *lab) randomStep() {
+	files := l.files()
+	pick := func() string { return files[l.rng.Intn(len(files))] }
+	dirs := l.dirs()
+	switch r := l.rng.Intn(100); {
+	case r < 14 || len(files) == 0:
+		p := l.newName(dirs[l.rng.Intn(len(dirs))])
+		l.step("add %s", p)
+		l.write(l.path(p), l.content())
+	case r < 22:
+		p := pick()
+		l.step("change %s", p)
+		l.write(l.path(p), l.content())
+	case r < 28:
+		p, q := pick(), l.newName(dirs[l.rng.Intn(len(dirs))])
+		l.step("copy %s to %s", p, q)
+		b, err := os.ReadFile(l.path(p))
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		l.write(l.path(q), b)
+	case r < 36:
+		p, q := pick(), l.newName(dirs[l.rng.Intn(len(dirs))])
+		l.step("rename %s to %s", p, q)
+		if err := os.Rename(l.path(p), l.path(q)); err != nil {
+			l.t.Fatal(err)
+		}
+	case r < 44:
+		p := pick()
+		l.step("delete %s", p)
+		if err := os.Remove(l.path(p)); err != nil {
+			l.t.Fatal(err)
+		}
+	case r < 62:
+		targets := append([]string{"lib", "lib", "nas", "lib/a", "lib/b", "lib/b/c"}, l.others...)
+		l.build(targets[l.rng.Intn(len(targets))])
+	case r < 67:
+		l.toggleNAS()
+	case r < 72:
+		l.toggleExt()
+	case r < 75:
+		if !slices.Contains(l.reach, "heic") {
+			l.step("upgrade: the decoder now reads HEIC")
+			l.reach = []string{"heic", "png"}
+		}
+	case r < 81:
+		l.kill("lib")
+	case r < 85:
+		l.merge()
+	case r < 88:
+		targets := append([]string{"lib/a", "lib/b", "nas"}, l.others...)
+		l.forget(targets[l.rng.Intn(len(targets))])
+	default:
+		l.step("serve check")
+		l.serveCheck()
+	}
+}
+
+// toggleNAS unmounts or mounts the "NAS": its folder stays, empty, while
+// the disk is away.
+func (l *lab) toggleNAS() {
+	nas, away := l.path("nas"), l.path("nas.away")
+	if l.nasAway {
+		l.step("the NAS is back")
+		delete(l.reported, nas)
+		if err := os.Remove(nas); err != nil {
+			l.t.Fatal(err)
+		}
+		if err := os.Rename(away, nas); err != nil {
+			l.t.Fatal(err)
+		}
+	} else {
+		l.step("the NAS is away (its mount point lists nothing)")
+		if err := os.Rename(nas, away); err != nil {
+			l.t.Fatal(err)
+		}
+		if err := os.Mkdir(nas, 0o755); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	l.nasAway = !l.nasAway
+}
+
+// toggleExt takes away or brings back the target of the link lib/link.
+func (l *lab) toggleExt() {
+	ext, away := l.path("ext"), l.path("ext.away")
+	if l.extAwy {
+		l.step("the link's target is back")
+		delete(l.reported, l.path("lib/link"))
+		if err := os.Rename(away, ext); err != nil {
+			l.t.Fatal(err)
+		}
+	} else {
+		l.step("the link's target is gone")
+		if err := os.Rename(ext, away); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	l.extAwy = !l.extAwy
+}
