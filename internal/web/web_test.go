@@ -272,10 +272,14 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{removed, changed, linked} {
-		for _, what := range []string{"/thumb/", "/image/", "/api/similar?id="} {
+		for _, what := range []string{"/thumb/", "/image/"} {
 			if code, body, _ := e.get(t, what+ids[p]); code != http.StatusNotFound {
 				t.Errorf("%s of %s after the change: %d %s, want 404", what, filepath.Base(p), code, body)
 			}
+		}
+		// Similar images need only the stored vector, never the file.
+		if code, body, _ := e.get(t, "/api/similar?id="+ids[p]); code != http.StatusOK {
+			t.Errorf("similar images of %s after the change: %d %s, want 200", filepath.Base(p), code, body)
 		}
 	}
 }
