@@ -62,6 +62,18 @@ func (s *Snapshot) Roots() ([]string, error) {
 	return slices.Clone(st.LastBuild.Roots), nil
 }
 
+// Outermost returns the paths of a sorted list that lie within no other
+// (what a build of every indexed folder walks: /p, not /p and /p/2024).
+func Outermost(sorted []string) []string {
+	var out []string
+	for _, p := range sorted {
+		if len(out) == 0 || !Within(p, out[len(out)-1]) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Offline returns the folders kept offline by the last build, sorted.
 func (s *Snapshot) Offline() ([]Offline, error) {
 	return readOffline(s.tx)

@@ -52,7 +52,8 @@ format it could not (a failure records what it could read), or with
 memory running short, a time-out, Ctrl-C) are listed but not recorded: the
 next build tries those files again.
 
-Without DIR, the folders of the last build are indexed again. search and
+Without DIR, every folder indexed so far (by any build or merge; see clipidx
+status) is indexed again. search and
 status work while a build runs. A folder that does not exist and never held
 entries (a typo) is reported and skipped (exit status 1 once the others are
 built).
@@ -86,7 +87,7 @@ indexes.`,
 			}
 			if len(args) == 0 {
 				var err error
-				if args, err = lastRoots(); err != nil {
+				if args, err = indexedRoots(); err != nil {
 					return err
 				}
 			}
@@ -350,8 +351,9 @@ func missingError(missing []string) error {
 	return &exitError{code: 1, err: fmt.Errorf("%d folders were not found", len(missing))}
 }
 
-// lastRoots returns the folders the last build indexed.
-func lastRoots() ([]string, error) {
+// indexedRoots returns every folder (or tar shard) ever indexed into the
+// index, those inside another left out: what a build without DIR walks.
+func indexedRoots() ([]string, error) {
 	r, err := store.OpenReader(g.db, store.ReaderOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("%w (give the folders to index: clipidx build DIR...)", err)
@@ -359,14 +361,13 @@ func lastRoots() ([]string, error) {
 	defer r.Close()
 	var roots []string
 	err = r.View(func(s *store.Snapshot) error {
-		st, err := s.Stats()
-		if st.LastBuild != nil {
-			roots = st.LastBuild.Roots
-		}
+		var err error
+		roots, err = s.Roots()
 		return err
 	})
+	roots = store.Outermost(roots)
 	if err == nil && len(roots) == 0 {
-		err = errors.New("no previous build to repeat: give the folders to index (clipidx build DIR...)")
+		err = errors.New("no folder indexed yet: give the folders to index (clipidx build DIR...)")
 	}
 	return roots, err
 }

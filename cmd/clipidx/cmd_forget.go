@@ -39,7 +39,7 @@ under folders that still exist. The model is not needed.`,
 			if n == 0 {
 				// Most likely a typo or a path given relative to another
 				// folder: say so, and let scripts see it.
-				return fmt.Errorf("no indexed file is at or under %s (clipidx status names the folders of the last build)", strings.Join(abs, ", "))
+				return fmt.Errorf("no indexed file is at or under %s (clipidx status names the indexed folders)", strings.Join(abs, ", "))
 			}
 			return nil
 		},

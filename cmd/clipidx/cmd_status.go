@@ -23,6 +23,7 @@ type statusJSON struct {
 	DBBytes   int64            `json:"db_bytes"`
 	Device    string           `json:"device"` // where the last build ran the model ("" = unknown)
 	LastBuild *store.LastBuild `json:"last_build"`
+	Folders   []string         `json:"folders"` // every folder or tar shard ever indexed, by any build or merge
 	Offline   []store.Offline  `json:"offline"` // folders whose disk was away at the last build, their entries kept
 }
 
@@ -32,7 +33,8 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show what the index holds",
 		Long: `Show the number of indexed and failed images, the model the index was built
-with, when the last build ran and on which device, and the folders whose disk
+with, when the last build ran and on which device, every folder indexed so far
+(by any build or merge), and the folders whose disk
 was away at the last build (their entries kept, see clipidx build --help). It
 works while a build is running.`,
 		Args: cobra.NoArgs,
@@ -45,8 +47,14 @@ works while a build is running.`,
 			var st store.Stats
 			var id store.Identity
 			offline := []store.Offline{}
+			folders := []string{}
 			err = r.View(func(s *store.Snapshot) error {
 				id = s.Identity()
+				roots, err := s.Roots()
+				if err != nil {
+					return err
+				}
+				folders = append(folders, roots...)
 				off, err := s.Offline()
 				if err != nil {
 					return err
@@ -77,7 +85,7 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Offline: offline})
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
@@ -102,9 +110,6 @@ works while a build is running.`,
 					state = ", interrupted"
 				}
 				fmt.Fprintf(out, "last build:  %s%s\n", when, state)
-				if len(st.LastBuild.Roots) > 0 {
-					fmt.Fprintf(out, "folders:     %s\n", strings.Join(st.LastBuild.Roots, ", "))
-				}
 				if device != "" {
 					if n := st.LastBuild.DeviceNote; n != "" {
 						device += " (" + n + ")"
@@ -118,6 +123,9 @@ works while a build is running.`,
 					}
 					fmt.Fprintf(out, "arithmetic:  %s products, weights %s (the index accepts any --precision and --weights of this model)\n", p, w)
 				}
+			}
+			if len(folders) > 0 {
+				fmt.Fprintf(out, "folders:     %s\n", strings.Join(folders, ", "))
 			}
 			printOffline(out, offline)
 			if check {
