@@ -306,10 +306,8 @@ func (d *jpegDecoder) arithStart(s *scanHeader, pos int) {
 func (d *jpegDecoder) arithBlock(s *scanHeader, c *jpegComp, bx, by int) {
 	e := &d.ae
 	if !d.progressive {
-		stride := c.bw * 8
-		dst := c.plane[by*8*stride+bx*8:]
 		if d.aeFailed {
-			idctDC(0, dst, stride)
+			d.greyBlock(c, bx, by)
 			return
 		}
 		blk := &d.blk
@@ -324,7 +322,12 @@ func (d *jpegDecoder) arithBlock(s *scanHeader, c *jpegComp, bx, by int) {
 				blk[z] = int32(int16(v)) * q[z]
 			})
 		}
-		idct(blk, dst, stride)
+		if d.scale > 1 {
+			d.scaledIDCT(c, bx, by) // jpegscale.go
+		} else {
+			stride := c.bw * 8
+			idct(blk, c.plane[by*8*stride+bx*8:], stride)
+		}
 		d.blk = [64]int32{}
 		return
 	}
