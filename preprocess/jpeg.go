@@ -350,8 +350,8 @@ func (d *jpegDecoder) frame(progressive bool) error {
 	}
 	d.scale = jpegScaleFor(d.w, d.h, d.minSide)
 	d.ow, d.oh = ceilDiv(d.w, d.scale), ceilDiv(d.h, d.scale)
-	if d.memoryPixels(progressive) > d.maxPixels {
-		return errJPEGTooLarge{d.w, d.h, d.scale}
+	if ls := d.limitScale(progressive); int64(ceilDiv(d.w, ls))*int64(ceilDiv(d.h, ls)) > d.maxPixels {
+		return errJPEGTooLarge{d.w, d.h, ls}
 	}
 	d.sof, d.progressive = true, progressive
 	d.comps = make([]jpegComp, nc)

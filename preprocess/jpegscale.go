@@ -42,15 +42,15 @@ func jpegScaleFor(w, h, minSide int) int {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// memoryPixels is what the pixel limit is checked against: the output size
-// for a sequential image decoded reduced, whose planes and RGB are all
+// limitScale is the scale at which the pixel limit is checked: the output
+// size for a sequential image decoded reduced, whose planes and RGB are all
 // allocated at that size; the frame size otherwise (a progressive image
 // keeps every coefficient of the full frame until its last scan).
-func (d *jpegDecoder) memoryPixels(progressive bool) int64 {
-	if d.scale > 1 && !progressive {
-		return int64(d.ow) * int64(d.oh)
+func (d *jpegDecoder) limitScale(progressive bool) int {
+	if progressive {
+		return 1
 	}
-	return int64(d.w) * int64(d.h)
+	return d.scale
 }
 
 // scaleComponent sets the block size and the sample extent of c for the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"image"
 )
@@ -159,9 +158,11 @@ func heifDecodeThumb(ctx context.Context, data []byte, info *heifInfo, t *heifTh
 	if err != nil {
 		return nil, err
 	}
+	// The decoders report the size of the item they decode (libheif's
+	// after clap), which must be the one thumbFor chose it for.
 	w, h := orientDims(t.w, t.h, t.orient)
 	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
-		return nil, errors.New("thumbnail decoded at another size than its ispe")
+		return nil, fmt.Errorf("thumbnail is %dx%d, its ispe says %dx%d", b.Dx(), b.Dy(), w, h)
 	}
 	return img, nil
 }
