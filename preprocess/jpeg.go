@@ -15,7 +15,8 @@ import (
 // components and any sampling factors, exactly as libjpeg-turbo 2.1 does
 // with Pillow's settings (integer "slow" IDCT, fancy upsampling, no merged
 // upsampler, no scaling, block smoothing): see jpegidct.go, jpegcolor.go
-// and jpegsmooth.go. Lossless, hierarchical and 12-bit JPEGs are refused
+// and jpegsmooth.go; for display, jpegscale.go adds libjpeg's scaling by
+// 1/2, 1/4 and 1/8. Lossless, hierarchical and 12-bit JPEGs are refused
 // with ErrUnsupported, as Pillow (or its libjpeg-turbo 2.1) refuses them.
 
 // packedRGB is 8-bit RGB, three bytes a pixel, rows without padding: what
@@ -292,32 +293,6 @@ func sofKind(m byte) string {
 		return "hierarchical"
 	}
 	return "reserved-type"
-}
-
-// dac reads arithmetic conditioning (T.81 B.2.4.3).
-func (d *jpegDecoder) dac() error {
-	seg, err := d.segment(mDAC)
-	if err != nil {
-		return err
-	}
-	if len(seg)%2 != 0 {
-		return errors.New("bad DAC length")
-	}
-	for ; len(seg) > 0; seg = seg[2:] {
-		i, v := int(seg[0]), int(seg[1])
-		switch {
-		case i < 16: // Tc = 0, a DC table
-			d.ae.dcL[i], d.ae.dcU[i] = v&15, v>>4
-			if d.ae.dcL[i] > d.ae.dcU[i] {
-				return fmt.Errorf("bad DAC value 0x%02x", v)
-			}
-		case i < 32:
-			d.ae.acK[i-16] = v
-		default:
-			return fmt.Errorf("bad DAC table %d", i)
-		}
-	}
-	return nil
 }
 
 // frame reads SOF0/1/2, checks the size against the pixel limit and
@@ -660,65 +635,6 @@ func (d *jpegDecoder) scan() error {
 		d.pos = d.ae.pos
 	}
 	return nil
-}
-
-// restart moves past the RSTn marker that ends a restart interval,
-// resynchronising as libjpeg's jpeg_resync_to_restart does when the
-// expected marker is not there. It returns false when the decoder must treat
-// the next segment as empty (the marker found was left for later).
-func (d *jpegDecoder) restart(s *scanHeader, want int) (bool, error) {
-	d.pos = d.br.pos
-	if d.arith {
-		d.pos = d.ae.pos
-	}
-	m, err := d.nextMarker()
-	if err != nil {
-		return false, errJPEGTruncated
-	}
-	for {
-		var action int
-		switch {
-		case m < mSOF0:
-			action = 2
-		case m < mRST0 || m > mRST7:
-			action = 3
-		default:
-			n := int(m - mRST0)
-			switch n {
-			case (want + 1) & 7, (want + 2) & 7:
-				action = 3
-			case (want - 1) & 7, (want - 2) & 7:
-				action = 2
-			default:
-				action = 1
-			}
-		}
-		switch action {
-		case 1:
-			d.resume(s, true)
-			return true, nil
-		case 2:
-			if m, err = d.nextMarker(); err != nil {
-				return false, errJPEGTruncated
-			}
-		default:
-			d.pos -= 2 // leave the marker for the marker reader
-			d.resume(s, false)
-			return false, nil
-		}
-	}
-}
-
-// resume restarts entropy decoding at d.pos after a restart marker; when
-// ok is false a marker is waiting there and the data is taken as empty.
-func (d *jpegDecoder) resume(s *scanHeader, ok bool) {
-	if d.arith {
-		d.arithStart(s, d.pos)
-		d.ae.marker = !ok
-		return
-	}
-	d.br.reset(d.data, d.pos)
-	d.br.stop = !ok
 }
 
 // block decodes one block of component c at block column bx, row by.

@@ -139,14 +139,26 @@ func jpegScaleFiles(t testing.TB) []string {
 	return append(a, b...)
 }
 
+// jpegScaleMustCompare are corpus files that must be compared at all
+// three scales: 4:4:4, 4:2:0, 4:2:2, 4:4:0 and 4:1:1, progressive (with
+// block smoothing of a progression that stops early), grey, arithmetic
+// coding, restart markers, and odd sizes.
+var jpegScaleMustCompare = []string{
+	"pil_444_q85_333x211.jpg", "pil_420_q85_333x211.jpg", "pil_422_q85_333x211.jpg",
+	"cjpeg_440_q85_333x211.jpg", "cjpeg_411_prog_333x211.jpg", "pil_prog_420_333x211.jpg",
+	"jpegtran_partial_333x211.jpg", "pil_grey_333x211.jpg", "cjpeg_arithmetic_over64k_333x211.jpg",
+	"cjpeg_restart1_420_333x211.jpg", "pil_420_q50_17x9.jpg", "pil_422_q75_9x17.jpg", "pil_444_q90_17x9.jpg",
+}
+
 // TestJPEGScaledMatchesDjpeg decodes every corpus JPEG at 1/2, 1/4 and 1/8
 // and requires libjpeg-turbo's djpeg -scale output byte for byte, with its
 // SIMD code and without (JSIMD_FORCENONE). CMYK files, which djpeg cannot
-// write as PNM, and files the full-size decoder refuses as Pillow does are
-// not compared; at least 80 files must be.
+// write as PNM, files the full-size decoder refuses as Pillow does, and
+// scales no minSide selects (tiny images) are not compared; at least 80
+// files must be, and jpegScaleMustCompare at every scale.
 func TestJPEGScaledMatchesDjpeg(t *testing.T) {
 	tool := djpegNeed(t)
-	compared := 0
+	compared, pairs := 0, map[string]int{}
 	for _, path := range jpegScaleFiles(t) {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -179,14 +191,55 @@ func TestJPEGScaledMatchesDjpeg(t *testing.T) {
 					t.Errorf("%s at 1/%d %s: %d of %d samples differ from djpeg's, by up to %d", name, n, env, nd, len(got), maxd)
 				}
 				fileCompared = true
+				pairs[name]++
 			}
 		}
 		if fileCompared {
 			compared++
 		}
 	}
-	t.Logf("%d files compared at three scales", compared)
+	n := 0
+	for _, v := range pairs {
+		n += v
+	}
+	t.Logf("%d files, %d (file, scale, SIMD or not) decodes compared", compared, n)
 	if compared < 80 {
 		t.Errorf("only %d files compared with djpeg", compared)
 	}
+	for _, name := range jpegScaleMustCompare {
+		if pairs[name] != 6 {
+			t.Errorf("%s compared %d times, want 3 scales x 2", name, pairs[name])
+		}
+	}
+}
+
+// FuzzJPEGScaled feeds arbitrary bytes and sizes to the reduced decoder
+// itself (not through safely, which would hide a panic): it must return an
+// error or an image of ceil(w/N) x ceil(h/N) for the scale chosen.
+func FuzzJPEGScaled(f *testing.F) {
+	for _, name := range []string{"pil_420_q50_17x9.jpg", "pil_prog_444_17x9.jpg", "cjpeg_restart1b_prog_411_97x35.jpg",
+		"jpegtran_partial_16x9.jpg", "pil_grey_prog_31x7.jpg", "ycck_adobe2.jpg", "bad_rst_sequence.jpg",
+		"cjpeg_arithmetic_97x35.jpg", "jpegtran_arithmetic_partial_97x35.jpg", "cjpeg_1x4_q85_333x211.jpg"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "jpeg", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint16(4))
+		f.Add(b[:len(b)*3/4], uint16(1))
+	}
+	const limit = 1 << 16
+	f.Fuzz(func(t *testing.T, data []byte, minSide uint16) {
+		d := &jpegDecoder{data: data, maxPixels: limit, minSide: int(minSide) + 1, ctx: context.Background()}
+		img, err := d.decode()
+		if err != nil {
+			if img != nil {
+				t.Fatal("an image and an error")
+			}
+			return
+		}
+		m := img.(*packedRGB)
+		if m.W != ceilDiv(d.w, d.scale) || m.H != ceilDiv(d.h, d.scale) || len(m.Pix) != m.W*m.H*3 {
+			t.Fatalf("%dx%d image at 1/%d of %dx%d, %d bytes", m.W, m.H, d.scale, d.w, d.h, len(m.Pix))
+		}
+	})
 }
