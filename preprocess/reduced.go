@@ -36,10 +36,14 @@ import (
 // of the frame); for HEIC/AVIF the item decoded; for RAW the preview.
 //
 // Cancelling ctx stops a HEIC/AVIF decode inside the WebAssembly decoder
-// and a JPEG decode at its next row of MCUs (progressive: of blocks); the
-// error then wraps ctx.Err() and none of ErrCorrupt, ErrUnsupported,
+// and a JPEG decode at the next row of MCUs of its current scan (and, for
+// a reduced progressive JPEG, at the next block row of its final IDCT);
+// the error then wraps ctx.Err() and none of ErrCorrupt, ErrUnsupported,
 // ErrUnknownFormat and ErrTooLarge, which the other errors wrap as
-// Decode's do. PNG, GIF, WebP, BMP and TIFF decodes do not stop early.
+// Decode's do. PNG, GIF, WebP, BMP and TIFF decodes do not stop early. A
+// context that can be cancelled runs HEIC/AVIF through the stoppable
+// build of the decoders, several times slower than the one
+// context.Background gets (see moduleFor).
 func DecodeReduced(ctx context.Context, data []byte, name string, minSide int) (*image.RGBA, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", name, err)
