@@ -51,5 +51,10 @@
 // conversion included, takes 0.6-0.8x of image/jpeg's CPU time (see
 // BenchmarkJPEGDecoder12MP and BenchmarkJPEGStdlib12MP).
 //
+// For display, Decode gives the full image and DecodeReduced (reduced.go)
+// a cheaper one near the size it will be shown at: JPEGs DCT-scaled as
+// libjpeg does (jpegscale.go), HEIC/AVIF through a thumbnail item, RAW
+// through a smaller preview; it stops when its context is cancelled.
+//
 // Version names the pixel output; store it beside vectors made from it.
 package preprocess

@@ -2,6 +2,7 @@ package preprocess
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/draw"
@@ -116,11 +117,18 @@ func heifDecode(r io.Reader) (image.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return heifDecodeItem(context.Background(), data, info)
+}
+
+// heifDecodeItem decodes the primary image of data, described by info,
+// with its irot/imir applied; cancelling ctx stops the decoder.
+func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Image, error) {
 	var img image.Image
+	var err error
 	if info.decoderFor() == heifLibavif {
-		img, err = libavifDecode(data)
+		img, err = libavifDecode(ctx, data)
 	} else {
-		img, err = libheifDecode(heifNeutralise(data, info))
+		img, err = libheifDecode(ctx, heifNeutralise(data, info))
 		if m, ok := img.(*image.YCbCr); ok {
 			c := nclx{matrix: 2, fullRange: true} // libheif's default without a colr box
 			switch {

@@ -2,6 +2,7 @@ package preprocess
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"image"
 	"image/png"
@@ -174,7 +175,7 @@ func TestAVIFMatchesAvifdec(t *testing.T) {
 func TestHEIFPlanesExact(t *testing.T) {
 	data := readHEIFTestdata(t, "yuv420.heic")
 	y4m := readHEIFTestdata(t, "yuv420.heic.y4m")
-	img, err := libheifDecode(data)
+	img, err := libheifDecode(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +458,7 @@ func FuzzHEIFDecode(f *testing.F) {
 // the module keeps working for the next file.
 func TestHEIFTrapIsError(t *testing.T) {
 	for name, m := range map[string]*wasmModule{"libheif": heifModule, "libavif": avifModule} {
-		c, err := newWASMCall(m)
+		c, err := newWASMCall(context.Background(), m)
 		if err != nil {
 			t.Fatal(err)
 		}

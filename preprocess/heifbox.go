@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // This file is a small ISO base media file format (ISO/IEC 14496-12) box
@@ -101,7 +102,34 @@ type heifInfo struct {
 	// imir boxes are: heifDecode neutralises them in the copy it hands to
 	// libheif (see heif.go).
 	edits []heifEdit
+	// thumbs are the thumbnail items of the primary image (thmb
+	// references), and pitmAt where the primary item id is in the file, 2
+	// bytes or 4 when pitmWide: heifreduced.go decodes a thumbnail by
+	// making it primary in a copy.
+	thumbs   []heifThumb
+	pitmAt   int
+	pitmWide bool
 }
+
+// heifThumb is a thumbnail item of the primary image.
+type heifThumb struct {
+	id       uint32
+	itemType string
+	heifProps
+	refAt int // offset in the file of the type of its thmb reference box
+}
+
+// heifThmb is one thmb reference box: item from is a thumbnail of the
+// items in to; body is the box's body, a sub-slice of the file.
+type heifThmb struct {
+	from uint32
+	to   []uint32
+	body []byte
+}
+
+// maxHEIFThumbs bounds the thmb references read (real files have one or
+// two); more are ignored.
+const maxHEIFThumbs = 16
 
 // heifEdit locates one property in the file: the offset of its body.
 type heifEdit struct {
@@ -130,6 +158,9 @@ func parseHEIF(d []byte) (*heifInfo, error) {
 		dimg            = map[uint32][]uint32{}
 		iprp, iinf, ref []byte
 		edits           []heifEdit
+		thmbs           []heifThmb
+		pitmAt          int
+		pitmWide        bool
 	)
 	err = bmffBoxes(meta[4:], func(t string, body []byte) error {
 		switch t {
@@ -145,6 +176,7 @@ func parseHEIF(d []byte) (*heifInfo, error) {
 				return fmt.Errorf("%w: short pitm", errBox)
 			}
 			havePrimary = true
+			pitmAt, pitmWide = cap(d)-cap(body)+4, body[0] != 0 // body is a sub-slice of d
 		case "iinf":
 			iinf = body
 		case "iprp":
@@ -194,7 +226,7 @@ func parseHEIF(d []byte) (*heifInfo, error) {
 		}
 	}
 	if ref != nil {
-		if err := parseIREF(ref, dimg); err != nil {
+		if err := parseIREF(ref, dimg, &thmbs); err != nil {
 			return nil, err
 		}
 	}
@@ -243,6 +275,13 @@ func parseHEIF(d []byte) (*heifInfo, error) {
 	info := &heifInfo{itemType: types[primary], heifProps: itemProps(primary), edits: edits}
 	if info.itemType == "" {
 		return nil, fmt.Errorf("%w: primary item %d has no item info", errBox, primary)
+	}
+	info.pitmAt, info.pitmWide = pitmAt, pitmWide
+	for _, r := range thmbs {
+		if slices.Contains(r.to, primary) && r.from != primary {
+			info.thumbs = append(info.thumbs, heifThumb{id: r.from, itemType: types[r.from],
+				heifProps: itemProps(r.from), refAt: cap(d) - cap(r.body) - 4})
+		}
 	}
 	if tiles := dimg[primary]; len(tiles) > 0 {
 		info.tiles = len(tiles)
@@ -338,8 +377,9 @@ func parseIPMA(b []byte, assoc map[uint32][]int) error {
 	return nil
 }
 
-// parseIREF collects the dimg (derived image) references: grid → tiles.
-func parseIREF(b []byte, dimg map[uint32][]uint32) error {
+// parseIREF collects the dimg (derived image) references, grid → tiles,
+// and the first maxHEIFThumbs thmb references, thumbnail → images.
+func parseIREF(b []byte, dimg map[uint32][]uint32, thmbs *[]heifThmb) error {
 	if len(b) < 4 {
 		return fmt.Errorf("%w: short iref", errBox)
 	}
@@ -356,6 +396,18 @@ func parseIREF(b []byte, dimg map[uint32][]uint32) error {
 	}
 	total := 0
 	return bmffBoxes(b[4:], func(t string, r []byte) error {
+		if t == "thmb" && len(*thmbs) < maxHEIFThumbs {
+			// Thumbnails are optional: a damaged reference is skipped.
+			if len(r) >= 2*idSize {
+				n := int(binary.BigEndian.Uint16(r[idSize:]))
+				to := make([]uint32, 0, min(n, maxHEIFThumbs))
+				for j := 0; j < n && j < maxHEIFThumbs && 2+idSize*(j+2) <= len(r); j++ {
+					to = append(to, id(r[idSize+2+j*idSize:]))
+				}
+				*thmbs = append(*thmbs, heifThmb{from: id(r), to: to, body: r})
+			}
+			return nil
+		}
 		if t != "dimg" {
 			return nil
 		}

@@ -42,23 +42,43 @@ import (
 // decoder state and the output copy).
 const wasmMemoryPages = 1 << 14
 
-// wasmModule is one embedded decoder, compiled once.
+// wasmModule is one embedded decoder, compiled once. A stoppable one is
+// compiled with wazero's close-on-context-done: its code checks at every
+// loop back-edge whether the call's context is done and, if so, stops the
+// call and closes the instance.
 type wasmModule struct {
-	gz   *[]byte
-	once sync.Once
-	rt   wazero.Runtime
-	cm   wazero.CompiledModule
-	err  error
+	gz        *[]byte
+	stoppable bool
+	once      sync.Once
+	rt        wazero.Runtime
+	cm        wazero.CompiledModule
+	err       error
 }
 
 var (
-	heifModule = &wasmModule{gz: &heifWASMgz}
-	avifModule = &wasmModule{gz: &avifWASMgz}
+	heifModule          = &wasmModule{gz: &heifWASMgz}
+	avifModule          = &wasmModule{gz: &avifWASMgz}
+	heifModuleStoppable = &wasmModule{gz: &heifWASMgz, stoppable: true}
+	avifModuleStoppable = &wasmModule{gz: &avifWASMgz, stoppable: true}
 )
+
+// moduleFor returns fast, or stoppable when ctx can be cancelled. The
+// checks that make a call stoppable leave native code at every loop
+// iteration and cost several times the decode itself (a 2816x2816 grid:
+// 2.7 s without, 12 s and more with, on the 2-core test machine), so a
+// context that can never end, such as context.Background (the model's
+// path), keeps the fast build.
+func moduleFor(ctx context.Context, fast, stoppable *wasmModule) *wasmModule {
+	if ctx.Done() == nil {
+		return fast
+	}
+	return stoppable
+}
 
 // instantiate returns a fresh instance (its own memory) of the module.
 func (w *wasmModule) instantiate(ctx context.Context) (api.Module, error) {
 	w.once.Do(func() {
+		ctx := context.Background() // the compiled module outlives any request
 		if len(*w.gz) == 0 {
 			w.err = errNoWASM
 			return
@@ -73,7 +93,8 @@ func (w *wasmModule) instantiate(ctx context.Context) (api.Module, error) {
 			w.err = fmt.Errorf("embedded decoder: %w", err)
 			return
 		}
-		w.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(wasmMemoryPages))
+		w.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(wasmMemoryPages).
+			WithCloseOnContextDone(w.stoppable))
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, w.rt); err != nil {
 			w.err = fmt.Errorf("embedded decoder: %w", err)
 			return
@@ -96,10 +117,12 @@ type wasmCall struct {
 	malloc, free, entry api.Function
 }
 
-func newWASMCall(w *wasmModule) (*wasmCall, error) {
-	ctx := context.Background()
+func newWASMCall(ctx context.Context, w *wasmModule) (*wasmCall, error) {
 	mod, err := w.instantiate(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, err
 	}
 	c := &wasmCall{ctx: ctx, mod: mod, malloc: mod.ExportedFunction("malloc"),
@@ -111,7 +134,17 @@ func newWASMCall(w *wasmModule) (*wasmCall, error) {
 	return c, nil
 }
 
-func (c *wasmCall) close() { c.mod.Close(c.ctx) }
+// close frees the instance (its context may be done by now).
+func (c *wasmCall) close() { c.mod.Close(context.Background()) }
+
+// callErr is the error of a failed call into the module: the context's
+// when it ended the call, else the trap.
+func (c *wasmCall) callErr(lib string, err error) error {
+	if cerr := c.ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return wasmTrap(lib, err)
+}
 
 // alloc reserves n bytes of wasm memory (zeroed by the fresh instance or
 // not: every byte read back is written by the decoder first).
@@ -121,6 +154,9 @@ func (c *wasmCall) alloc(n int) (uint64, error) {
 	}
 	r, err := c.malloc.Call(c.ctx, uint64(n))
 	if err != nil {
+		if cerr := c.ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
 		return 0, fmt.Errorf("embedded decoder: %w", err)
 	}
 	if r[0] == 0 {
@@ -203,8 +239,8 @@ func heifStride(w, bpp int) int {
 // libheifDecode runs libheif's decode: Y, Cb, Cr planes (HDR reduced to 8
 // bits), grey, or RGBA when the file is coded as RGB; with irot, imir,
 // clap and grids applied by libheif.
-func libheifDecode(data []byte) (image.Image, error) {
-	c, err := newWASMCall(heifModule)
+func libheifDecode(ctx context.Context, data []byte) (image.Image, error) {
+	c, err := newWASMCall(ctx, moduleFor(ctx, heifModule, heifModuleStoppable))
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +256,7 @@ func libheifDecode(data []byte) (image.Image, error) {
 	call := func(configOnly uint64, out uint64) error {
 		r, err := c.entry.Call(c.ctx, in, uint64(len(data)), configOnly, outs, outs+4, outs+8, outs+12, outs+16, out)
 		if err != nil {
-			return wasmTrap("libheif", err)
+			return c.callErr("libheif", err)
 		}
 		if r[0] == 0 {
 			return errors.New("libheif could not decode the image")
@@ -284,8 +320,8 @@ func libheifDecode(data []byte) (image.Image, error) {
 // libavifDecode runs libavif's decode of the first frame: RGBA with
 // premultiplied alpha, 8-bit, or 16-bit for deeper files, converted by
 // libavif from the file's nclx. irot/imir are not applied by libavif.
-func libavifDecode(data []byte) (image.Image, error) {
-	c, err := newWASMCall(avifModule)
+func libavifDecode(ctx context.Context, data []byte) (image.Image, error) {
+	c, err := newWASMCall(ctx, moduleFor(ctx, avifModule, avifModuleStoppable))
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +341,7 @@ func libavifDecode(data []byte) (image.Image, error) {
 	call := func(configOnly uint64, out uint64) error {
 		r, err := c.entry.Call(c.ctx, in, uint64(len(data)), configOnly, 0, outs, outs+4, outs+8, outs+12, delay, out)
 		if err != nil {
-			return wasmTrap("libavif", err)
+			return c.callErr("libavif", err)
 		}
 		if r[0] == 0 {
 			return errors.New("libavif could not decode the image")

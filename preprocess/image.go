@@ -22,6 +22,13 @@ func Decode(data []byte, name string, maxPixels int, ignoreEXIF bool) (*image.RG
 	if err != nil {
 		return nil, err
 	}
+	return displayRGBA(img, f, data, ignoreEXIF), nil
+}
+
+// displayRGBA converts a decoded image to packed RGB as for the model,
+// applies the EXIF orientation of data unless ignoreEXIF, and returns it
+// as an opaque *image.RGBA.
+func displayRGBA(img image.Image, f format, data []byte, ignoreEXIF bool) *image.RGBA {
 	rgb, w, h := toRGB(nil, img, yccFor(f))
 	if o := exifOrientation(data, f); !ignoreEXIF && o != 1 {
 		rot := make([]byte, len(rgb))
@@ -33,5 +40,5 @@ func Decode(data []byte, name string, maxPixels int, ignoreEXIF bool) (*image.RG
 	for i, j := 0, 0; i < len(rgb); i, j = i+3, j+4 {
 		px[j], px[j+1], px[j+2], px[j+3] = rgb[i], rgb[i+1], rgb[i+2], 0xff
 	}
-	return out, nil
+	return out
 }

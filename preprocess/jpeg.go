@@ -1,6 +1,7 @@
 package preprocess
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -14,7 +15,8 @@ import (
 // components and any sampling factors, exactly as libjpeg-turbo 2.1 does
 // with Pillow's settings (integer "slow" IDCT, fancy upsampling, no merged
 // upsampler, no scaling, block smoothing): see jpegidct.go, jpegcolor.go
-// and jpegsmooth.go. Lossless, hierarchical and 12-bit JPEGs are refused
+// and jpegsmooth.go; for display, jpegscale.go adds libjpeg's scaling by
+// 1/2, 1/4 and 1/8. Lossless, hierarchical and 12-bit JPEGs are refused
 // with ErrUnsupported, as Pillow (or its libjpeg-turbo 2.1) refuses them.
 
 // packedRGB is 8-bit RGB, three bytes a pixel, rows without padding: what
@@ -43,6 +45,7 @@ type jpegComp struct {
 	bw, bh   int // blocks per row and column, padded to whole MCUs
 	wib, hib int // blocks holding image samples (libjpeg's width_in_blocks)
 	dw, dh   int // samples holding the image (libjpeg's downsampled_width)
+	bs       int // samples a block side gives in plane: 8, or 4, 2, 1 when scaled (jpegscale.go)
 	plane    []byte
 	coef     []int16 // progressive: 64 coefficients a block, natural order
 	pred     int32
@@ -80,6 +83,14 @@ type jpegDecoder struct {
 	nscans          int  // scans decoded
 	visits          int  // blocks visited by the scans so far
 	lastGood        int  // iMCU row of the last block decoded from real data
+	// Reduced decoding (jpegscale.go): minSide > 0 asks for the smallest
+	// scale whose longer side keeps minSide; scale is its denominator (1,
+	// 2, 4 or 8) and ow x oh the output size. ctx, when set, is checked at
+	// each MCU row.
+	minSide int
+	scale   int
+	ow, oh  int
+	ctx     context.Context
 }
 
 // Markers (ITU T.81 table B.1).
@@ -117,8 +128,9 @@ const (
 	minJPEGBlockVisit = 1 << 20 // block visits always allowed
 )
 
-// errJPEGTooLarge carries the dimensions of a frame over the pixel limit.
-type errJPEGTooLarge struct{ w, h int }
+// errJPEGTooLarge carries the dimensions of a frame over the pixel limit,
+// and the scale denominator the limit was checked at.
+type errJPEGTooLarge struct{ w, h, scale int }
 
 func (e errJPEGTooLarge) Error() string { return fmt.Sprintf("%dx%d", e.w, e.h) }
 
@@ -130,16 +142,25 @@ func decodeJPEGImage(data []byte, name string, maxPixels int64) (image.Image, fo
 		return d.decode()
 	})
 	if err != nil {
-		var big errJPEGTooLarge
-		if errors.As(err, &big) {
-			return nil, fmtJPEG, tooLarge(name, big.w, big.h, maxPixels)
-		}
-		if errors.Is(err, ErrUnsupported) {
-			return nil, fmtJPEG, fmt.Errorf("decode %s: JPEG: %w", name, err)
-		}
-		return nil, fmtJPEG, fmt.Errorf("decode %s: %w: JPEG: %w", name, ErrCorrupt, err)
+		return nil, fmtJPEG, jpegError(name, err, maxPixels)
 	}
 	return img, fmtJPEG, nil
+}
+
+// jpegError wraps an error of the JPEG decoder for the file name.
+func jpegError(name string, err error, maxPixels int64) error {
+	var big errJPEGTooLarge
+	switch {
+	case errors.As(err, &big) && big.scale > 1:
+		return fmt.Errorf("%w (decoded at 1/%d)", tooLarge(name, ceilDiv(big.w, big.scale), ceilDiv(big.h, big.scale), maxPixels), big.scale)
+	case errors.As(err, &big):
+		return tooLarge(name, big.w, big.h, maxPixels)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("decode %s: %w", name, err) // not the file's fault
+	case errors.Is(err, ErrUnsupported):
+		return fmt.Errorf("decode %s: JPEG: %w", name, err)
+	}
+	return fmt.Errorf("decode %s: %w: JPEG: %w", name, ErrCorrupt, err)
 }
 
 // segment returns the payload of the marker segment whose length field is
@@ -274,32 +295,6 @@ func sofKind(m byte) string {
 	return "reserved-type"
 }
 
-// dac reads arithmetic conditioning (T.81 B.2.4.3).
-func (d *jpegDecoder) dac() error {
-	seg, err := d.segment(mDAC)
-	if err != nil {
-		return err
-	}
-	if len(seg)%2 != 0 {
-		return errors.New("bad DAC length")
-	}
-	for ; len(seg) > 0; seg = seg[2:] {
-		i, v := int(seg[0]), int(seg[1])
-		switch {
-		case i < 16: // Tc = 0, a DC table
-			d.ae.dcL[i], d.ae.dcU[i] = v&15, v>>4
-			if d.ae.dcL[i] > d.ae.dcU[i] {
-				return fmt.Errorf("bad DAC value 0x%02x", v)
-			}
-		case i < 32:
-			d.ae.acK[i-16] = v
-		default:
-			return fmt.Errorf("bad DAC table %d", i)
-		}
-	}
-	return nil
-}
-
 // frame reads SOF0/1/2, checks the size against the pixel limit and
 // allocates the planes.
 func (d *jpegDecoder) frame(progressive bool) error {
@@ -328,8 +323,10 @@ func (d *jpegDecoder) frame(progressive bool) error {
 	if nc != 1 && nc != 3 && nc != 4 {
 		return fmt.Errorf("%w: %d-component JPEG", ErrUnsupported, nc)
 	}
-	if int64(d.w)*int64(d.h) > d.maxPixels {
-		return errJPEGTooLarge{d.w, d.h}
+	d.scale = jpegScaleFor(d.w, d.h, d.minSide)
+	d.ow, d.oh = ceilDiv(d.w, d.scale), ceilDiv(d.h, d.scale)
+	if ls := d.limitScale(progressive); int64(ceilDiv(d.w, ls))*int64(ceilDiv(d.h, ls)) > d.maxPixels {
+		return errJPEGTooLarge{d.w, d.h, ls}
 	}
 	d.sof, d.progressive = true, progressive
 	d.comps = make([]jpegComp, nc)
@@ -354,7 +351,11 @@ func (d *jpegDecoder) frame(progressive bool) error {
 		c.dh = (d.h*c.v + d.vmax - 1) / d.vmax
 		c.wib, c.hib = (c.dw+7)/8, (c.dh+7)/8
 		c.bw, c.bh = d.mcusX*c.h, d.mcusY*c.v
-		c.plane = make([]byte, c.bw*8*c.bh*8)
+		c.bs = 8
+		if d.scale > 1 {
+			d.scaleComponent(c) // jpegscale.go: block size, scaled dw, dh
+		}
+		c.plane = make([]byte, c.bw*c.bs*c.bh*c.bs)
 		if progressive {
 			c.coef = make([]int16, c.bw*c.bh*64)
 			for k := range c.bits {
@@ -591,6 +592,11 @@ func (d *jpegDecoder) scan() error {
 			d.eobrun = 0
 		}
 		mx, my := i%mcusX, i/mcusX
+		if mx == 0 && d.ctx != nil {
+			if err := d.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		if skip {
 			if d.progressive && ri == 0 {
 				break // nothing more can change in this scan
@@ -631,65 +637,6 @@ func (d *jpegDecoder) scan() error {
 	return nil
 }
 
-// restart moves past the RSTn marker that ends a restart interval,
-// resynchronising as libjpeg's jpeg_resync_to_restart does when the
-// expected marker is not there. It returns false when the decoder must treat
-// the next segment as empty (the marker found was left for later).
-func (d *jpegDecoder) restart(s *scanHeader, want int) (bool, error) {
-	d.pos = d.br.pos
-	if d.arith {
-		d.pos = d.ae.pos
-	}
-	m, err := d.nextMarker()
-	if err != nil {
-		return false, errJPEGTruncated
-	}
-	for {
-		var action int
-		switch {
-		case m < mSOF0:
-			action = 2
-		case m < mRST0 || m > mRST7:
-			action = 3
-		default:
-			n := int(m - mRST0)
-			switch n {
-			case (want + 1) & 7, (want + 2) & 7:
-				action = 3
-			case (want - 1) & 7, (want - 2) & 7:
-				action = 2
-			default:
-				action = 1
-			}
-		}
-		switch action {
-		case 1:
-			d.resume(s, true)
-			return true, nil
-		case 2:
-			if m, err = d.nextMarker(); err != nil {
-				return false, errJPEGTruncated
-			}
-		default:
-			d.pos -= 2 // leave the marker for the marker reader
-			d.resume(s, false)
-			return false, nil
-		}
-	}
-}
-
-// resume restarts entropy decoding at d.pos after a restart marker; when
-// ok is false a marker is waiting there and the data is taken as empty.
-func (d *jpegDecoder) resume(s *scanHeader, ok bool) {
-	if d.arith {
-		d.arithStart(s, d.pos)
-		d.ae.marker = !ok
-		return
-	}
-	d.br.reset(d.data, d.pos)
-	d.br.stop = !ok
-}
-
 // block decodes one block of component c at block column bx, row by.
 func (d *jpegDecoder) block(s *scanHeader, c *jpegComp, bx, by int) {
 	if d.arith {
@@ -697,6 +644,12 @@ func (d *jpegDecoder) block(s *scanHeader, c *jpegComp, bx, by int) {
 		return
 	}
 	br := &d.br
+	if !d.progressive && d.scale > 1 {
+		br.decodeBaseline(&d.blk, &d.huff[0][c.td], &d.huff[1][c.ta], c.q, &c.pred)
+		d.scaledIDCT(c, bx, by)
+		d.blk = [64]int32{}
+		return
+	}
 	if !d.progressive {
 		stride := c.bw * 8
 		dst := c.plane[by*8*stride+bx*8:]
@@ -725,21 +678,27 @@ func (d *jpegDecoder) block(s *scanHeader, c *jpegComp, bx, by int) {
 // greyMCU writes the blocks of an MCU that libjpeg leaves zero (mid-grey)
 // after running out of data in a segment.
 func (d *jpegDecoder) greyMCU(s *scanHeader, mx, my int) {
-	grey := func(c *jpegComp, bx, by int) {
-		stride := c.bw * 8
-		idctDC(0, c.plane[by*8*stride+bx*8:], stride)
-	}
 	if len(s.comps) == 1 {
-		grey(s.comps[0], mx, my)
+		d.greyBlock(s.comps[0], mx, my)
 		return
 	}
 	for _, c := range s.comps {
 		for by := 0; by < c.v; by++ {
 			for bx := 0; bx < c.h; bx++ {
-				grey(c, mx*c.h+bx, my*c.v+by)
+				d.greyBlock(c, mx*c.h+bx, my*c.v+by)
 			}
 		}
 	}
+}
+
+// greyBlock writes a block that libjpeg leaves zero: mid-grey.
+func (d *jpegDecoder) greyBlock(c *jpegComp, bx, by int) {
+	if d.scale > 1 {
+		d.scaledGrey(c, bx, by) // jpegscale.go
+		return
+	}
+	stride := c.bw * 8
+	idctDC(0, c.plane[by*8*stride+bx*8:], stride)
 }
 
 // output runs the IDCT of a progressive image, then upsamples and converts
@@ -764,6 +723,13 @@ func (d *jpegDecoder) output() (image.Image, error) {
 			c.coef = nil
 			continue
 		}
+		if d.scale > 1 {
+			if err := d.scaledComponent(c); err != nil {
+				return nil, err
+			}
+			c.coef = nil
+			continue
+		}
 		stride := c.bw * 8
 		for by := 0; by < c.bh; by++ {
 			for bx := 0; bx < c.bw; bx++ {
@@ -784,9 +750,9 @@ func (d *jpegDecoder) output() (image.Image, error) {
 		}
 		c.coef = nil
 	}
-	rgb := make([]byte, d.w*d.h*3)
+	rgb := make([]byte, d.ow*d.oh*3)
 	if err := d.convert(rgb); err != nil {
 		return nil, err
 	}
-	return &packedRGB{Pix: rgb, W: d.w, H: d.h}, nil
+	return &packedRGB{Pix: rgb, W: d.ow, H: d.oh}, nil
 }

@@ -1,5 +1,10 @@
 package preprocess
 
+import (
+	"errors"
+	"fmt"
+)
+
 // Arithmetic-coded JPEG (SOF9 sequential, SOF10 progressive), which Pillow's
 // libjpeg-turbo decodes: the QM-coder of ITU T.81 Annex D with the
 // statistics models of sections F.1.4 and G.1.3, decoded as libjpeg-turbo's
@@ -306,10 +311,8 @@ func (d *jpegDecoder) arithStart(s *scanHeader, pos int) {
 func (d *jpegDecoder) arithBlock(s *scanHeader, c *jpegComp, bx, by int) {
 	e := &d.ae
 	if !d.progressive {
-		stride := c.bw * 8
-		dst := c.plane[by*8*stride+bx*8:]
 		if d.aeFailed {
-			idctDC(0, dst, stride)
+			d.greyBlock(c, bx, by)
 			return
 		}
 		blk := &d.blk
@@ -324,7 +327,12 @@ func (d *jpegDecoder) arithBlock(s *scanHeader, c *jpegComp, bx, by int) {
 				blk[z] = int32(int16(v)) * q[z]
 			})
 		}
-		idct(blk, dst, stride)
+		if d.scale > 1 {
+			d.scaledIDCT(c, bx, by) // jpegscale.go
+		} else {
+			stride := c.bw * 8
+			idct(blk, c.plane[by*8*stride+bx*8:], stride)
+		}
 		d.blk = [64]int32{}
 		return
 	}
@@ -351,4 +359,30 @@ func (d *jpegDecoder) arithBlock(s *scanHeader, c *jpegComp, bx, by int) {
 	default:
 		d.aeFailed = !e.acRefine(blk, c.ta, s.ss, s.se, s.al)
 	}
+}
+
+// dac reads arithmetic conditioning (T.81 B.2.4.3).
+func (d *jpegDecoder) dac() error {
+	seg, err := d.segment(mDAC)
+	if err != nil {
+		return err
+	}
+	if len(seg)%2 != 0 {
+		return errors.New("bad DAC length")
+	}
+	for ; len(seg) > 0; seg = seg[2:] {
+		i, v := int(seg[0]), int(seg[1])
+		switch {
+		case i < 16: // Tc = 0, a DC table
+			d.ae.dcL[i], d.ae.dcU[i] = v&15, v>>4
+			if d.ae.dcL[i] > d.ae.dcU[i] {
+				return fmt.Errorf("bad DAC value 0x%02x", v)
+			}
+		case i < 32:
+			d.ae.acK[i-16] = v
+		default:
+			return fmt.Errorf("bad DAC table %d", i)
+		}
+	}
+	return nil
 }

@@ -193,7 +193,8 @@ func (d *jpegDecoder) colorSpace() int {
 }
 
 // Upsampling methods of libjpeg-turbo's jdsample.c, chosen per component
-// from its sampling factors relative to the largest ones.
+// from its sampling factors and scaled block size relative to the largest
+// ones (jpegscale.go: a reduced decode may scale chroma up in its IDCT).
 const (
 	upFull      = iota
 	upH2V1      // triangle filter across
@@ -212,20 +213,25 @@ type upsampler struct {
 	sum        []int32
 }
 
-func newUpsampler(c *jpegComp, hmax, vmax, w int) (*upsampler, error) {
+// newUpsampler prepares component c for output rows w samples wide; minBS
+// is the smallest block size of the frame's components (8 unless scaled).
+// As in libjpeg, 1x1 blocks turn fancy upsampling off.
+func newUpsampler(c *jpegComp, hmax, vmax, minBS, w int) (*upsampler, error) {
 	u := &upsampler{c: c, w: w}
-	if hmax%c.h != 0 || vmax%c.v != 0 {
+	hout, vout, hin, vin := hmax*minBS, vmax*minBS, c.h*c.bs, c.v*c.bs
+	if hout%hin != 0 || vout%vin != 0 {
 		return nil, fmt.Errorf("%w: fractional sampling %dx%d in %dx%d", ErrUnsupported, c.h, c.v, hmax, vmax)
 	}
-	u.hexp, u.vexp = hmax/c.h, vmax/c.v
+	u.hexp, u.vexp = hout/hin, vout/vin
+	fancy := minBS > 1
 	switch {
 	case u.hexp == 1 && u.vexp == 1:
 		u.method = upFull
-	case u.hexp == 2 && u.vexp == 1 && c.dw > 2:
+	case u.hexp == 2 && u.vexp == 1 && c.dw > 2 && fancy:
 		u.method = upH2V1
-	case u.hexp == 1 && u.vexp == 2:
+	case u.hexp == 1 && u.vexp == 2 && fancy:
 		u.method = upH1V2
-	case u.hexp == 2 && u.vexp == 2 && c.dw > 2:
+	case u.hexp == 2 && u.vexp == 2 && c.dw > 2 && fancy:
 		u.method = upH2V2
 		u.sum = make([]int32, c.dw)
 	default:
@@ -238,7 +244,7 @@ func newUpsampler(c *jpegComp, hmax, vmax, w int) (*upsampler, error) {
 // row returns output row y (at least w samples).
 func (u *upsampler) row(y int) []byte {
 	c := u.c
-	stride := c.bw * 8
+	stride := c.bw * c.bs
 	plane := func(r int) []byte { return c.plane[r*stride : r*stride+stride] }
 	switch u.method {
 	case upFull:
@@ -284,10 +290,14 @@ func (u *upsampler) row(y int) []byte {
 // is, grey copied to the three channels, CMYK and YCCK through Pillow's
 // inverted ("CMYK;I") Adobe convention and its cmyk2rgb.
 func (d *jpegDecoder) convert(rgb []byte) error {
-	w := d.w
+	w := d.ow
+	minBS := 8
+	for i := range d.comps {
+		minBS = min(minBS, d.comps[i].bs)
+	}
 	ups := make([]*upsampler, len(d.comps))
 	for i := range d.comps {
-		u, err := newUpsampler(&d.comps[i], d.hmax, d.vmax, w)
+		u, err := newUpsampler(&d.comps[i], d.hmax, d.vmax, minBS, w)
 		if err != nil {
 			return err
 		}
@@ -296,7 +306,7 @@ func (d *jpegDecoder) convert(rgb []byte) error {
 	cs := d.colorSpace()
 	t := &jpegTables
 	var rows [4][]byte
-	for y := 0; y < d.h; y++ {
+	for y := 0; y < d.oh; y++ {
 		for i, u := range ups {
 			rows[i] = u.row(y)[:w]
 		}

@@ -386,3 +386,62 @@ func (br *bitReader) acRefine(blk []int16, ac *huffTable, ss, se int, al uint, e
 		*eobrun--
 	}
 }
+
+// restart moves past the RSTn marker that ends a restart interval,
+// resynchronising as libjpeg's jpeg_resync_to_restart does when the
+// expected marker is not there. It returns false when the decoder must treat
+// the next segment as empty (the marker found was left for later).
+func (d *jpegDecoder) restart(s *scanHeader, want int) (bool, error) {
+	d.pos = d.br.pos
+	if d.arith {
+		d.pos = d.ae.pos
+	}
+	m, err := d.nextMarker()
+	if err != nil {
+		return false, errJPEGTruncated
+	}
+	for {
+		var action int
+		switch {
+		case m < mSOF0:
+			action = 2
+		case m < mRST0 || m > mRST7:
+			action = 3
+		default:
+			n := int(m - mRST0)
+			switch n {
+			case (want + 1) & 7, (want + 2) & 7:
+				action = 3
+			case (want - 1) & 7, (want - 2) & 7:
+				action = 2
+			default:
+				action = 1
+			}
+		}
+		switch action {
+		case 1:
+			d.resume(s, true)
+			return true, nil
+		case 2:
+			if m, err = d.nextMarker(); err != nil {
+				return false, errJPEGTruncated
+			}
+		default:
+			d.pos -= 2 // leave the marker for the marker reader
+			d.resume(s, false)
+			return false, nil
+		}
+	}
+}
+
+// resume restarts entropy decoding at d.pos after a restart marker; when
+// ok is false a marker is waiting there and the data is taken as empty.
+func (d *jpegDecoder) resume(s *scanHeader, ok bool) {
+	if d.arith {
+		d.arithStart(s, d.pos)
+		d.ae.marker = !ok
+		return
+	}
+	d.br.reset(d.data, d.pos)
+	d.br.stop = !ok
+}

@@ -124,7 +124,11 @@ func (d *jpegDecoder) smoothComponent(c *jpegComp) {
 			for k, v := range ws {
 				d.blk[k] = int32(v) * q[k]
 			}
-			idct(&d.blk, c.plane[r*8*stride+col*8:], stride)
+			if d.scale > 1 {
+				d.scaledIDCT(c, col, r) // jpegscale.go
+			} else {
+				idct(&d.blk, c.plane[r*8*stride+col*8:], stride)
+			}
 			for i := range dc {
 				dc[i][0], dc[i][1], dc[i][2], dc[i][3] = dc[i][1], dc[i][2], dc[i][3], dc[i][4]
 			}

@@ -80,6 +80,27 @@ func rawOrientation(data []byte) int {
 
 // findRAWPreview locates the largest usable JPEG preview of a RAW file.
 func findRAWPreview(d []byte) (rawPreview, error) {
+	cands, err := rawPreviews(d)
+	if err != nil {
+		return rawPreview{}, err
+	}
+	return largestPreview(cands), nil
+}
+
+// largestPreview picks the largest preview by pixels, then by bytes.
+func largestPreview(cands []rawPreview) rawPreview {
+	best := cands[0]
+	for _, c := range cands[1:] {
+		if a, b := int64(c.w)*int64(c.h), int64(best.w)*int64(best.h); a > b || (a == b && len(c.jpeg) > len(best.jpeg)) {
+			best = c
+		}
+	}
+	return best
+}
+
+// rawPreviews lists the usable JPEG previews of a RAW file (at least one),
+// in file order, each with the RAW's own orientation.
+func rawPreviews(d []byte) ([]rawPreview, error) {
 	var cands []rawPreview
 	orient := 0
 	addJPEG := func(j []byte) {
@@ -100,28 +121,24 @@ func findRAWPreview(d []byte) (rawPreview, error) {
 		add(uint64(binary.BigEndian.Uint32(d[84:])), uint64(binary.BigEndian.Uint32(d[88:])))
 	case len(d) >= 12 && string(d[4:8]) == "ftyp":
 		if err := cr3Previews(d, 0, addJPEG, &orient); err != nil {
-			return rawPreview{}, err
+			return nil, err
 		}
 	default:
 		t, err := newTIFFWalker(d)
 		if err != nil {
-			return rawPreview{}, err
+			return nil, err
 		}
 		t.add = add
 		t.walkChain(t.ifd0, true)
 		orient = t.orient
 	}
 	if len(cands) == 0 {
-		return rawPreview{}, errNoPreview
+		return nil, errNoPreview
 	}
-	best := cands[0]
-	for _, c := range cands[1:] {
-		if a, b := int64(c.w)*int64(c.h), int64(best.w)*int64(best.h); a > b || (a == b && len(c.jpeg) > len(best.jpeg)) {
-			best = c
-		}
+	for i := range cands {
+		cands[i].orient = orient
 	}
-	best.orient = orient
-	return best, nil
+	return cands, nil
 }
 
 // jpegPictureSize reads the frame header of a JPEG and reports its size if
