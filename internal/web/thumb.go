@@ -125,12 +125,11 @@ func (t *thumbs) evict() {
 const MaxThumbSource = 256 << 20
 
 // decodeForThumb decodes an image for a thumbnail, EXIF orientation
-// applied; a decoder may return it reduced as long as its shorter side
-// stays at least minSide (or the image's own). It is a variable so that a
-// reduced-size decoder can take its place, and tests can count decodes.
-var decodeForThumb = func(ctx context.Context, data []byte, name string, minSide int) (*image.RGBA, error) {
-	return preprocess.Decode(data, name, 0, false)
-}
+// applied, at the smallest size the format allows whose longer side stays
+// at least minSide (JPEG's DCT scaling, a HEIC/AVIF thumbnail item, a RAW
+// preview), and stops a HEIC/AVIF or JPEG decode when ctx ends. A
+// variable, so that tests can count decodes.
+var decodeForThumb = preprocess.DecodeReduced
 
 // decodeSlots bounds the thumbnails being made at once in this process to
 // one per core: each holds its file and its decoded pixels (a full-size
