@@ -37,9 +37,12 @@ var (
 	// ErrNotImage is recorded for a file whose content is no image format.
 	// It is preprocess.ErrUnknownFormat: the PreprocessFunc tells.
 	ErrNotImage = preprocess.ErrUnknownFormat
-	// ErrUnsupported is recorded for a recognised but unsupported format
-	// (HEIC, AVIF, JPEG XL, camera RAW; the message names it). It is
-	// preprocess.ErrUnsupported: the PreprocessFunc tells.
+	// ErrUnsupported is recorded for a recognised format that cannot be
+	// decoded (JPEG XL, PSD, a camera RAW without a usable JPEG preview,
+	// HEIC or AVIF where their decoders are not built in, a JPEG coding
+	// Pillow refuses too; the message names it). HEIC, AVIF and camera
+	// RAW are decoded otherwise. It is preprocess.ErrUnsupported: the
+	// PreprocessFunc tells.
 	ErrUnsupported = preprocess.ErrUnsupported
 	// ErrTooLarge is recorded for a file over Options.MaxFileBytes.
 	ErrTooLarge = errors.New("file too large")
