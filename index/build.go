@@ -222,10 +222,6 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 	defer w.Close()
-	// Recorded before any file, so that serve can show every record.
-	if err := w.AddRoots(abs); err != nil {
-		return nil, err
-	}
 
 	// What the index knows about the files under the roots.
 	old := map[string]*store.File{}
@@ -263,6 +259,13 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		}
 	}
 	b.event(Event{Phase: "scan", Done: len(wk.files)})
+	if err := checkShare(dbPath, old, wk, abs, opts.Shard, opts.Shards); err != nil {
+		return nil, err
+	}
+	// Recorded before any file, so that serve can show every record.
+	if err := w.AddRoots(abs); err != nil {
+		return nil, err
+	}
 	selectShare(wk, abs, opts.Shard, opts.Shards)
 	if err := b.planShards(wk, old); err != nil {
 		return nil, err
