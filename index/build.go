@@ -36,9 +36,11 @@ var (
 	// ErrNotImage is recorded for a file whose content is no image format.
 	// It is preprocess.ErrUnknownFormat: the PreprocessFunc tells.
 	ErrNotImage = preprocess.ErrUnknownFormat
-	// ErrUnsupported is recorded for a recognised format the decoder does
-	// not read (JPEG XL, Photoshop, a camera RAW without a usable preview;
-	// the message names it). It is preprocess.ErrUnsupported: the
+	// ErrUnsupported is recorded for a recognised format that cannot be
+	// decoded (JPEG XL, PSD, a camera RAW without a usable JPEG preview,
+	// HEIC or AVIF where their decoders are not built in, a JPEG coding
+	// Pillow refuses too; the message names it). HEIC, AVIF and camera
+	// RAW are decoded otherwise. It is preprocess.ErrUnsupported: the
 	// PreprocessFunc tells.
 	ErrUnsupported = preprocess.ErrUnsupported
 	// ErrTooLarge is recorded for a file over Options.MaxFileBytes.
@@ -302,10 +304,6 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if err != nil {
 		return nil, err
 	}
-	// Recorded before any file, so that serve can show every record.
-	if err := w.AddRoots(abs); err != nil {
-		return nil, err
-	}
 	for _, r := range present {
 		if err := wk.walkRoot(r); err != nil {
 			if ctx.Err() != nil {
@@ -316,6 +314,13 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 	goneMounts(wk, present)
 	b.event(Event{Phase: "scan", Done: len(wk.files)})
+	if err := checkShare(dbPath, old, wk, abs, opts.Shard, opts.Shards); err != nil {
+		return nil, err
+	}
+	// Recorded before any file, so that serve can show every record.
+	if err := w.AddRoots(abs); err != nil {
+		return nil, err
+	}
 	selectShare(wk, abs, opts.Shard, opts.Shards)
 	if err := b.planShards(wk, old); err != nil {
 		return nil, err

@@ -60,16 +60,7 @@ func selectShare(wk *walker, roots []string, shard, shards int) {
 	}
 	kept := wk.files[:0]
 	for _, f := range wk.files {
-		rel := f.path
-		for _, r := range roots {
-			if store.Under(f.path, r) {
-				if x, err := filepath.Rel(r, f.path); err == nil {
-					rel = filepath.Join(filepath.Base(r), x)
-				}
-				break
-			}
-		}
-		if fileShard(rel, shards) == shard {
+		if pathShare(f.path, roots, shards) == shard {
 			kept = append(kept, f)
 		} else {
 			delete(wk.seen, f.path) // another machine's: not this index's
@@ -83,6 +74,80 @@ func selectShare(wk *walker, roots []string, shard, shards int) {
 		}
 	}
 	wk.tars = tars
+}
+
+// pathShare is the share (of shards) of a file under roots: a stable hash
+// of its path from its root's name down.
+func pathShare(path string, roots []string, shards int) int {
+	rel := path
+	for _, r := range roots {
+		if store.Under(path, r) {
+			if x, err := filepath.Rel(r, path); err == nil {
+				rel = filepath.Join(filepath.Base(r), x)
+			}
+			break
+		}
+	}
+	return fileShard(rel, shards)
+}
+
+// ErrOtherShares is returned by a split build (Options.Shards > 1) of an
+// index that holds records outside its share under the roots it builds:
+// the build would remove them as gone.
+var ErrOtherShares = errors.New("the index holds records of other shares")
+
+// checkShare refuses a split build when old (the records under roots)
+// holds records that selectShare would not give this share: a file whose
+// path hashes to another share (on disk or not), or a sample of a tar
+// shard that this walk found at another share's position. A sample of a
+// tar shard that the walk did not find (gone, or unreachable) has no
+// position: it is left to the build's rules for those. It runs before
+// selectShare, on every tar shard walked.
+func checkShare(db string, old map[string]*store.File, wk *walker, roots []string, shard, shards int) error {
+	if shards <= 1 {
+		return nil
+	}
+	tarShare := make(map[string]int, len(wk.tars))
+	for i, t := range wk.tars {
+		tarShare[t.path] = i % shards
+	}
+	n := 0
+	for p := range old {
+		s, ok := sampleShare(p, tarShare)
+		if !ok {
+			s = pathShare(p, roots, shards)
+		}
+		if s >= 0 && s != shard {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: %d records under the folders and shards given lie outside share %d/%d "+
+		"(other machines' files, or a build without --shard), and a build of share %d would remove them as gone. "+
+		"Build each share into its own index (clipidx --db part-I.db build --shard I/%d ...) and join them with `clipidx merge`, "+
+		"build this index without --shard, or drop those records with `clipidx forget`",
+		db, ErrOtherShares, n, shard, shards, shard, shards)
+}
+
+// sampleShare is the share of a tar shard's record (the shard's own or a
+// sample's, SHARD.tar#KEY) from its shard's position in tarShare; -1 when
+// its shard was not walked. ok is false for a record of no tar shard.
+func sampleShare(p string, tarShare map[string]int) (share int, ok bool) {
+	if s, found := tarShare[p]; found {
+		return s, true
+	}
+	for i := range len(p) {
+		if p[i] != SampleSep[0] || !IsShardName(p[:i]) {
+			continue
+		}
+		if s, found := tarShare[p[:i]]; found {
+			return s, true
+		}
+		return -1, true
+	}
+	return 0, false
 }
 
 // planShards decides which tar shards to read: a shard whose size and

@@ -235,7 +235,18 @@ func OpenWriter(path string, id Identity, opts WriterOptions) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{path: path, id: id, opts: opts, lock: lock}
-	err = w.update(func(tx *bolt.Tx) error {
+	if err := w.open(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// open creates the index at w.path if needed and checks it, as OpenWriter
+// describes; the caller holds the build lock.
+func (w *Writer) open() error {
+	id, opts := w.id, w.opts
+	err := w.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bMeta) == nil {
 			return initialize(tx, id, false)
 		}
@@ -257,11 +268,7 @@ func OpenWriter(path string, id Identity, opts WriterOptions) (*Writer, error) {
 	if errors.Is(err, ErrCorrupt) && opts.Reindex {
 		err = w.startOver()
 	}
-	if err != nil {
-		w.Close()
-		return nil, err
-	}
-	return w, nil
+	return err
 }
 
 // startOver moves a damaged index aside (path.corrupt-TIME, never deleted)

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"io/fs"
+	"os"
 	"slices"
 	"time"
 
@@ -33,37 +34,35 @@ const mergeCommit = 4096
 // (Identity.Compatible with the first input's, and with out's when it
 // exists); otherwise Merge changes nothing and returns an error wrapping
 // ErrMergeInput or ErrModelMismatch that names the input and the reason.
+// An input that is out itself, or the same file as another input, by any
+// path (a link, a relative name), is refused before anything is read.
 //
 // A path present in several inputs (or already in out) keeps one record,
 // whatever the order of the commits: an indexed record wins over a failed
 // one, then the later mtime, then the larger content hash; equal records
 // are the same. Duplicates counts the records that met one already there.
+//
+// out is replaced whole or not at all: Merge holds out's build lock
+// throughout, merges into a copy of out made beside it (an empty file
+// when out does not exist), syncs the copy and renames it over out. A
+// merge that fails part-way (a damaged input, a full disk) leaves out as
+// it was and removes the copy. The copy costs out's size in free space
+// on its disk and one read and write of out. A symbolic link named out
+// is followed (the file it leads to is replaced); another hard link to
+// out keeps the old file.
 func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 	sum := MergeSummary{Inputs: len(ins)}
 	if len(ins) == 0 {
 		return sum, fmt.Errorf("%w: no input index", ErrMergeInput)
 	}
-	outAbs, err := filepath.Abs(out)
-	if err != nil {
+	if err := distinctFiles(out, ins); err != nil {
 		return sum, err
 	}
 	var ref Identity
 	var roots, mounts []string
 	var offline []Offline
 	complete := true
-	seen := map[string]bool{}
 	for i, in := range ins {
-		abs, err := filepath.Abs(in)
-		if err != nil {
-			return sum, err
-		}
-		if abs == outAbs {
-			return sum, fmt.Errorf("%w: %s is the output itself", ErrMergeInput, in)
-		}
-		if seen[abs] {
-			return sum, fmt.Errorf("%w: %s is named twice", ErrMergeInput, in)
-		}
-		seen[abs] = true
 		r, err := OpenReader(in, ReaderOptions{Timeout: opts.Timeout})
 		if err != nil {
 			return sum, fmt.Errorf("%w %s: %w", ErrMergeInput, in, err)
@@ -107,45 +106,73 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 			complete = false
 		}
 	}
-	w, err := OpenWriter(out, ref, opts)
-	if err != nil {
-		return sum, fmt.Errorf("%s: %w", out, err)
-	}
-	defer w.Close()
-	// Every folder of every input stays servable, as do out's own.
-	if err := w.update(func(tx *bolt.Tx) error {
-		if err := addRoots(tx, roots); err != nil {
+	err := replaceIndex(out, ref, opts, func(w *Writer) error {
+		// Every folder of every input stays servable, as do out's own.
+		if err := w.update(func(tx *bolt.Tx) error {
+			if err := addRoots(tx, roots); err != nil {
+				return err
+			}
+			haveMounts, err := readMounts(tx)
+			if err != nil {
+				return err
+			}
+			if err := putMounts(tx, append(haveMounts, mounts...)); err != nil {
+				return err
+			}
+			have, err := readOffline(tx)
+			if err != nil {
+				return err
+			}
+			return putOffline(tx, mergeOffline(append(have, offline...)))
+		}); err != nil {
 			return err
 		}
-		haveMounts, err := readMounts(tx)
-		if err != nil {
+		for _, in := range ins {
+			if err := w.mergeOne(in, &sum); err != nil {
+				return fmt.Errorf("merge %s into %s: %w", in, out, err)
+			}
+		}
+		// Vectors of records replaced by a winner lost their last file.
+		if _, err := w.GC(); err != nil {
 			return err
 		}
-		if err := putMounts(tx, append(haveMounts, mounts...)); err != nil {
-			return err
-		}
-		have, err := readOffline(tx)
-		if err != nil {
-			return err
-		}
-		return putOffline(tx, mergeOffline(append(have, offline...)))
-	}); err != nil {
-		return sum, err
-	}
-	for _, in := range ins {
-		if err := w.mergeOne(in, &sum); err != nil {
-			return sum, fmt.Errorf("merge %s into %s: %w", in, out, err)
-		}
-	}
-	// Vectors of records replaced by a winner lost their last file.
-	if _, err := w.GC(); err != nil {
-		return sum, err
-	}
-	slices.Sort(roots)
-	roots = slices.Compact(roots)
-	js, _ := json.Marshal(sum)
-	err = w.Finish(LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js})
+		slices.Sort(roots)
+		roots = slices.Compact(roots)
+		js, _ := json.Marshal(sum)
+		return w.Finish(LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js})
+	})
 	return sum, err
+}
+
+// distinctFiles refuses an input that is the file out is, or the file an
+// earlier input is, whatever names lead there. A missing input is left to
+// OpenReader to report.
+func distinctFiles(out string, ins []string) error {
+	outInfo, err := os.Stat(out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", out, err)
+	}
+	var infos []fs.FileInfo
+	var names []string
+	for _, in := range ins {
+		fi, err := os.Stat(in)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%w %s: %w", ErrMergeInput, in, err)
+		}
+		if outInfo != nil && os.SameFile(fi, outInfo) {
+			return fmt.Errorf("%w: %s is the output %s itself", ErrMergeInput, in, out)
+		}
+		for j, other := range infos {
+			if os.SameFile(fi, other) {
+				return fmt.Errorf("%w: %s and %s are the same file", ErrMergeInput, names[j], in)
+			}
+		}
+		infos, names = append(infos, fi), append(names, in)
+	}
+	return nil
 }
 
 // mergeOffline keeps one entry per folder (the earliest Since, the

@@ -19,7 +19,14 @@ func newMergeCmd() *cobra.Command {
 		Long: `Copy every record of the IN indexes into OUT (created if needed), vectors bit
 for bit, with their captions, JSON metadata and caption vectors. The model is
 not needed. Every index must come from the same model and settings; an input
-that does not is refused with the reason, and nothing is written.
+that does not is refused with the reason, and nothing is written. So is an
+input that is OUT, or another input, under another name (a link, a hard link,
+a relative path).
+
+OUT is replaced whole or not at all: the merge writes into a copy of OUT
+beside it and renames the copy over OUT at the end, so a merge that fails
+part-way (a damaged input, a full disk) leaves OUT as it was. That needs
+free space for a copy of OUT in its folder. No build can write OUT meanwhile.
 
 A path held by several inputs keeps one record whatever their order: an
 indexed record over a failed one, then the later modification time.`,

@@ -49,9 +49,10 @@ type Options struct {
 	Partition, Partitions int
 	// Progress, when set, is called with the rows written so far.
 	Progress func(rows int)
-	// NoSync publishes the files without waiting for the disk (fsync):
-	// faster, but a crash may then leave a file of the final name
-	// incomplete. For benchmarks.
+	// NoSync publishes the files without waiting for the disk (fsync of
+	// the files, then of their folders): faster, but a crash may then
+	// leave a file of the final name incomplete, or lose it. For
+	// benchmarks.
 	NoSync bool
 }
 

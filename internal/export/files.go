@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
 )
 
 // ErrExists is returned when an output file exists already: export never
@@ -27,13 +31,28 @@ func createOut(final string) (*outFile, error) {
 	if _, err := os.Lstat(final); err == nil {
 		return nil, fmt.Errorf("%s: %w", final, ErrExists)
 	}
-	f, err := os.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
+	f, err := createTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-")
 	if err != nil {
 		return nil, err
 	}
 	o := &outFile{final: final, f: f}
 	o.Writer = bufio.NewWriterSize(countWriter{o}, 4<<20)
 	return o, nil
+}
+
+// createTemp creates a new file named prefix and a random number in dir
+// with mode 0o666 less the umask, the mode os.Create gives: the file is
+// published under its final name as it is (os.CreateTemp would make it
+// 0600, unreadable to the group that reads the export).
+func createTemp(dir, prefix string) (*os.File, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) && try < 100 {
+			continue
+		}
+		return f, err
+	}
 }
 
 type countWriter struct{ o *outFile }
@@ -108,5 +127,51 @@ func (g group) commit(noSync bool) (int64, error) {
 			return 0, err
 		}
 	}
+	if !noSync {
+		if err := g.syncFolders(); err != nil {
+			return 0, err
+		}
+	}
 	return bytes, nil
+}
+
+// syncFolders makes the new names durable: the folder of each published
+// file, and that folder's own folder, which may have been created for it
+// (img_emb/ in the output folder).
+func (g group) syncFolders() error {
+	done := map[string]bool{}
+	for _, o := range g {
+		dir := filepath.Dir(o.final)
+		for _, d := range []string{dir, filepath.Dir(dir)} {
+			if done[d] {
+				continue
+			}
+			done[d] = true
+			if err := syncDir(d); err != nil {
+				return fmt.Errorf("sync folder %s: %w", d, err)
+			}
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs the folder dir, so that the names linked into it survive
+// a crash. Windows cannot sync a folder (nor needs to); a file system
+// that refuses it (EINVAL) is not an error either.
+var syncDir = func(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported) {
+		err = nil
+	}
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
