@@ -80,7 +80,8 @@ each sample indexed as SHARD.tar#KEY with its caption (.txt) and JSON kept for
 clipidx export; an unchanged shard is skipped. --captions also embeds the
 captions. --shard I/N builds one machine's share of the inputs (N machines
 with the same arguments cover everything once); clipidx merge joins their
-indexes.`,
+indexes. A --shard build refuses an index that holds records of other shares
+(it would remove them as gone) and says how many.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if batch < 0 || workers < 0 || g.threads < 0 {
 				return usageError("--batch, --workers and --threads take a count ≥ 0 (0 = automatic)")
