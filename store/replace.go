@@ -67,7 +67,7 @@ func replaceIndex(out string, id Identity, opts WriterOptions, fn func(w *Writer
 	if opts.NoSync {
 		return nil
 	}
-	if err := syncDir(filepath.Dir(target)); err != nil {
+	if err := SyncDir(filepath.Dir(target)); err != nil {
 		return fmt.Errorf("sync folder of %s: %w", target, err)
 	}
 	return nil
@@ -168,10 +168,10 @@ func syncPath(path string) error {
 	return err
 }
 
-// syncDir fsyncs the folder dir, so that a name just renamed into it
+// SyncDir fsyncs the folder dir, so that a name just renamed into it
 // survives a crash. Windows cannot sync a folder (nor needs to); a file
 // system that refuses it (EINVAL) is not an error either.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		return nil
 	}

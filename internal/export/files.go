@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"syscall"
+
+	"github.com/clipidx/clipidx/store"
 )
 
 // ErrExists is returned when an output file exists already: export never
@@ -155,23 +155,6 @@ func (g group) syncFolders() error {
 	return nil
 }
 
-// syncDir fsyncs the folder dir, so that the names linked into it survive
-// a crash. Windows cannot sync a folder (nor needs to); a file system
-// that refuses it (EINVAL) is not an error either.
-var syncDir = func(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported) {
-		err = nil
-	}
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir fsyncs a folder (store.SyncDir); a variable so that tests can
+// see which folders are synced.
+var syncDir = store.SyncDir
