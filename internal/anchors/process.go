@@ -1,5 +1,5 @@
 // Package anchors runs the reference implementations that benchmarks time
-// clipidx against (the Python scripts in this folder, numpy's X @ q) as
+// clipidx against (the Python and Node scripts in this folder, numpy's X @ q) as
 // long-lived processes, so that both sides run alternately in one run: on
 // a shared machine whose speed drifts from minute to minute, pairs seconds
 // apart compare far better than runs minutes apart. Benchmarks only; never
