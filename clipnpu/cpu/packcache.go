@@ -146,6 +146,8 @@ func (f *fastCPU) mapPacked(t *fastTower, precision, layout string, sh []packSha
 	if err != nil {
 		return nil, nil
 	}
+	// Every pass reads all of it: map it in at once rather than by faults.
+	mp.Populate()
 	return parts, mp
 }
 
