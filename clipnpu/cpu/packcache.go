@@ -103,7 +103,8 @@ func (f *fastCPU) packKey(t *fastTower, precision, layout string) string {
 }
 
 // packPath is the file of key for tower t in precision, and its group
-// (the prefix shared by the files of the same model, tower and precision).
+// (the prefix shared by the files of the same model, tower, precision and
+// rounding at load: writing one removes the others).
 func (f *fastCPU) packPath(t *fastTower, precision, key string) (path, group string) {
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' {
@@ -116,6 +117,9 @@ func (f *fastCPU) packPath(t *fastTower, precision, key string) (path, group str
 	}
 	sum := sha256.Sum256([]byte(key))
 	group = name + "-" + f.towerName(t) + "-" + precision
+	if f.m.Rounded { // --weights f16 and as stored keep a file each
+		group += "-from-" + f.m.Dtype.String()
+	}
 	return filepath.Join(f.cache.dir, group+"-"+hex.EncodeToString(sum[:8])+packExt), group
 }
 

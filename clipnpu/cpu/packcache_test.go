@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/clipnpu/hf"
@@ -307,5 +308,37 @@ func TestWritePackFileAtomic(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Errorf("folder holds %d entries after a failed write, want 1 (no temporary file)", len(ents))
+	}
+}
+
+// TestRemoveStaleKeepsOtherGroups checks that writing a group's file
+// removes the group's files of other keys and its old temporary files, and
+// nothing of a group whose name begins with it.
+func TestRemoveStaleKeepsOtherGroups(t *testing.T) {
+	dir := t.TempDir()
+	names := map[string]bool{ // name → removed
+		"m-text-bf16-0123456789abcdef.pack":          false, // kept
+		"m-text-bf16-fedcba9876543210.pack":          true,
+		"m-text-bf16-from-f16-0123456789abcdee.pack": false,
+		"m-image-bf16-0123456789abcdee.pack":         false,
+		"m-text-bf16-0123456789abcdee.pack.tmp123":   true,  // old
+		"m-text-bf16-0123456789abcded.pack.tmp456":   false, // being written
+		"notes.txt": false,
+	}
+	for name := range names {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "m-text-bf16-0123456789abcdee.pack.tmp123"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	removeStale(dir, "m-text-bf16", filepath.Join(dir, "m-text-bf16-0123456789abcdef.pack"))
+	for name, removed := range names {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if gone := os.IsNotExist(err); gone != removed {
+			t.Errorf("%s: removed %v, want %v", name, gone, removed)
+		}
 	}
 }

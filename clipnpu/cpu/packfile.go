@@ -176,8 +176,9 @@ func removeStale(dir, group, keep string) {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasPrefix(name, group+"-") || name == filepath.Base(keep) {
-			continue
+		rest, ok := strings.CutPrefix(name, group+"-")
+		if !ok || name == filepath.Base(keep) || !isKeyHash(rest[:strings.IndexByte(rest+".", '.')]) {
+			continue // another group's, or the one kept
 		}
 		if strings.HasSuffix(name, packExt) {
 			os.Remove(filepath.Join(dir, name))
@@ -187,4 +188,19 @@ func removeStale(dir, group, keep string) {
 			os.Remove(filepath.Join(dir, name))
 		}
 	}
+}
+
+// isKeyHash reports whether s is the key part of a packed file's name (16
+// hex digits), so that a group's files are told from those of a group
+// whose name it begins (m-text-bf16 and m-text-bf16-from-f16).
+func isKeyHash(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
