@@ -42,3 +42,11 @@ func MapFile(path string) (*Mapping, error) {
 // dropPages drops the whole pages inside b, a part of the mapping, from
 // the process's resident set (see mmap.Drop).
 func dropPages(b []byte) { mmap.Drop(b) }
+
+// Populate maps in all of m's pages now, for a file about to be read whole
+// (see mmap.Populate); a no-op where the file was read into memory.
+func (m *Mapping) Populate() {
+	if m != nil && m.unmap != nil {
+		mmap.Populate(m.Data)
+	}
+}

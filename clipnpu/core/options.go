@@ -74,4 +74,11 @@ type Options struct {
 	// for a caller that knows it will run many passes, such as a benchmark
 	// of the steady state. See clipnpu/cpu/packf32.go.
 	PackEarly bool
+	// PackCache is a folder where the fast CPU path keeps the weights it
+	// packs (bf16, and float32 where the kernel gains by packing), one
+	// file per model, tower, precision and kernel layout, to map them at
+	// later starts instead of packing again (clipnpu/cpu/packcache.go).
+	// "" packs in memory at every start. A folder that cannot be written
+	// only costs the packing.
+	PackCache string
 }

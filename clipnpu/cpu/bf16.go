@@ -11,39 +11,44 @@ import (
 // packBF16 packs every weight matrix once as bf16 for the bf16 kernels
 // (gemm.PackBF16: nearest even; f16 and bf16 weights convert exactly), and
 // releases each source matrix's pages as it goes, so the model holds 2 bytes
-// a weight whatever the checkpoint stores. LayerNorm, softmax, GELU, the
-// residual stream and the attention products stay float32.
+// a weight whatever the checkpoint stores. A tower whose packed weights
+// are in the cache (packcache.go) maps them instead, and one packed here
+// is saved there. LayerNorm, softmax, GELU, the residual stream and the
+// attention products stay float32.
 func (f *fastCPU) packBF16() error {
 	kernel, err := gemm.BF16Kernel()
 	if err != nil {
 		return fmt.Errorf("clipnpu: precision bf16: %w (use --precision f32)", err)
-	}
-	var all []*lin
-	for _, t := range []*fastTower{f.vis, f.txt} {
-		if t == nil {
-			continue
-		}
-		t.mlpSplit = true
-		for i := range t.layers {
-			l := &t.layers[i]
-			all = append(all, &l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2)
-		}
-		all = append(all, &t.proj)
-	}
-	if f.vis != nil {
-		all = append(all, &f.patch)
 	}
 	// Hashing at load faulted in samples all over the file: drop them
 	// first (only the small vectors are read from the mapping from now on).
 	if f.m.Mapping != nil {
 		f.m.Mapping.Release(f.m.Mapping.Data)
 	}
+	for _, t := range f.towers() {
+		t.mlpSplit = true
+		ws := f.towerLins(t)
+		if f.mapBF16(t, ws) {
+			continue
+		}
+		if err := f.packBF16All(ws); err != nil {
+			return err
+		}
+		f.saveBF16(t, ws)
+	}
+	f.precision, f.bf16 = "bf16", kernel
+	return nil
+}
+
+// packBF16All packs the matrices ws as bf16 in memory.
+func (f *fastCPU) packBF16All(ws []*lin) error {
 	freed := 0 // bytes of weights rounded at load (heap) let go since the last GC
-	for _, w := range all {
+	for _, w := range ws {
 		p, err := gemm.PackBF16(&w.m)
 		if err != nil {
 			return fmt.Errorf("clipnpu: precision bf16: %w", err)
 		}
+		packCount.Add(1)
 		// The source is not needed any more: its pages leave the process
 		// (a mapping) or it becomes garbage (weights rounded at load), so
 		// the model never holds more than the packed weights and one
@@ -61,7 +66,6 @@ func (f *fastCPU) packBF16() error {
 			freed = 0
 		}
 	}
-	f.precision, f.bf16 = "bf16", kernel
 	return nil
 }
 

@@ -58,6 +58,7 @@ type fastCPU struct {
 	packedN, packedBytes atomic.Int64
 	packEarly            bool       // Options.PackEarly
 	cur                  *fastTower // the tower of the pass running (warmF32)
+	cache                packCache  // packed weights on disk (packcache.go)
 }
 
 // lin is one weight matrix as the products read it: a gemm view of the
@@ -134,6 +135,7 @@ type fastTower struct {
 	passes  int
 	spent   time.Duration
 	packDue bool
+	saved   bool // its float32 panels are in the cache (packcache.go)
 }
 
 // fastMatrix views a weight tensor as a gemm.Matrix (no copy).
@@ -183,7 +185,7 @@ func NewFast(m *core.Model, opts core.Options) (core.Backend, error) {
 	if m == nil {
 		return nil, fmt.Errorf("clipnpu: fast cpu: nil model")
 	}
-	f := &fastCPU{m: m, pool: gemm.NewPool(opts.Threads), precision: "f32", packEarly: opts.PackEarly}
+	f := &fastCPU{m: m, pool: gemm.NewPool(opts.Threads), precision: "f32", packEarly: opts.PackEarly, cache: packCache{dir: opts.PackCache}}
 	if v := m.Vision; v != nil {
 		c := m.Cfg.Vision
 		f.vis = &fastTower{T: c.Tokens(), H: c.Hidden, M: c.MLP, A: c.Heads, eps: c.LayerNormEps,
@@ -198,6 +200,10 @@ func NewFast(m *core.Model, opts core.Options) (core.Backend, error) {
 	}
 	switch opts.Precision {
 	case "", "f32":
+		for _, t := range f.towers() {
+			t.saved = f.mapF32(t)
+			t.packDue = t.saved
+		}
 	case "bf16":
 		if err := f.packBF16(); err != nil {
 			f.Close()
@@ -216,6 +222,9 @@ func (f *fastCPU) Info() core.Info {
 	if f.bf16 != "" {
 		info.DeviceNote = "bf16 products on " + f.bf16
 	}
+	if note := f.cache.note.Load(); note != nil {
+		info.DeviceNote = strings.TrimPrefix(info.DeviceNote+"; "+*note, "; ")
+	}
 	if n := f.packedN.Load(); n > 0 {
 		// "f32 (as stored, memory-mapped)" → "f32 (as stored, memory-mapped; 194 matrices, 2.52 GB, since packed for the float32 kernel)"
 		note := fmt.Sprintf("%d matrices, %.2f GB, since packed for the float32 kernel", n, float64(f.packedBytes.Load())/1e9)
@@ -233,7 +242,8 @@ func (f *fastCPU) Close() error {
 		return nil
 	}
 	f.pool.Close()
-	f.pool, f.vis, f.txt = nil, nil, nil
+	f.pool, f.vis, f.txt, f.patch = nil, nil, nil, lin{}
+	f.cache.close()
 	return f.m.Close()
 }
 

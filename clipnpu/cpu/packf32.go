@@ -50,9 +50,13 @@ var (
 func (f *fastCPU) pass(t *fastTower, run func()) {
 	f.cur = t
 	if !t.packDue && !packOff && f.precision == "f32" && packPays() {
-		if f.packEarly {
+		switch {
+		case f.cachesF32(t):
+			// Packed once for this and every later start (packcache.go).
+			t.packDue = true
+		case f.packEarly:
 			t.packDue = t.passes >= 1
-		} else {
+		default:
 			t.packDue = packSaving*t.spent.Seconds() >= packCostPerByte*float64(f.packableBytes(t))
 		}
 	}
@@ -61,26 +65,19 @@ func (f *fastCPU) pass(t *fastTower, run func()) {
 	if !t.packDue {
 		t.spent += packClock().Sub(t0)
 	}
+	if t.packDue && !t.saved && f.cachesF32(t) {
+		t.saved = f.saveF32(t)
+	}
 	t.passes++
 }
 
 // packableBytes is the size of tower t's float32 matrices as stored.
 func (f *fastCPU) packableBytes(t *fastTower) int64 {
 	var n int64
-	add := func(w *lin) {
+	for _, w := range f.towerLins(t) {
 		if w.bf == nil && w.m.Dtype == gemm.F32 {
 			n += int64(w.m.Rows) * int64(w.m.Cols) * 4
 		}
-	}
-	for i := range t.layers {
-		l := &t.layers[i]
-		for _, w := range []*lin{&l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2} {
-			add(w)
-		}
-	}
-	add(&t.proj)
-	if t == f.vis {
-		add(&f.patch)
 	}
 	return n
 }
@@ -107,6 +104,7 @@ func (f *fastCPU) warmF32(ws ...*lin) {
 		if !f.pool.Pack(&w.m) {
 			continue
 		}
+		packCount.Add(1)
 		w.m.F32, w.src.F32 = nil, nil
 		f.packedN.Add(1)
 		f.packedBytes.Add(int64(len(src)))

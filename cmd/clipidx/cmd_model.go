@@ -282,13 +282,26 @@ func (p *pullBar) stop() {
 }
 
 func newModelPathCmd() *cobra.Command {
-	return &cobra.Command{
+	var packed bool
+	c := &cobra.Command{
 		Use:   "path [REPO]",
-		Short: "Print the folder a checkpoint is (or would be) pulled into",
+		Short: "Print the folder a checkpoint is (or would be) pulled into, or the packed-weights cache",
 		Long: `Print the folder ` + "`clipidx model pull [REPO]`" + ` puts a checkpoint into (the
-default checkpoint's is where every command looks when --model is not given).`,
+default checkpoint's is where every command looks when --model is not given).
+
+With --packed, print the folder where the CPU keeps the model's weights
+packed for its kernels (bf16, and float32 where the kernel gains by
+packing), so that a start maps them instead of packing them again; how much
+it holds, and how to remove it, go to stderr. Removing it is always safe:
+the files are rebuilt at the next start that needs them.`,
+		Example: `  clipidx model path
+  clipidx model path --packed
+  rm -r "$(clipidx model path --packed)"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if packed {
+				return printPackCache(cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			repo := defaultRepo
 			if len(args) == 1 {
 				repo = args[0]
@@ -297,4 +310,45 @@ default checkpoint's is where every command looks when --model is not given).`,
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&packed, "packed", false, "print the packed-weights cache folder (its size and how to remove it on stderr)")
+	return c
+}
+
+// packCacheDir is where the CPU keeps packed weights (Options.PackCache):
+// clipidx/packed in the user's cache folder, "" (pack at every start)
+// where the system names none.
+func packCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "clipidx", "packed")
+}
+
+// printPackCache prints the packed-weights folder on out, and on info
+// what it holds and how to remove it.
+func printPackCache(out, info io.Writer) error {
+	dir := packCacheDir()
+	if dir == "" {
+		return errors.New("this system names no user cache folder: packed weights are not kept (set HOME or XDG_CACHE_HOME)")
+	}
+	fmt.Fprintln(out, dir)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(info, "no packed weights yet (the first start in bf16, or in f32 with the AVX-512 kernel, writes them)")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read packed-weights folder: %w", err)
+	}
+	var n int
+	var size int64
+	for _, e := range ents {
+		if st, err := e.Info(); err == nil && st.Mode().IsRegular() {
+			n++
+			size += st.Size()
+		}
+	}
+	fmt.Fprintf(info, "%.2f GB in %d files; rebuilt when needed, remove them with: rm -r %s\n", float64(size)/1e9, n, dir)
+	return nil
 }

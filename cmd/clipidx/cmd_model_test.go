@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/hub"
 	"github.com/clipidx/clipidx/internal/hub/hubtest"
 )
@@ -228,5 +229,30 @@ func TestModelPullNeverOverwritesTheModelInUse(t *testing.T) {
 	}
 	if path, _, _ := runCLI(t, "model", "path", other); strings.TrimSpace(path) != want {
 		t.Errorf("model path = %q, want %q", path, want)
+	}
+}
+
+// TestModelPathPacked checks that `model path --packed` prints the folder
+// the model's packed weights are kept in (the one the model is opened
+// with), and on stderr what it holds and how to remove it.
+func TestModelPathPacked(t *testing.T) {
+	home := isolate(t)
+	dir := filepath.Join(home, "cache", "clipidx", "packed")
+	if got := modelOptions(clipnpu.TextTower).PackCache; got != dir {
+		t.Errorf("the model is opened with packed weights in %q, want %q", got, dir)
+	}
+	out, errs, code := runCLI(t, "model", "path", "--packed")
+	if code != 0 || strings.TrimSpace(out) != dir || !strings.Contains(errs, "no packed weights yet") {
+		t.Fatalf("empty: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "m-text-bf16-0.pack"), make([]byte, 30e6), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code = runCLI(t, "model", "path", "--packed")
+	if code != 0 || strings.TrimSpace(out) != dir || !strings.Contains(errs, "0.03 GB in 1 files") || !strings.Contains(errs, "rm -r "+dir) {
+		t.Fatalf("one file: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }

@@ -21,7 +21,7 @@ func openFace(towers clipnpu.Towers, lazy bool) (*clipnpu.Model, error) {
 
 // modelOptions are the load options the global flags give.
 func modelOptions(towers clipnpu.Towers) clipnpu.Options {
-	return clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers, Weights: g.weights, Precision: g.precision}
+	return clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers, Weights: g.weights, Precision: g.precision, PackCache: packCacheDir()}
 }
 
 // explainModel words an error of loading the model folder with what to do

@@ -1,0 +1,206 @@
+package cpu
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/clipidx/clipidx/clipnpu/core"
+)
+
+// The packed-weights file: one tower's matrices packed for one precision
+// and kernel layout, written once and memory-mapped read-only at later
+// starts (packcache.go decides what goes in and when). Little is trusted:
+// a file is used only when its header has the magic, this format version,
+// exactly the key the caller expects, the matrix shapes and sizes the
+// caller expects, data that lies inside the file, and a header checksum
+// that matches. Anything else is ignored (and rebuilt by the caller).
+//
+//	offset 0   magic "CLXPACK\x00"
+//	           u32 format version (packFormat)
+//	           u32 key length, key bytes (packcache.go: what the panels depend on)
+//	           u32 matrices, then per matrix: u32 rows, u32 cols, u64 offset, u64 size
+//	           u32 CRC-32C of every header byte before it
+//	           zeros up to the first matrix
+//	offset o   each matrix's packed bytes, at a multiple of packAlign
+//
+// Integers are little-endian; the packed bytes are in the machine's order
+// (the key names the architecture).
+const (
+	packMagic  = "CLXPACK\x00"
+	packFormat = 1
+	packAlign  = 4096 // page-aligned panels: the kernels' aligned loads, whole pages per matrix
+	packExt    = ".pack"
+)
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// packShape is one matrix of a packed file: its shape and packed size.
+type packShape struct{ rows, cols, size int }
+
+// packHeader encodes the header for key and shapes, and where each
+// matrix's bytes start; total is the file's size.
+func packHeader(key string, shapes []packShape) (hdr []byte, offs []int64, total int64) {
+	var b bytes.Buffer
+	le := binary.LittleEndian
+	b.WriteString(packMagic)
+	b.Write(le.AppendUint32(nil, packFormat))
+	b.Write(le.AppendUint32(nil, uint32(len(key))))
+	b.WriteString(key)
+	b.Write(le.AppendUint32(nil, uint32(len(shapes))))
+	end := int64(b.Len() + len(shapes)*24 + 4)
+	off := alignUp(end)
+	offs = make([]int64, len(shapes))
+	for i, s := range shapes {
+		offs[i] = off
+		b.Write(le.AppendUint32(nil, uint32(s.rows)))
+		b.Write(le.AppendUint32(nil, uint32(s.cols)))
+		b.Write(le.AppendUint64(nil, uint64(off)))
+		b.Write(le.AppendUint64(nil, uint64(s.size)))
+		off = alignUp(off + int64(s.size))
+	}
+	b.Write(le.AppendUint32(nil, crc32.Checksum(b.Bytes(), crc32c)))
+	return b.Bytes(), offs, off
+}
+
+func alignUp(n int64) int64 { return (n + packAlign - 1) / packAlign * packAlign }
+
+// writePackFile writes the matrices data(0), …, data(len(shapes)-1) to
+// path under key, atomically: a temporary file in the same folder, synced,
+// then renamed over path, so a reader sees the whole file or none.
+func writePackFile(path, key string, shapes []packShape, data func(i int) []byte) (err error) {
+	hdr, offs, total := packHeader(key, shapes)
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.WriteAt(hdr, 0); err != nil {
+		return err
+	}
+	for i, s := range shapes {
+		b := data(i)
+		if len(b) != s.size {
+			return fmt.Errorf("write %s: matrix %d has %d bytes, want %d", path, i, len(b), s.size)
+		}
+		if _, err = tmp.WriteAt(b, offs[i]); err != nil {
+			return err
+		}
+	}
+	if err = tmp.Truncate(total); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// syncDir makes a rename in dir durable where the system allows it (an
+// error only risks losing the file, which is rebuilt then).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// errPackFile is wrapped by openPackFile's errors about the file's
+// contents (as against failing to open it).
+var errPackFile = errors.New("not a usable packed-weights file")
+
+// openPackFile maps path read-only and returns the mapping and each
+// matrix's bytes inside it, when its header matches key and shapes (see
+// the format above); otherwise an error, and nothing stays mapped.
+func openPackFile(path, key string, shapes []packShape) (*core.Mapping, [][]byte, error) {
+	mp, err := core.MapFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	parts, err := packParts(mp.Data, key, shapes)
+	if err != nil {
+		mp.Close()
+		return nil, nil, fmt.Errorf("%s: %w: %v", path, errPackFile, err)
+	}
+	return mp, parts, nil
+}
+
+// packParts checks data's header against key and shapes and returns each
+// matrix's bytes.
+func packParts(data []byte, key string, shapes []packShape) ([][]byte, error) {
+	hdr, offs, total := packHeader(key, shapes)
+	switch {
+	case len(data) < len(hdr):
+		return nil, fmt.Errorf("%d bytes, shorter than its header (%d)", len(data), len(hdr))
+	case string(data[:len(packMagic)]) != packMagic:
+		return nil, errors.New("bad magic")
+	case !bytes.Equal(data[:len(hdr)-4], hdr[:len(hdr)-4]):
+		return nil, errors.New("header for another key, version or shapes")
+	case !bytes.Equal(data[len(hdr)-4:len(hdr)], hdr[len(hdr)-4:]):
+		return nil, errors.New("header checksum mismatch")
+	case int64(len(data)) != total:
+		return nil, fmt.Errorf("%d bytes, want %d (truncated?)", len(data), total)
+	}
+	parts := make([][]byte, len(shapes))
+	for i, s := range shapes {
+		parts[i] = data[offs[i] : offs[i]+int64(s.size) : offs[i]+int64(s.size)]
+	}
+	return parts, nil
+}
+
+// removeStale deletes the packed files in dir of group (the same model,
+// tower and precision) other than keep, and temporary files of the group
+// left more than an hour ago by a writer that did not finish.
+func removeStale(dir, group, keep string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		rest, ok := strings.CutPrefix(name, group+"-")
+		if !ok || name == filepath.Base(keep) || !isKeyHash(rest[:strings.IndexByte(rest+".", '.')]) {
+			continue // another group's, or the one kept
+		}
+		if strings.HasSuffix(name, packExt) {
+			os.Remove(filepath.Join(dir, name))
+			continue
+		}
+		if st, err := e.Info(); err == nil && strings.Contains(name, packExt+".tmp") && time.Since(st.ModTime()) > time.Hour {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+}
+
+// isKeyHash reports whether s is the key part of a packed file's name (16
+// hex digits), so that a group's files are told from those of a group
+// whose name it begins (m-text-bf16 and m-text-bf16-from-f16).
+func isKeyHash(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
