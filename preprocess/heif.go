@@ -128,7 +128,14 @@ func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Ima
 	if info.decoderFor() == heifLibavif {
 		img, err = libavifDecode(ctx, data)
 	} else {
-		img, err = libheifDecode(ctx, heifNeutralise(data, info))
+		file, gbr := heifPlanesFile(data, info)
+		if !gbr {
+			file = heifNeutralise(data, info)
+		}
+		img, err = libheifDecode(ctx, file)
+		if gbr {
+			img = gbrToPlanes(img)
+		}
 		if m, ok := img.(*image.YCbCr); ok {
 			c := nclx{matrix: 2, fullRange: true} // libheif's default without a colr box
 			switch {
@@ -137,7 +144,7 @@ func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Ima
 			case info.tileColour != nil:
 				c = *info.tileColour
 			}
-			img = heifToRGB(m, c)
+			img = heifToRGBDeep(m, c, info.depth)
 		}
 	}
 	if err != nil {
