@@ -19,15 +19,16 @@ import (
 //     checked from ispe before any decoder runs, and grids whose tiles
 //     cover far more than the image are refused.
 //   - HEIC: libheif assembles grids and applies clap, and hands back the Y,
-//     Cb, Cr planes as coded (10-bit samples shifted to 8 bits by its
-//     convert_hdr_to_8bit; see heifNeutralise for what it is kept from
-//     doing). They are converted to RGB here with the
-//     matrix and range of the file's nclx colr box (BT.601 full range
-//     without one, as libheif), with libheif's own arithmetic
-//     (nearest-neighbour chroma, its float path). irot/imir are applied to
-//     the RGB image, once (heifTransform), even with Options.IgnoreEXIF;
-//     EXIF orientation inside a HEIC never is (HEIF says irot/imir rule,
-//     and libheif ignores EXIF).
+//     Cb, Cr planes as coded, through a copy of the file that declares them
+//     GBR (heifplanes.go); 10-bit samples come shifted to 8 bits by its
+//     convert_hdr_to_8bit. They are converted to RGB here with the matrix
+//     and range of the file's nclx colr box (BT.601 full range without one,
+//     as libheif), with libheif's own arithmetic (nearest-neighbour chroma,
+//     its float path; 10-bit at 10 bits, heifToRGBDeep). irot/imir are
+//     applied to the RGB image, once (heifTransform), even with
+//     Options.IgnoreEXIF; EXIF orientation inside a HEIC never is (HEIF
+//     says irot/imir rule: libheif ignores EXIF, and pillow-heif, through
+//     which Hugging Face's pipeline opens a HEIC, resets it to 1).
 //   - AVIF: libavif converts to RGB itself from the nclx the file declares
 //     (its own chroma upsampling), 10/12-bit to 16-bit samples whose
 //     high byte is kept, as for 16-bit PNG. libavif does not apply irot and
@@ -121,7 +122,8 @@ func heifDecode(r io.Reader) (image.Image, error) {
 }
 
 // heifDecodeItem decodes the primary image of data, described by info,
-// with its irot/imir applied; cancelling ctx stops the decoder.
+// with its irot/imir applied; cancelling ctx stops the decoder. A HEIC's
+// planes are taken as coded (heifPlanesFile) and converted here.
 func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Image, error) {
 	var img image.Image
 	var err error
@@ -220,16 +222,16 @@ func orientPix(dst, src []byte, w, h, o, bpp int) {
 	}
 }
 
-// heifNeutralise returns a copy of a HEIC file in which libheif finds
-// nothing to apply after decoding: every irot and imir box becomes irot 0,
+// heifNeutralise is the fallback of heifPlanesFile for a file whose meta
+// box cannot be rebuilt: a copy in which libheif finds nothing to apply
+// after decoding (its planes are then resampled, see heifplanes.go): every irot and imir box becomes irot 0,
 // every nclx colr box says BT.601 full range (sRGB primaries and transfer).
 // Measured with libheif 1.18 (the WASM build): it rotates the subsampled
 // planes of odd-sized images with the chroma shifted by a pixel, and it
 // converts grid tiles that carry an nclx to BT.601 full range before
-// handing them over, rounding twice. So the planes are taken as coded, the
-// file's nclx is applied once (heifToRGB), and irot/imir are applied to the
-// RGB image (heifTransform), which is what heif-convert (libheif 1.15)
-// gives. Box sizes do not change.
+// handing them over, rounding twice. So the file's nclx is applied once
+// (heifToRGB), and irot/imir are applied to the RGB image (heifTransform),
+// which is what heif-convert (libheif 1.15) gives. Box sizes do not change.
 func heifNeutralise(data []byte, info *heifInfo) []byte {
 	if len(info.edits) == 0 {
 		return data
@@ -315,8 +317,7 @@ func krkbFromPrimaries(idx uint16) (kr, kb float32) {
 // arithmetic, add one half and truncate. libheif also has an integer fast
 // path for full-range 4:2:0 (multipliers rounded to 1/256); Debian's
 // heif-convert (libheif 1.15) does not take it for these files, and the
-// float path matches it in all but a few samples by one level (see
-// TestHEIFMatchesHeifConvert), against hundreds for the integer one.
+// float path matches it exactly (see TestHEIFMatchesHeifConvert).
 func heifToRGB(m *image.YCbCr, c nclx) *image.NRGBA {
 	b := m.Rect
 	w, h := b.Dx(), b.Dy()

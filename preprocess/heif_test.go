@@ -438,8 +438,9 @@ func TestHEIFWASMEmbedded(t *testing.T) {
 	}
 }
 
-// FuzzISOBMFF feeds arbitrary bytes to the HEIF header reader and the
-// header check: errors only, bounded work.
+// FuzzISOBMFF feeds arbitrary bytes to the HEIF header reader, the
+// header check and the rewrite of heifPlanesFile: errors only, bounded
+// work.
 func FuzzISOBMFF(f *testing.F) {
 	for _, name := range []string{"yuv420.heic", "yuv444.avif", "exif6.heic"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "heif", name))
@@ -456,6 +457,11 @@ func FuzzISOBMFF(f *testing.F) {
 		}
 		if err == nil && (info.orient < 1 || info.orient > 8) {
 			t.Fatalf("orientation %d", info.orient)
+		}
+		if err == nil {
+			if file, ok := heifPlanesFile(data, info); ok && len(file) < len(data) {
+				t.Fatalf("rewritten file of %d bytes from %d", len(file), len(data))
+			}
 		}
 	})
 }

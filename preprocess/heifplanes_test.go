@@ -194,3 +194,64 @@ func exifOrientationHEIFItem(data []byte) int {
 	}
 	return 0
 }
+
+// TestGBRIPMA: the GBR colr property is associated with every ipma entry
+// that has no nclx, in both index widths, and a rewrite that does not fit
+// the box's fields is refused (heifNeutralise is then used).
+func TestGBRIPMA(t *testing.T) {
+	isNCLX := []bool{false, true, false} // property 2 is a colr nclx
+	for _, tc := range []struct {
+		name    string
+		in      []byte
+		idx     int
+		want    []byte
+		wantErr bool
+	}{
+		{"narrow", []byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 2, 0x81, 3, 0, 2, 2, 0x81, 2},
+			4, []byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 3, 0x81, 3, 4, 0, 2, 2, 0x81, 2}, false},
+		{"wide", []byte{1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 7, 1, 0x80, 1},
+			300, []byte{1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 7, 2, 0x80, 1, 0x01, 0x2c}, false},
+		{"narrow-full", []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1}, 128, nil, true},
+		{"truncated", []byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 3, 1}, 4, nil, true},
+	} {
+		got, err := gbrIPMA(tc.in, isNCLX, tc.idx)
+		if (err != nil) != tc.wantErr || !bytes.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, %v; want %v (error %v)", tc.name, got, err, tc.want, tc.wantErr)
+		}
+	}
+	full := []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0xff}
+	full = append(full, make([]byte, 0xff)...)
+	if _, err := gbrIPMA(full, isNCLX, 4); err == nil {
+		t.Error("an entry with 255 associations took another")
+	}
+}
+
+// TestHEIFPlanesFileLayout: the rewritten file keeps every offset (the old
+// meta box becomes free space of its size), including when the last box
+// runs to the end of the file (size 0), and decodes as the original.
+func TestHEIFPlanesFileLayout(t *testing.T) {
+	orig := readHEIFTestdata(t, "yuv420.heic")
+	want, _, _ := heifDecodedRGB(t, orig, "a.heic")
+	toEnd := bytes.Clone(orig)
+	at, _, _, err := topBox(toEnd, "mdat")
+	if err != nil || len(toEnd)-at != int(binary.BigEndian.Uint32(toEnd[at:])) {
+		t.Fatalf("mdat is not the last box of the test file (%v)", err)
+	}
+	binary.BigEndian.PutUint32(toEnd[at:], 0)
+	for name, data := range map[string][]byte{"as made": orig, "mdat to end": toEnd} {
+		info, err := heifHeader(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, ok := heifPlanesFile(data, info)
+		if !ok {
+			t.Fatalf("%s: not rewritten", name)
+		}
+		if !bytes.Equal(file[:len(data)][at+8:], data[at+8:]) {
+			t.Errorf("%s: the coded data moved or changed", name)
+		}
+		if got, _, _ := heifDecodedRGB(t, data, "a.heic"); !bytes.Equal(got, want) {
+			t.Errorf("%s: decodes differently", name)
+		}
+	}
+}
