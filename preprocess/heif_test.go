@@ -193,9 +193,15 @@ func TestHEIFPlanesExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, ok := gbrToPlanes(img).(*image.YCbCr)
+	rgba, ok := img.(*image.NRGBA)
 	if !ok {
 		t.Fatalf("decoded %T, want RGBA holding the planes", img)
+	}
+	// R=Cr, G=Y, B=Cb, chroma at full resolution.
+	m := image.NewYCbCr(rgba.Rect, image.YCbCrSubsampleRatio444)
+	for i := range m.Y {
+		p := rgba.Pix[rgba.PixOffset(i%rgba.Rect.Dx(), i/rgba.Rect.Dx()):]
+		m.Cr[i], m.Y[i], m.Cb[i] = p[0], p[1], p[2]
 	}
 	i := bytes.Index(y4m, []byte("FRAME\n"))
 	if i < 0 {

@@ -218,74 +218,54 @@ func bmffBoxBytes(typ string, body []byte) []byte {
 	return append(append(out, typ...), body...)
 }
 
-// gbrPlanes turns libheif's RGBA output of a file made by heifPlanesFile
-// back into the coded planes (R=Cr, G=Y, B=Cb), chroma at full
-// resolution.
-func gbrPlanes(pix []byte, stride int, r image.Rectangle) *image.YCbCr {
-	w, h := r.Dx(), r.Dy()
-	m := image.NewYCbCr(image.Rect(0, 0, w, h), image.YCbCrSubsampleRatio444)
-	for y := 0; y < h; y++ {
-		row := pix[y*stride : y*stride+4*w]
-		yr, cb, cr := m.Y[y*w:(y+1)*w], m.Cb[y*w:(y+1)*w], m.Cr[y*w:(y+1)*w]
-		for x := range w {
-			cr[x], yr[x], cb[x] = row[4*x], row[4*x+1], row[4*x+2]
-		}
-	}
-	return m
-}
-
-// gbrToPlanes returns the coded planes of libheif's RGBA output for a file
-// made by heifPlanesFile; other images (grey) are returned as they are.
-func gbrToPlanes(img image.Image) image.Image {
-	switch m := img.(type) {
-	case *image.NRGBA:
-		return gbrPlanes(m.Pix, m.Stride, m.Rect)
-	case *image.RGBA:
-		return gbrPlanes(m.Pix, m.Stride, m.Rect)
-	}
-	return img
-}
-
 // heifToRGBDeep is heifToRGB for planes of depth bits (10 or 12) that
 // libheif has shifted to 8 (m): each sample is taken back to depth bits
 // at the middle of the values it may have been, converted at depth bits
 // as libheif converts HDR planes (Op_YCbCr_to_RGB<uint16_t>), and the RGB
-// shifted to 8 bits as libheif's convert_hdr_to_8bit does. Matrices 0 and
-// 8 have no arithmetic to do at depth: heifToRGB handles them.
+// shifted to 8 bits as libheif's convert_hdr_to_8bit does. At 8 bits or
+// less it is heifToRGB.
 func heifToRGBDeep(m *image.YCbCr, c nclx, depth int) *image.NRGBA {
-	if depth <= 8 || depth > 16 || c.matrix == 0 || c.matrix == 8 {
-		return heifToRGB(m, c)
-	}
 	b := m.Rect
 	w, h := b.Dx(), b.Dy()
 	out := image.NewNRGBA(image.Rect(0, 0, w, h))
-	k := heifCoeffs(c)
-	shift := uint(depth - 8)
-	scale, mid := float32(int(1)<<shift), float32(int(1)<<shift-1)/2
-	half, top := float32(int(1)<<(depth-1)), int64(1)<<depth-1
-	off := 16 * scale
-	clip := func(f float32) uint8 {
-		return uint8(min(max(int64(f+0.5), 0), top) >> shift)
-	}
+	v := newHeifConv(c, depth)
 	for y := 0; y < h; y++ {
 		row := out.Pix[y*out.Stride : y*out.Stride+4*w]
 		yrow := m.Y[m.YOffset(b.Min.X, b.Min.Y+y):][:w]
 		for x := 0; x < w; x++ {
 			ci := m.COffset(b.Min.X+x, b.Min.Y+y)
-			fy := float32(yrow[x])*scale + mid
-			fcb := float32(m.Cb[ci])*scale + mid - half
-			fcr := float32(m.Cr[ci])*scale + mid - half
-			if !c.fullRange {
-				fy = float32(fy-off) * 1.1689
-				fcb = fcb * 1.1429
-				fcr = fcr * 1.1429
-			}
 			p := row[x*4 : x*4+4 : x*4+4]
-			p[0] = clip(fy + float32(k.rCr*fcr))
-			p[1] = clip(float32(fy+float32(k.gCb*fcb)) + float32(k.gCr*fcr))
-			p[2] = clip(fy + float32(k.bCb*fcb))
+			p[0], p[1], p[2] = v.rgb(yrow[x], m.Cb[ci], m.Cr[ci])
 			p[3] = 255
 		}
 	}
 	return out
+}
+
+// gbrToRGB converts, in place, libheif's RGBA output of a file made by
+// heifPlanesFile (R=Cr, G=Y, B=Cb, chroma at full resolution) to opaque
+// RGB; other images (grey) are returned as they are.
+func gbrToRGB(img image.Image, c nclx, depth int) image.Image {
+	var pix []byte
+	var stride int
+	var r image.Rectangle
+	switch m := img.(type) {
+	case *image.NRGBA:
+		pix, stride, r = m.Pix, m.Stride, m.Rect
+	case *image.RGBA: // alpha, premultiplied or not, is dropped
+		pix, stride, r = m.Pix, m.Stride, m.Rect
+	default:
+		return img
+	}
+	v := newHeifConv(c, depth)
+	w := r.Dx()
+	for y := 0; y < r.Dy(); y++ {
+		row := pix[y*stride : y*stride+4*w]
+		for x := 0; x < len(row); x += 4 {
+			p := row[x : x+4 : x+4]
+			p[0], p[1], p[2] = v.rgb(p[1], p[2], p[0])
+			p[3] = 255
+		}
+	}
+	return &image.NRGBA{Pix: pix, Stride: stride, Rect: r}
 }
