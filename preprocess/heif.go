@@ -19,15 +19,16 @@ import (
 //     checked from ispe before any decoder runs, and grids whose tiles
 //     cover far more than the image are refused.
 //   - HEIC: libheif assembles grids and applies clap, and hands back the Y,
-//     Cb, Cr planes as coded (10-bit samples shifted to 8 bits by its
-//     convert_hdr_to_8bit; see heifNeutralise for what it is kept from
-//     doing). They are converted to RGB here with the
-//     matrix and range of the file's nclx colr box (BT.601 full range
-//     without one, as libheif), with libheif's own arithmetic
-//     (nearest-neighbour chroma, its float path). irot/imir are applied to
-//     the RGB image, once (heifTransform), even with Options.IgnoreEXIF;
-//     EXIF orientation inside a HEIC never is (HEIF says irot/imir rule,
-//     and libheif ignores EXIF).
+//     Cb, Cr planes as coded, through a copy of the file that declares them
+//     GBR (heifplanes.go); 10-bit samples come shifted to 8 bits by its
+//     convert_hdr_to_8bit. They are converted to RGB here with the matrix
+//     and range of the file's nclx colr box (BT.601 full range without one,
+//     as libheif), with libheif's own arithmetic (nearest-neighbour chroma,
+//     its float path; 10-bit at 10 bits, heifToRGBDeep). irot/imir are
+//     applied to the RGB image, once (heifTransform), even with
+//     Options.IgnoreEXIF; EXIF orientation inside a HEIC never is (HEIF
+//     says irot/imir rule: libheif ignores EXIF, and pillow-heif, through
+//     which Hugging Face's pipeline opens a HEIC, resets it to 1).
 //   - AVIF: libavif converts to RGB itself from the nclx the file declares
 //     (its own chroma upsampling), 10/12-bit to 16-bit samples whose
 //     high byte is kept, as for 16-bit PNG. libavif does not apply irot and
@@ -121,23 +122,30 @@ func heifDecode(r io.Reader) (image.Image, error) {
 }
 
 // heifDecodeItem decodes the primary image of data, described by info,
-// with its irot/imir applied; cancelling ctx stops the decoder.
+// with its irot/imir applied; cancelling ctx stops the decoder. A HEIC's
+// planes are taken as coded (heifPlanesFile) and converted here.
 func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Image, error) {
 	var img image.Image
 	var err error
 	if info.decoderFor() == heifLibavif {
 		img, err = libavifDecode(ctx, data)
 	} else {
-		img, err = libheifDecode(ctx, heifNeutralise(data, info))
+		file, gbr := heifPlanesFile(data, info)
+		if !gbr {
+			file = heifNeutralise(data, info)
+		}
+		img, err = libheifDecode(ctx, file)
+		c := nclx{matrix: 2, fullRange: true} // libheif's default without a colr box
+		switch {
+		case info.colour != nil:
+			c = *info.colour
+		case info.tileColour != nil:
+			c = *info.tileColour
+		}
 		if m, ok := img.(*image.YCbCr); ok {
-			c := nclx{matrix: 2, fullRange: true} // libheif's default without a colr box
-			switch {
-			case info.colour != nil:
-				c = *info.colour
-			case info.tileColour != nil:
-				c = *info.tileColour
-			}
-			img = heifToRGB(m, c)
+			img = heifToRGBDeep(m, c, info.depth)
+		} else if gbr && img != nil {
+			img = gbrToRGB(img, c, info.depth)
 		}
 	}
 	if err != nil {
@@ -213,16 +221,16 @@ func orientPix(dst, src []byte, w, h, o, bpp int) {
 	}
 }
 
-// heifNeutralise returns a copy of a HEIC file in which libheif finds
-// nothing to apply after decoding: every irot and imir box becomes irot 0,
+// heifNeutralise is the fallback of heifPlanesFile for a file whose meta
+// box cannot be rebuilt: a copy in which libheif finds nothing to apply
+// after decoding (its planes are then resampled, see heifplanes.go): every irot and imir box becomes irot 0,
 // every nclx colr box says BT.601 full range (sRGB primaries and transfer).
 // Measured with libheif 1.18 (the WASM build): it rotates the subsampled
 // planes of odd-sized images with the chroma shifted by a pixel, and it
 // converts grid tiles that carry an nclx to BT.601 full range before
-// handing them over, rounding twice. So the planes are taken as coded, the
-// file's nclx is applied once (heifToRGB), and irot/imir are applied to the
-// RGB image (heifTransform), which is what heif-convert (libheif 1.15)
-// gives. Box sizes do not change.
+// handing them over, rounding twice. So the file's nclx is applied once
+// (heifToRGB), and irot/imir are applied to the RGB image (heifTransform),
+// which is what heif-convert (libheif 1.15) gives. Box sizes do not change.
 func heifNeutralise(data []byte, info *heifInfo) []byte {
 	if len(info.edits) == 0 {
 		return data
@@ -308,45 +316,82 @@ func krkbFromPrimaries(idx uint16) (kr, kb float32) {
 // arithmetic, add one half and truncate. libheif also has an integer fast
 // path for full-range 4:2:0 (multipliers rounded to 1/256); Debian's
 // heif-convert (libheif 1.15) does not take it for these files, and the
-// float path matches it in all but a few samples by one level (see
-// TestHEIFMatchesHeifConvert), against hundreds for the integer one.
-func heifToRGB(m *image.YCbCr, c nclx) *image.NRGBA {
-	b := m.Rect
-	w, h := b.Dx(), b.Dy()
-	out := image.NewNRGBA(image.Rect(0, 0, w, h))
-	k := heifCoeffs(c)
-	for y := 0; y < h; y++ {
-		row := out.Pix[y*out.Stride : y*out.Stride+4*w]
-		yrow := m.Y[m.YOffset(b.Min.X, b.Min.Y+y):][:w]
-		for x := 0; x < w; x++ {
-			ci := m.COffset(b.Min.X+x, b.Min.Y+y)
-			yy, cb, cr := int32(yrow[x]), int32(m.Cb[ci])-128, int32(m.Cr[ci])-128
-			var r, g, bl uint8
-			switch {
-			case c.matrix == 0 && c.fullRange: // GBR stored as Y=G, Cb=B, Cr=R
-				r, g, bl = uint8(cr+128), uint8(yy), uint8(cb+128)
-			case c.matrix == 0:
-				r = heifClipF(float32(float32(cr+128)-16) * 1.1429)
-				g = heifClipF(float32(float32(yy)-16) * 1.1689)
-				bl = heifClipF(float32(float32(cb+128)-16) * 1.1429)
-			case c.matrix == 8: // YCgCo
-				r, g, bl = clampByte(yy-cb+cr), clampByte(yy+cb), clampByte(yy-cb-cr)
-			default:
-				fy, fcb, fcr := float32(yy), float32(cb), float32(cr)
-				if !c.fullRange {
-					fy = float32(fy-16) * 1.1689
-					fcb = fcb * 1.1429
-					fcr = fcr * 1.1429
-				}
-				r = heifClipF(fy + float32(k.rCr*fcr))
-				g = heifClipF(float32(fy+float32(k.gCb*fcb)) + float32(k.gCr*fcr))
-				bl = heifClipF(fy + float32(k.bCb*fcb))
-			}
-			p := row[x*4 : x*4+4 : x*4+4]
-			p[0], p[1], p[2], p[3] = r, g, bl, 255
-		}
+// float path matches it exactly (see TestHEIFMatchesHeifConvert).
+func heifToRGB(m *image.YCbCr, c nclx) *image.NRGBA { return heifToRGBDeep(m, c, 8) }
+
+// heifConv converts one pixel as heifToRGB describes or, for planes of
+// more than 8 bits that libheif has shifted to 8, as heifToRGBDeep does.
+type heifConv struct {
+	c     nclx
+	k     ycbcrCoeffs
+	shift uint // bits dropped by libheif; 0 converts at 8 bits
+	// For shift > 0: the scale back to depth bits, the middle of the
+	// dropped values, the chroma offset, the limited-range black level and
+	// the largest sample, all at depth bits.
+	scale, mid, half, off float32
+	top                   int64
+}
+
+func newHeifConv(c nclx, depth int) *heifConv {
+	v := &heifConv{c: c, k: heifCoeffs(c)}
+	// Matrices 0 and 8 have no arithmetic that depth changes.
+	if depth > 8 && depth <= 16 && c.matrix != 0 && c.matrix != 8 {
+		v.shift = uint(depth - 8)
+		v.scale, v.mid = float32(int(1)<<v.shift), float32(int(1)<<v.shift-1)/2
+		v.half, v.top, v.off = float32(int(1)<<(depth-1)), int64(1)<<depth-1, 16*v.scale
 	}
-	return out
+	return v
+}
+
+// rgb converts one pixel.
+func (v *heifConv) rgb(y8, cb8, cr8 uint8) (r, g, bl uint8) {
+	if v.shift > 0 {
+		return v.rgbDeep(y8, cb8, cr8)
+	}
+	c, k := v.c, v.k
+	yy, cb, cr := int32(y8), int32(cb8)-128, int32(cr8)-128
+	switch {
+	case c.matrix == 0 && c.fullRange: // GBR stored as Y=G, Cb=B, Cr=R
+		return cr8, y8, cb8
+	case c.matrix == 0:
+		r = heifClipF(float32(float32(cr+128)-16) * 1.1429)
+		g = heifClipF(float32(float32(yy)-16) * 1.1689)
+		bl = heifClipF(float32(float32(cb+128)-16) * 1.1429)
+		return r, g, bl
+	case c.matrix == 8: // YCgCo
+		return clampByte(yy - cb + cr), clampByte(yy + cb), clampByte(yy - cb - cr)
+	}
+	fy, fcb, fcr := float32(yy), float32(cb), float32(cr)
+	if !c.fullRange {
+		fy = float32(fy-16) * 1.1689
+		fcb = fcb * 1.1429
+		fcr = fcr * 1.1429
+	}
+	r = heifClipF(fy + float32(k.rCr*fcr))
+	g = heifClipF(float32(fy+float32(k.gCb*fcb)) + float32(k.gCr*fcr))
+	bl = heifClipF(fy + float32(k.bCb*fcb))
+	return r, g, bl
+}
+
+// rgbDeep converts one pixel at depth bits, each sample taken back from 8
+// bits at the middle of the values it may have been.
+func (v *heifConv) rgbDeep(y8, cb8, cr8 uint8) (r, g, bl uint8) {
+	k := v.k
+	fy := float32(y8)*v.scale + v.mid
+	fcb := float32(cb8)*v.scale + v.mid - v.half
+	fcr := float32(cr8)*v.scale + v.mid - v.half
+	if !v.c.fullRange {
+		fy = float32(fy-v.off) * 1.1689
+		fcb = fcb * 1.1429
+		fcr = fcr * 1.1429
+	}
+	return v.clip(fy + float32(k.rCr*fcr)), v.clip(float32(fy+float32(k.gCb*fcb)) + float32(k.gCr*fcr)),
+		v.clip(fy + float32(k.bCb*fcb))
+}
+
+// clip is libheif's clip_f_u16 at depth bits, then its shift to 8 bits.
+func (v *heifConv) clip(f float32) uint8 {
+	return uint8(min(max(int64(f+0.5), 0), v.top) >> v.shift)
 }
 
 // heifClipF is libheif's clip_f_u16 for 8-bit output: add one half,

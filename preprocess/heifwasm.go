@@ -37,10 +37,12 @@ import (
 // upgrade renames them); architectures where those packages do not build
 // get heifwasm_other.go instead.
 
-// wasmMemoryPages bounds the linear memory of one decode: 16384 pages of
-// 64 KiB are 1 GiB, room for the default 100-megapixel limit (planes,
-// decoder state and the output copy).
-const wasmMemoryPages = 1 << 14
+// wasmMemoryPages bounds the linear memory of one decode: 32768 pages of
+// 64 KiB are 2 GiB, room for the default 100-megapixel limit. A HEIC
+// decoded through heifPlanesFile holds about 13 bytes a pixel at its peak
+// (the output buffer, 4; libheif's RGB planes, 3 or 6 at 10 bits, and its
+// RGBA or 8-bit copy of them, 4 or 3), beside the decoder's own state.
+const wasmMemoryPages = 1 << 15
 
 // wasmModule is one embedded decoder, compiled once. A stoppable one is
 // compiled with wazero's close-on-context-done: its code checks at every
