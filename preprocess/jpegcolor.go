@@ -216,7 +216,7 @@ type upsampler struct {
 // newUpsampler prepares component c for output rows w samples wide; minBS
 // is the smallest block size of the frame's components (8 unless scaled).
 // As in libjpeg, 1x1 blocks turn fancy upsampling off.
-func newUpsampler(c *jpegComp, hmax, vmax, minBS, w int) (*upsampler, error) {
+func newUpsampler(a *jpegArena, i int, c *jpegComp, hmax, vmax, minBS, w int) (*upsampler, error) {
 	u := &upsampler{c: c, w: w}
 	hout, vout, hin, vin := hmax*minBS, vmax*minBS, c.h*c.bs, c.v*c.bs
 	if hout%hin != 0 || vout%vin != 0 {
@@ -233,11 +233,13 @@ func newUpsampler(c *jpegComp, hmax, vmax, minBS, w int) (*upsampler, error) {
 		u.method = upH1V2
 	case u.hexp == 2 && u.vexp == 2 && c.dw > 2 && fancy:
 		u.method = upH2V2
-		u.sum = make([]int32, c.dw)
+		a.sums[i] = grow(a.sums[i], c.dw)
+		u.sum = a.sums[i]
 	default:
 		u.method = upReplicate
 	}
-	u.out = make([]byte, max(w, 2*c.dw))
+	a.outs[i] = grow(a.outs[i], max(w, 2*c.dw))
+	u.out = a.outs[i]
 	return u, nil
 }
 
@@ -297,7 +299,7 @@ func (d *jpegDecoder) convert(rgb []byte) error {
 	}
 	ups := make([]*upsampler, len(d.comps))
 	for i := range d.comps {
-		u, err := newUpsampler(&d.comps[i], d.hmax, d.vmax, minBS, w)
+		u, err := newUpsampler(d.arena, i, &d.comps[i], d.hmax, d.vmax, minBS, w)
 		if err != nil {
 			return err
 		}
