@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -27,14 +26,10 @@ func pillowPython() (string, bool) {
 // pillowJPEGs writes the 12 MP photo-like picture as JPEG at quality 90
 // through Pillow, once 4:2:0 and once 4:4:4, as a camera or an editor
 // would, and returns their paths.
-var pillowJPEGs = sync.OnceValues(func() (map[string]string, error) {
+func pillowJPEGs(dir string) (map[string]string, error) {
 	py, ok := pillowPython()
 	if !ok {
 		return nil, fmt.Errorf("no python3 with Pillow (apt install python3-pil)")
-	}
-	dir, err := os.MkdirTemp("", "clipidx-jpegbench")
-	if err != nil {
-		return nil, err
 	}
 	m := photoLike(4000, 3000)
 	ppm := filepath.Join(dir, "photo.ppm")
@@ -55,7 +50,7 @@ var pillowJPEGs = sync.OnceValues(func() (map[string]string, error) {
 		out[name] = p
 	}
 	return out, nil
-})
+}
 
 // pillowTimer is a Python process that times Pillow's decodes on request.
 type pillowTimer struct {
@@ -104,7 +99,7 @@ func (p *pillowTimer) decode(b *testing.B, path string, n int) time.Duration {
 // the same machine, and reports the CPU time of each and their ratio
 // (ours/Pillow). It needs Debian's python3-pil.
 func BenchmarkJPEGVersusPillow(b *testing.B) {
-	files, err := pillowJPEGs()
+	files, err := pillowJPEGs(b.TempDir())
 	if err != nil {
 		b.Skip(err)
 	}
@@ -136,5 +131,21 @@ func BenchmarkJPEGVersusPillow(b *testing.B) {
 			b.ReportMetric(float64(theirs.Nanoseconds())/float64(b.N), "pillow-cpu-ns/op")
 			b.ReportMetric(float64(ours)/float64(theirs), "ours/pillow")
 		})
+	}
+}
+
+// BenchmarkJPEGOwnDecode12MP is our decoder alone on a 12 MP 4:2:0 JPEG,
+// for profiling without Python.
+func BenchmarkJPEGOwnDecode12MP(b *testing.B) {
+	data := jpeg12()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	for range b.N {
+		img, _, err := decodeJPEGImage(data, "bench.jpg", DefaultMaxPixels)
+		if err != nil {
+			b.Fatal(err)
+		}
+		releaseDecoded(img)
 	}
 }

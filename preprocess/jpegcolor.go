@@ -35,8 +35,9 @@ func clampByte(v int32) byte {
 	return byte(v)
 }
 
-// jpegRow converts one row of luma and full-width chroma to packed RGB.
-func jpegRow(dst, y, cb, cr []byte) {
+// jpegRowGeneric converts one row of luma and full-width chroma to packed
+// RGB: the reference for jpegRow's SIMD (jpegsimd_*.go).
+func jpegRowGeneric(dst, y, cb, cr []byte) {
 	t := &jpegTables
 	cb, cr = cb[:len(y)], cr[:len(y)]
 	dst = dst[:3*len(y)]

@@ -1,0 +1,30 @@
+//go:build amd64 && !purego
+
+package preprocess
+
+import "golang.org/x/sys/cpu"
+
+// The JPEG kernels in AVX2 (jpegsimd_amd64.s), bit-exact with their
+// reference loops: the same integer operations in 32-bit lanes.
+
+var jpegAVX2 = cpu.X86.HasAVX2
+
+// yccRGBAVX2 converts n pixels, n a multiple of 8, writing 3n bytes.
+//
+//go:noescape
+func yccRGBAVX2(dst, y, cb, cr *byte, n int)
+
+// jpegRow converts one row of luma and full-width chroma to packed RGB.
+func jpegRow(dst, y, cb, cr []byte) {
+	n := len(y)
+	if !jpegAVX2 || n < 8 {
+		jpegRowGeneric(dst, y, cb, cr)
+		return
+	}
+	_, _, _ = dst[3*n-1], cb[n-1], cr[n-1] // the kernel trusts these lengths
+	v := n &^ 7
+	yccRGBAVX2(&dst[0], &y[0], &cb[0], &cr[0], v)
+	if v < n {
+		jpegRowGeneric(dst[3*v:], y[v:], cb[v:n], cr[v:n])
+	}
+}

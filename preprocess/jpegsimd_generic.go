@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package preprocess
+
+// Without assembly the JPEG kernels are their reference loops.
+
+func jpegRow(dst, y, cb, cr []byte) { jpegRowGeneric(dst, y, cb, cr) }
