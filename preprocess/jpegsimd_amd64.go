@@ -28,3 +28,20 @@ func jpegRow(dst, y, cb, cr []byte) {
 		jpegRowGeneric(dst[3*v:], y[v:], cb[v:n], cr[v:n])
 	}
 }
+
+// idctAVX2 is idct with ws as scratch.
+//
+//go:noescape
+func idctAVX2(in, ws *[64]int32, dst *byte, stride int)
+
+// idct transforms a dequantized block (natural order) into 8x8 samples at
+// dst with the given stride.
+func idct(in *[64]int32, dst []byte, stride int) {
+	if !jpegAVX2 {
+		idctGeneric(in, dst, stride)
+		return
+	}
+	_ = dst[7*stride+7] // the kernel writes 8 rows of 8
+	var ws [64]int32
+	idctAVX2(in, &ws, &dst[0], stride)
+}
