@@ -159,6 +159,18 @@ func h2v2(out []byte, sum []int32) {
 	out[2*n-1] = byte((4*sum[n-1] + 7) >> 4)
 }
 
+// h2v2RowGeneric is libjpeg's h2v2 fancy upsampling of one output row:
+// near is the nearest chroma row, far the next nearest, sum scratch of
+// len(near); the reference for h2v2Row's SIMD (jpegsimd_*.go).
+func h2v2RowGeneric(out, near, far []byte, sum []int32) {
+	sum = sum[:len(near)]
+	far = far[:len(near)]
+	for x := range sum {
+		sum[x] = 3*int32(near[x]) + int32(far[x])
+	}
+	h2v2(out, sum)
+}
+
 // JPEG colour spaces, chosen from the markers and component ids as
 // libjpeg-turbo's default_decompress_parms does.
 const (
@@ -269,11 +281,7 @@ func (u *upsampler) row(y int) []byte {
 			}
 			return u.out
 		}
-		sum := u.sum[:c.dw]
-		for x := range sum {
-			sum[x] = 3*int32(near[x]) + int32(next[x])
-		}
-		h2v2(u.out, sum)
+		h2v2Row(u.out, near, next, u.sum)
 		return u.out
 	}
 	src := plane(y / u.vexp)

@@ -432,3 +432,102 @@ TEXT ·idctAVX2(SB), NOSPLIT, $0-32
 	STORE4(Y4, Y5, Y6, Y7)
 	VZEROUPPER
 	RET
+
+DATA upC3<>+0(SB)/2, $3
+DATA upC3<>+2(SB)/2, $3
+DATA upC3<>+4(SB)/2, $3
+DATA upC3<>+6(SB)/2, $3
+DATA upC3<>+8(SB)/2, $3
+DATA upC3<>+10(SB)/2, $3
+DATA upC3<>+12(SB)/2, $3
+DATA upC3<>+14(SB)/2, $3
+DATA upC3<>+16(SB)/2, $3
+DATA upC3<>+18(SB)/2, $3
+DATA upC3<>+20(SB)/2, $3
+DATA upC3<>+22(SB)/2, $3
+DATA upC3<>+24(SB)/2, $3
+DATA upC3<>+26(SB)/2, $3
+DATA upC3<>+28(SB)/2, $3
+DATA upC3<>+30(SB)/2, $3
+GLOBL upC3<>(SB), RODATA|NOPTR, $32
+DATA upC8<>+0(SB)/2, $8
+DATA upC8<>+2(SB)/2, $8
+DATA upC8<>+4(SB)/2, $8
+DATA upC8<>+6(SB)/2, $8
+DATA upC8<>+8(SB)/2, $8
+DATA upC8<>+10(SB)/2, $8
+DATA upC8<>+12(SB)/2, $8
+DATA upC8<>+14(SB)/2, $8
+DATA upC8<>+16(SB)/2, $8
+DATA upC8<>+18(SB)/2, $8
+DATA upC8<>+20(SB)/2, $8
+DATA upC8<>+22(SB)/2, $8
+DATA upC8<>+24(SB)/2, $8
+DATA upC8<>+26(SB)/2, $8
+DATA upC8<>+28(SB)/2, $8
+DATA upC8<>+30(SB)/2, $8
+GLOBL upC8<>(SB), RODATA|NOPTR, $32
+DATA upC7<>+0(SB)/2, $7
+DATA upC7<>+2(SB)/2, $7
+DATA upC7<>+4(SB)/2, $7
+DATA upC7<>+6(SB)/2, $7
+DATA upC7<>+8(SB)/2, $7
+DATA upC7<>+10(SB)/2, $7
+DATA upC7<>+12(SB)/2, $7
+DATA upC7<>+14(SB)/2, $7
+DATA upC7<>+16(SB)/2, $7
+DATA upC7<>+18(SB)/2, $7
+DATA upC7<>+20(SB)/2, $7
+DATA upC7<>+22(SB)/2, $7
+DATA upC7<>+24(SB)/2, $7
+DATA upC7<>+26(SB)/2, $7
+DATA upC7<>+28(SB)/2, $7
+DATA upC7<>+30(SB)/2, $7
+GLOBL upC7<>(SB), RODATA|NOPTR, $32
+
+// UP_SUM sets Y to 3*near[OFF..OFF+15] + far[OFF..OFF+15] in 16-bit lanes
+// (at most 1020), with T as scratch.
+#define UP_SUM(OFF, Y, T) \
+	VPMOVZXBW OFF(SI)(AX*1), Y; \
+	VPMOVZXBW OFF(DX)(AX*1), T; \
+	VPMULLW Y11, Y, Y; \
+	VPADDW T, Y, Y
+
+// func h2v2AVX2(out, near, far *byte, m int)
+// jdsample.c's h2v2_fancy_upsample inside the row, 16 input samples a
+// step in 16-bit lanes: with s = 3*near + far, out[2i] = (3*s[i] + s[i-1]
+// + 8) >> 4 and out[2i+1] = (3*s[i] + s[i+1] + 7) >> 4, both at most 255,
+// stored as the words even | odd<<8.
+TEXT ·h2v2AVX2(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ near+8(FP), SI
+	MOVQ far+16(FP), DX
+	MOVQ m+24(FP), CX
+	VMOVDQU upC3<>(SB), Y11
+	VMOVDQU upC8<>(SB), Y12
+	VMOVDQU upC7<>(SB), Y13
+	XORQ AX, AX
+	TESTQ CX, CX
+	JLE updone
+
+uploop:
+	UP_SUM(0, Y0, Y3)
+	UP_SUM(1, Y1, Y3)
+	UP_SUM(2, Y2, Y3)
+	VPMULLW Y11, Y1, Y1
+	VPADDW Y1, Y0, Y0
+	VPADDW Y12, Y0, Y0
+	VPSRLW $4, Y0, Y0 // even outputs
+	VPADDW Y1, Y2, Y2
+	VPADDW Y13, Y2, Y2
+	VPSRLW $4, Y2, Y2
+	VPSLLW $8, Y2, Y2 // odd outputs, in the high bytes
+	VPOR Y2, Y0, Y0
+	VMOVDQU Y0, (DI)(AX*2)
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JLT uploop
+
+updone:
+	VZEROUPPER
+	RET
