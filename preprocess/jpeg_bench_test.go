@@ -94,10 +94,22 @@ func (p *pillowTimer) decode(b *testing.B, path string, n int) time.Duration {
 	return time.Duration(s * 1e9)
 }
 
+// djpegCPU is the CPU time of one run of libjpeg-turbo's own djpeg on
+// path, writing PPM to nowhere: libjpeg-turbo without Pillow's overhead
+// (and with a process start).
+func djpegCPU(b *testing.B, djpeg, path string) time.Duration {
+	cmd := exec.Command(djpeg, "-outfile", os.DevNull, path)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("djpeg: %v: %s", err, msg)
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
 // BenchmarkJPEGVersusPillow decodes the same 12 MP JPEGs with our decoder
 // and with Pillow (libjpeg-turbo), one decode each in turn so that both see
 // the same machine, and reports the CPU time of each and their ratio
-// (ours/Pillow). It needs Debian's python3-pil.
+// (ours/Pillow). It needs Debian's python3-pil; where libjpeg-turbo's djpeg
+// is installed it also reports the ratio to that.
 func BenchmarkJPEGVersusPillow(b *testing.B) {
 	files, err := pillowJPEGs(b.TempDir())
 	if err != nil {
@@ -114,7 +126,8 @@ func BenchmarkJPEGVersusPillow(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(data)))
 			b.ResetTimer()
-			var ours, theirs time.Duration
+			djpeg, _ := exec.LookPath("djpeg")
+			var ours, theirs, raw time.Duration
 			for range b.N {
 				t0 := processCPU()
 				img, _, err := decodeJPEGImage(data, "bench.jpg", DefaultMaxPixels)
@@ -125,7 +138,14 @@ func BenchmarkJPEGVersusPillow(b *testing.B) {
 				ours += processCPU() - t0
 				b.StopTimer()
 				theirs += pil.decode(b, files[name], 1)
+				if djpeg != "" {
+					raw += djpegCPU(b, djpeg, files[name])
+				}
 				b.StartTimer()
+			}
+			if djpeg != "" {
+				b.ReportMetric(float64(raw.Nanoseconds())/float64(b.N), "djpeg-cpu-ns/op")
+				b.ReportMetric(float64(ours)/float64(raw), "ours/djpeg")
 			}
 			b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(theirs.Nanoseconds())/float64(b.N), "pillow-cpu-ns/op")

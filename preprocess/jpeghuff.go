@@ -18,7 +18,7 @@ var errJPEGTruncated = errors.New("file is truncated")
 
 // huffLookBits is the lookahead of the Huffman tables: 11 bits let most AC
 // coefficients of a quality-90 photo (code and extra bits) decode in one
-// lookup, where 9 leave a tenth of the decode time on the table.
+// lookup (9 bits measured 10-20% slower on BenchmarkJPEGVersusPillow).
 const huffLookBits = 11
 
 // huffTable is a decoded DHT table: a lookup on the next huffLookBits bits
