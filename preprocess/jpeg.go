@@ -91,6 +91,7 @@ type jpegDecoder struct {
 	scale   int
 	ow, oh  int
 	ctx     context.Context
+	arena   *jpegArena // reused buffers (jpegpool.go), back to the pool when decode returns
 }
 
 // Markers (ITU T.81 table B.1).
@@ -207,6 +208,8 @@ func (d *jpegDecoder) decode() (image.Image, error) {
 		return nil, errors.New("no SOI marker")
 	}
 	d.pos = 2
+	d.arena = getJPEGArena()
+	defer func() { jpegArenas.Put(d.arena); d.arena = nil }()
 	for i := range d.ae.dcU {
 		d.ae.dcU[i], d.ae.acK[i] = 1, 5 // T.81 defaults without DAC
 	}
@@ -355,9 +358,9 @@ func (d *jpegDecoder) frame(progressive bool) error {
 		if d.scale > 1 {
 			d.scaleComponent(c) // jpegscale.go: block size, scaled dw, dh
 		}
-		c.plane = make([]byte, c.bw*c.bs*c.bh*c.bs)
+		c.plane = d.arena.plane(i, c.bw*c.bs*c.bh*c.bs)
 		if progressive {
-			c.coef = make([]int16, c.bw*c.bh*64)
+			c.coef = d.arena.coef(i, c.bw*c.bh*64)
 			for k := range c.bits {
 				c.bits[k] = -1
 			}
@@ -750,7 +753,7 @@ func (d *jpegDecoder) output() (image.Image, error) {
 		}
 		c.coef = nil
 	}
-	rgb := make([]byte, d.ow*d.oh*3)
+	rgb := rgbOutput(d.ow * d.oh * 3)
 	if err := d.convert(rgb); err != nil {
 		return nil, err
 	}

@@ -35,8 +35,9 @@ func clampByte(v int32) byte {
 	return byte(v)
 }
 
-// jpegRow converts one row of luma and full-width chroma to packed RGB.
-func jpegRow(dst, y, cb, cr []byte) {
+// jpegRowGeneric converts one row of luma and full-width chroma to packed
+// RGB: the reference for jpegRow's SIMD (jpegsimd_*.go).
+func jpegRowGeneric(dst, y, cb, cr []byte) {
 	t := &jpegTables
 	cb, cr = cb[:len(y)], cr[:len(y)]
 	dst = dst[:3*len(y)]
@@ -158,6 +159,18 @@ func h2v2(out []byte, sum []int32) {
 	out[2*n-1] = byte((4*sum[n-1] + 7) >> 4)
 }
 
+// h2v2RowGeneric is libjpeg's h2v2 fancy upsampling of one output row:
+// near is the nearest chroma row, far the next nearest, sum scratch of
+// len(near); the reference for h2v2Row's SIMD (jpegsimd_*.go).
+func h2v2RowGeneric(out, near, far []byte, sum []int32) {
+	sum = sum[:len(near)]
+	far = far[:len(near)]
+	for x := range sum {
+		sum[x] = 3*int32(near[x]) + int32(far[x])
+	}
+	h2v2(out, sum)
+}
+
 // JPEG colour spaces, chosen from the markers and component ids as
 // libjpeg-turbo's default_decompress_parms does.
 const (
@@ -216,7 +229,7 @@ type upsampler struct {
 // newUpsampler prepares component c for output rows w samples wide; minBS
 // is the smallest block size of the frame's components (8 unless scaled).
 // As in libjpeg, 1x1 blocks turn fancy upsampling off.
-func newUpsampler(c *jpegComp, hmax, vmax, minBS, w int) (*upsampler, error) {
+func newUpsampler(a *jpegArena, i int, c *jpegComp, hmax, vmax, minBS, w int) (*upsampler, error) {
 	u := &upsampler{c: c, w: w}
 	hout, vout, hin, vin := hmax*minBS, vmax*minBS, c.h*c.bs, c.v*c.bs
 	if hout%hin != 0 || vout%vin != 0 {
@@ -233,11 +246,13 @@ func newUpsampler(c *jpegComp, hmax, vmax, minBS, w int) (*upsampler, error) {
 		u.method = upH1V2
 	case u.hexp == 2 && u.vexp == 2 && c.dw > 2 && fancy:
 		u.method = upH2V2
-		u.sum = make([]int32, c.dw)
+		a.sums[i] = grow(a.sums[i], c.dw)
+		u.sum = a.sums[i]
 	default:
 		u.method = upReplicate
 	}
-	u.out = make([]byte, max(w, 2*c.dw))
+	a.outs[i] = grow(a.outs[i], max(w, 2*c.dw))
+	u.out = a.outs[i]
 	return u, nil
 }
 
@@ -266,11 +281,7 @@ func (u *upsampler) row(y int) []byte {
 			}
 			return u.out
 		}
-		sum := u.sum[:c.dw]
-		for x := range sum {
-			sum[x] = 3*int32(near[x]) + int32(next[x])
-		}
-		h2v2(u.out, sum)
+		h2v2Row(u.out, near, next, u.sum)
 		return u.out
 	}
 	src := plane(y / u.vexp)
@@ -297,7 +308,7 @@ func (d *jpegDecoder) convert(rgb []byte) error {
 	}
 	ups := make([]*upsampler, len(d.comps))
 	for i := range d.comps {
-		u, err := newUpsampler(&d.comps[i], d.hmax, d.vmax, minBS, w)
+		u, err := newUpsampler(d.arena, i, &d.comps[i], d.hmax, d.vmax, minBS, w)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,10 @@ import (
 // errJPEGTruncated is returned when the entropy data ends before the image.
 var errJPEGTruncated = errors.New("file is truncated")
 
-const huffLookBits = 9
+// huffLookBits is the lookahead of the Huffman tables: 11 bits let most AC
+// coefficients of a quality-90 photo (code and extra bits) decode in one
+// lookup (9 bits measured 10-20% slower on BenchmarkJPEGVersusPillow).
+const huffLookBits = 11
 
 // huffTable is a decoded DHT table: a lookup on the next huffLookBits bits
 // for short codes, canonical-code limits for the others.

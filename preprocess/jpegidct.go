@@ -42,9 +42,10 @@ func idctDC(dc int32, dst []byte, stride int) {
 	}
 }
 
-// idct transforms a dequantized block (natural order) into 8x8 samples at
-// dst with the given stride.
-func idct(in *[64]int32, dst []byte, stride int) {
+// idctGeneric transforms a dequantized block (natural order) into 8x8
+// samples at dst with the given stride: the reference for idct's SIMD
+// (jpegsimd_*.go).
+func idctGeneric(in *[64]int32, dst []byte, stride int) {
 	var ws [64]int32
 	// Pass 1: columns.
 	for c := 0; c < 8; c++ {

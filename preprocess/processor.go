@@ -148,6 +148,7 @@ func (p *Processor) Bytes(data []byte, name string) ([]float32, error) {
 		o = exifOrientation(data, f)
 	}
 	out, err := p.run(img, yccFor(f), o)
+	releaseDecoded(img) // jpegpool.go: the JPEG decoder's RGB goes back for the next photo
 	if err != nil {
 		return nil, fmt.Errorf("preprocess %s: %w", name, err)
 	}
@@ -182,7 +183,9 @@ func (p *Processor) run(img image.Image, ycc yccRange, o int) ([]float32, error)
 	}
 	defer p.bufs.Put(bufs)
 	src, w, h := toRGB(bufs.rgb, img, ycc)
-	bufs.rgb = src
+	if _, decoded := img.(*packedRGB); !decoded {
+		bufs.rgb = src // the JPEG decoder's pixels are its own (releaseDecoded)
+	}
 	if o != 1 {
 		bufs.rot = rgbBuffer(bufs.rot, len(src))
 		w, h = orient(bufs.rot, src, w, h, o)
