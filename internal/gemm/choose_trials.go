@@ -6,7 +6,7 @@ type trials struct {
 	threads int
 	pool    *Pool
 	x, y    []float32
-	raw     []*Matrix                 // per shape, float32 as stored
+	raw     []*Matrix                  // per shape, float32 as stored
 	packed  map[*microKernel][]*Matrix // per kernel that reads packed weights
 	bf16    []*PackedBF16
 }
