@@ -29,9 +29,13 @@ ref.<j>.logits, and end to end from the image files and label prompts.
 EXIF orientation is always ignored here, as Hugging Face does.
 
 It prints one line per result ([ok], [FAIL] or [info]) and ends with
-ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1).`,
+ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1).
+
+The towers run in float32 unless --precision (or CLIPIDX_PRECISION) says
+otherwise: check is about the numbers.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defaultF32(cmd.Flags().Changed("precision"))
 			dir := g.model
 			if len(args) == 1 {
 				dir = args[0]

@@ -25,7 +25,7 @@ const (
 	// chooseRounds: each kernel runs this many times, interleaved with
 	// the others, and its best time counts (the first run of each also
 	// faults its buffers in and packs its weights).
-	chooseRounds = 5
+	chooseRounds = 4
 	// chooseMargin: another kernel replaces the incumbent (the vendor
 	// default, or float32 for the precision) only when it is more than
 	// 5% faster, so that noise does not flip the choice.
@@ -36,8 +36,8 @@ const (
 // tower's first MLP product (K = 1280, N = 5120; a pass of 4 images has
 // M = 4·257) and the text tower's (K = 1024, N = 4096). M = 84 rows is a
 // multiple of the float32 tiles' 6 and 14 rows and the bf16 kernel's 12;
-// on the Zen 5 development machine (2 cores) the five rounds of all
-// kernels took about 0.3 s with the machine quiet.
+// on the Zen 5 development machine (2 cores) the four rounds of all
+// kernels, with their set-up, took about 0.45 s of CPU time.
 var trialShapes = []struct{ m, k, n int }{{84, 1280, 5120}, {84, 1024, 4096}}
 
 // Contest names of a Choice.
@@ -79,8 +79,8 @@ type Choice struct {
 	Seconds  float64            `json:"seconds"` // the measurement's wall time
 	Contests map[string]Outcome `json:"contests"`
 
-	Path   string `json:"-"` // the file it is kept in ("" if none)
-	Cached bool   `json:"-"` // read from Path, nothing measured
+	Path   string `json:"path,omitempty"`   // the file it is kept in ("" if none)
+	Cached bool   `json:"cached,omitempty"` // read from Path, nothing measured
 }
 
 // BF16Faster reports whether bf16 products were measured faster than
@@ -138,6 +138,11 @@ type ChooseOptions struct {
 	Threads int
 	// Extra contests measured in the same rounds (the search scan).
 	Extra []Contest
+	// KeptOnly reads a kept choice and measures nothing: Choose returns
+	// nil, nil when Dir holds none for this CPU (for commands that do not
+	// run the model but may use a kept choice, such as a search on stored
+	// vectors).
+	KeptOnly bool
 }
 
 // ErrChoiceNotKept wraps a failure to write the choice's file: the choice
@@ -156,7 +161,9 @@ func Choose(opts ChooseOptions) (*Choice, error) {
 	tr := &trials{threads: opts.Threads}
 	defer tr.close()
 	c, err := choose(p, tr.contests(p), opts)
-	applyChoice(c)
+	if c != nil {
+		applyChoice(c)
+	}
 	return c, err
 }
 
@@ -200,6 +207,9 @@ func choose(p cpuProfile, cs []Contest, opts ChooseOptions) (*Choice, error) {
 		if c := readChoice(path, key, cs); c != nil {
 			return c, nil
 		}
+	}
+	if opts.KeptOnly {
+		return nil, nil
 	}
 	now := time.Now
 	if opts.Now != nil {

@@ -130,6 +130,14 @@ func TestChooseCache(t *testing.T) {
 		t.Errorf("cache hit: %d timings, cached %v, %+v", again.calls, c2.Cached, c2.Contests)
 	}
 
+	kept, err := choose(zen5, (&trials{}).contests(zen5), ChooseOptions{Dir: dir, KeptOnly: true, Time: again.time})
+	if err != nil || kept == nil || !kept.Cached || again.calls != 0 {
+		t.Errorf("KeptOnly with a kept choice: %v, %+v, %d timings", err, kept, again.calls)
+	}
+	if none, err := choose(zen5, (&trials{}).contests(zen5), ChooseOptions{Dir: t.TempDir(), KeptOnly: true, Time: again.time}); none != nil || err != nil || again.calls != 0 {
+		t.Errorf("KeptOnly without a kept choice: %+v, %v, %d timings", none, err, again.calls)
+	}
+
 	changed := zen5
 	changed.features = append([]string{}, zen5.features[:len(zen5.features)-1]...)
 	changed.bf16 = nil
