@@ -171,3 +171,25 @@ func TestBuildRecordsResolvedPrecision(t *testing.T) {
 		t.Errorf("status after a default build: want %s in %s", want, out)
 	}
 }
+
+// TestCheckComparesBF16: a float32 check on the CPU of a CPU with a bf16
+// kernel reports how far bf16 lies from float32 on each tower (info
+// lines, cosine near 1); the reference device and a CPU without bf16 do
+// not.
+func TestCheckComparesBF16(t *testing.T) {
+	dir := fixtures.TinyModel(t)
+	_, noBF16 := gemm.BF16Kernel()
+	for _, device := range []string{"cpu", "reference"} {
+		out, errs, code := runCLI(t, "check", dir, "--device", device)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", device, code, out, errs)
+		}
+		want := noBF16 == nil && device == "cpu"
+		for _, tower := range []string{"image", "text"} {
+			line := "[info] refset 0 " + tower + " tower in bf16 vs float32: cosine min 0.99"
+			if strings.Contains(out, line) != want {
+				t.Errorf("--device %s: line %q present %v, want %v:\n%s", device, line, !want, want, out)
+			}
+		}
+	}
+}
