@@ -104,6 +104,12 @@ type CheckOptions struct {
 	// OnResult, when set, is called with each result as it is found, in
 	// order, before Check returns.
 	OnResult func(CheckResult)
+	// CompareBF16 also runs each tower in bf16 on the reference's inputs
+	// and reports (as info, not gated) how far it lies from the float32
+	// run: for a float32 check on the CPU's fast path of a CPU with a
+	// bf16 kernel, so that a user sees what --precision bf16 (or auto)
+	// costs on the folder's own model.
+	CompareBF16 bool
 }
 
 // Check runs every stage of the pipeline in the model folder dir against
@@ -128,7 +134,7 @@ func Check(dir string, o CheckOptions) (*CheckReport, error) {
 		return nil, fmt.Errorf("open bundle: %w", err)
 	}
 	defer b.Close()
-	c := &checker{r: &CheckReport{Dir: dir}, on: o.OnResult, b: b}
+	c := &checker{r: &CheckReport{Dir: dir}, on: o.OnResult, b: b, compareBF16: o.CompareBF16}
 	c.run(dir, o.OpenOptions)
 	return c.r, nil
 }
@@ -145,9 +151,10 @@ func (w *notBundleError) Unwrap() error { return w.err }
 // checker records results; the comparisons and their gates are package
 // compare's.
 type checker struct {
-	r  *CheckReport
-	on func(CheckResult)
-	b  *bundle.Bundle
+	r           *CheckReport
+	on          func(CheckResult)
+	b           *bundle.Bundle
+	compareBF16 bool // CheckOptions.CompareBF16
 }
 
 func (c *checker) add(res CheckResult) {
@@ -225,9 +232,49 @@ func (c *checker) run(dir string, o OpenOptions) {
 	if info.Rounded != "" {
 		c.result(CheckInfo, StageModel, -1, "weights rounded to %s at load (--weights %s): logits gated at %g instead of %g; embeddings keep cosine %g", info.Rounded, info.Rounded, c.r.Gates.Logit, compare.F32CPU().Logit, c.r.Gates.Image.MinCosine)
 	}
-	for _, rs := range refsets {
-		(&refCheck{checker: c, rs: rs, model: model, info: info, proc: proc, tok: tok}).run()
+	bf16 := c.openBF16(dir, o, info)
+	if bf16 != nil {
+		defer bf16.Close()
 	}
+	for _, rs := range refsets {
+		(&refCheck{checker: c, rs: rs, model: model, bf16: bf16, info: info, proc: proc, tok: tok}).run()
+	}
+}
+
+// openBF16 loads the model a second time in bf16 for CompareBF16, when
+// the checked run is float32 on the CPU's fast path; nil otherwise, or
+// (with an info result saying why) when it cannot load.
+func (c *checker) openBF16(dir string, o OpenOptions, info Info) Backend {
+	if !c.compareBF16 || info.Precision != "f32" || info.Device != DeviceCPU {
+		return nil
+	}
+	opts := o.Options
+	opts.Precision, opts.Towers = "bf16", BothTowers
+	b, err := Load(dir, opts)
+	if err != nil {
+		c.result(CheckInfo, StageModel, -1, "bf16 not compared with float32: %v", err)
+		return nil
+	}
+	return b
+}
+
+// compareBF16 reports the cosine of the bf16 tower's embeddings of the
+// same inputs to the float32 ones (emb), without a gate.
+func (c *refCheck) compareBF16(stage CheckStage, what string, emb []float32, n int, run func(Backend) ([]float32, error)) {
+	if c.bf16 == nil {
+		return
+	}
+	got, err := run(c.bf16)
+	if err == nil {
+		var s compare.Stats
+		if s, err = compare.Embeddings(got, emb, n, c.info.Dim); err == nil {
+			c.add(CheckResult{Stage: stage, Status: CheckInfo, RefSet: c.rs.Index, Embeddings: &s,
+				Message: fmt.Sprintf("%s in bf16 vs float32: cosine min %.7f mean %.7f, rel err max %.3g over %d rows (what --precision bf16 or auto changes)",
+					what, s.MinCosine, s.MeanCosine, s.MaxRelErr, n)})
+			return
+		}
+	}
+	c.result(CheckInfo, stage, c.rs.Index, "%s in bf16: %v", what, err)
 }
 
 // tokenizer compares every tok_test record with its reference ids.
@@ -256,6 +303,7 @@ type refCheck struct {
 	*checker
 	rs    bundle.RefSet
 	model Backend
+	bf16  Backend // the model in bf16 (CompareBF16), or nil
 	info  Info
 	proc  *preprocess.Processor
 	tok   *tokenizer.Tokenizer // nil when the tokenizer did not load
@@ -347,6 +395,7 @@ func (c *refCheck) towers() {
 		} else {
 			c.imgEmb = emb
 			c.embeddings(StageImageTower, c.tag+" image tower", c.rs.ImageEmbeds, emb, nImg, D, c.r.Gates.Image)
+			c.compareBF16(StageImageTower, c.tag+" image tower", emb, nImg, func(b Backend) ([]float32, error) { return b.EncodeImages(c.refPixels, nImg) })
 			if c.rs.NPUImageEmbeds != "" {
 				c.npuApp(StageImageTower, c.tag+" image tower vs NPU app", c.rs.NPUImageEmbeds, emb, nImg, D)
 			}
@@ -372,6 +421,7 @@ func (c *refCheck) towers() {
 	}
 	c.txtEmb = emb
 	c.embeddings(StageTextTower, c.tag+" text tower", c.rs.TextEmbeds, emb, nTxt, D, c.r.Gates.Text)
+	c.compareBF16(StageTextTower, c.tag+" text tower", emb, nTxt, func(b Backend) ([]float32, error) { return b.EncodeTexts(ids, nTxt) })
 	if c.rs.NPUTextEmbeds != "" {
 		c.npuApp(StageTextTower, c.tag+" text tower vs NPU app", c.rs.NPUTextEmbeds, emb, nTxt, D)
 	}

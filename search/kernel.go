@@ -2,7 +2,9 @@ package search
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"strings"
 )
 
 // dotHiGeneric is Σ q[i]·hi[i] where hi holds len(q) bfloat16 values
@@ -103,8 +105,11 @@ type hiQuery struct {
 	qp     []float32 // kernelAVX512: q in permuteQuery's order; kernelAVX2: permuteQuery16's
 }
 
-func newHiQuery(q []float32) *hiQuery {
-	h := &hiQuery{q: q, kernel: kernel}
+func newHiQuery(q []float32) *hiQuery { return newHiQueryOn(q, kernel) }
+
+// newHiQueryOn is newHiQuery on kernel k.
+func newHiQueryOn(q []float32, k kernelKind) *hiQuery {
+	h := &hiQuery{q: q, kernel: k}
 	switch h.kernel {
 	case kernelBF16:
 		h.qh, h.ql = splitBF16(q)
@@ -163,3 +168,89 @@ func roundBF16(x float32) uint16 {
 
 // Kernel names the scan kernel this CPU runs, for `clipidx info`.
 func Kernel() string { return kernel.String() }
+
+// name is the kernel's short name (ScanKernels, SetKernel).
+func (k kernelKind) name() string { return [...]string{"go", "avx2", "avx512", "avx512bf16"}[k] }
+
+// ScanKernels names the scan kernels this CPU runs, slowest first: "go",
+// "avx2", "avx512", "avx512bf16".
+func ScanKernels() []string {
+	var names []string
+	for _, k := range kernels() {
+		names = append(names, k.name())
+	}
+	return names
+}
+
+// DefaultKernel names the kernel a scan runs unless SetKernel chose
+// another (the one chosen without measuring).
+func DefaultKernel() string { return defaultKernel().name() }
+
+// SetKernel makes the named kernel (ScanKernels) the one new queries
+// scan with; "" restores the default. It is meant for start-up, before
+// any query, and returns an error naming the kernels this CPU runs when
+// it does not run name.
+func SetKernel(name string) error {
+	if name == "" {
+		kernel = defaultKernel()
+		return nil
+	}
+	for _, k := range kernels() {
+		if k.name() == name {
+			kernel = k
+			return nil
+		}
+	}
+	return fmt.Errorf("search: scan kernel %q does not run on this CPU (it runs %s)", name, strings.Join(ScanKernels(), ", "))
+}
+
+// ScanTrial is one kernel's trial for the kernel chooser: Run scores
+// Bytes bytes of stored vectors with that kernel.
+type ScanTrial struct {
+	Name  string
+	Bytes float64
+	Run   func()
+}
+
+// The trial scans trialRows vectors of 1024 dims (ViT-H/14's), 32 MiB:
+// more than the L2 and most of an L3, as a collection's index is.
+const trialRows, trialDim = 16384, 1024
+
+// ScanTrials returns a trial for each assembly kernel this CPU runs (the
+// Go kernel too when it is the only one). The trials share their vectors,
+// made on the first Run.
+func ScanTrials() []ScanTrial {
+	var data []byte
+	var q []float32
+	out := make([]float32, trialRows)
+	setup := func() {
+		if data != nil {
+			return
+		}
+		data, q = make([]byte, 2*trialRows*trialDim), make([]float32, trialDim)
+		// 64 random rows repeated: the values do not change the speed.
+		block := data[:64*2*trialDim]
+		seed := uint32(7)
+		for i := 0; i < len(block); i += 2 {
+			seed = seed*1664525 + 1013904223
+			h := roundBF16(float32(int32(seed)>>8) * 0x1p-28)
+			block[i], block[i+1] = byte(h), byte(h>>8)
+		}
+		for i := len(block); i < len(data); i += copy(data[i:], block) {
+		}
+		for i := range q {
+			q[i] = float32(i%7-3) / 64
+		}
+	}
+	var ts []ScanTrial
+	for _, k := range kernels() {
+		if k == kernelGo && len(kernels()) > 1 {
+			continue
+		}
+		ts = append(ts, ScanTrial{Name: k.name(), Bytes: float64(len(out) * 2 * trialDim), Run: func() {
+			setup()
+			newHiQueryOn(q, k).scoreRows(data, out)
+		}})
+	}
+	return ts
+}

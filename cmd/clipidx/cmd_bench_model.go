@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/internal/gemm"
 	"github.com/clipidx/clipidx/internal/rss"
 	"github.com/spf13/cobra"
 )
@@ -153,13 +154,42 @@ func runBenchModel(w io.Writer, o benchModelOptions) error {
 	if res.PeakRSSBytes, err = rss.Peak(); err != nil {
 		res.PeakRSSBytes = -1 // unknown on this system
 	}
+	choice := kernels.choice
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return enc.Encode(struct {
+			*clipnpu.BenchResult
+			PrecisionWhy string       `json:"precision_why,omitempty"` // how auto was resolved
+			KernelChoice *gemm.Choice `json:"kernel_choice,omitempty"` // the chooser's figures
+		}{res, precisionWhy, choice})
 	}
 	printBenchModel(w, res)
+	printKernelChoice(w, choice)
 	return nil
+}
+
+// printKernelChoice says which kernels the chooser picked for this CPU,
+// on what figures, and how --precision auto was resolved.
+func printKernelChoice(w io.Writer, c *gemm.Choice) {
+	if precisionWhy != "" {
+		fmt.Fprintf(w, "choice   precision %s (%s)\n", g.precision, precisionWhy)
+	}
+	if c == nil {
+		if kernels.note != "" {
+			fmt.Fprintf(w, "choice   kernels %s\n", kernels.note)
+		}
+		return
+	}
+	fmt.Fprintf(w, "choice   float32 %s\n", c.Summary(gemm.ContestF32))
+	if b := c.Summary(gemm.ContestBF16); b != "" {
+		fmt.Fprintf(w, "choice   bf16 %s\n", b)
+	}
+	where := "not kept"
+	if c.Path != "" {
+		where = "kept in " + c.Path
+	}
+	fmt.Fprintf(w, "choice   %s\n", where)
 }
 
 // warmups formats the warm-up passes' seconds for printBenchModel.

@@ -56,7 +56,7 @@ func TestBenchModelCommand(t *testing.T) {
 	root := newRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
-	root.SetArgs([]string{"bench", "model", "--random", "b32", "--dtype", "f16", "--images", "1", "--texts", "2", "--runs", "1", "--json", "--threads", "2"})
+	root.SetArgs([]string{"bench", "model", "--random", "b32", "--dtype", "f16", "--images", "1", "--texts", "2", "--runs", "1", "--json", "--threads", "2", "--precision", "f32"})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,8 @@ func TestBenchModelCommand(t *testing.T) {
 			t.Errorf("%s = %v, want a positive number", k, r[k])
 		}
 	}
-	// Two untimed warm-ups of each tower (the second packs f32 weights).
+	// Two untimed warm-ups of each tower (the second packs f32 weights:
+	// --precision f32 above, as auto may be bf16).
 	for _, k := range []string{"image_warmup_s", "text_warmup_s"} {
 		if w, ok := r[k].([]any); !ok || len(w) != 2 || !(w[0].(float64) > 0) || !(w[1].(float64) > 0) {
 			t.Errorf("%s = %v, want two positive warm-up times", k, r[k])

@@ -40,6 +40,7 @@ bytes of disk under --dir (the system temporary folder by default).`,
 			if n <= 0 || dim <= 0 || queries <= 0 || k <= 0 {
 				return usageError("--vectors, --dim, --queries and --k take a count ≥ 1")
 			}
+			choice := chooseKernels() // the scan kernel this CPU runs fastest
 			tmp, err := os.MkdirTemp(dir, "clipidx-bench-")
 			if err != nil {
 				return err
@@ -85,6 +86,9 @@ bytes of disk under --dir (the system temporary folder by default).`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d %s × %d (%s), %d %s, k=%d: p50 %.2f ms, p99 %.2f ms (index filled in %v)\n",
 				n, plural(n, "vector", "vectors"), dim, mode, queries, plural(queries, "query", "queries"), k, res.P50, res.P99, fill.Round(time.Millisecond))
+			if !exact {
+				fmt.Fprintf(cmd.OutOrStdout(), "scan kernel %s%s\n", search.Kernel(), measuredAs(choice, contestSearch))
+			}
 			return nil
 		},
 	}

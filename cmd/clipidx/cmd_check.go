@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/internal/gemm"
 )
 
 func init() {
@@ -29,17 +30,30 @@ ref.<j>.logits, and end to end from the image files and label prompts.
 EXIF orientation is always ignored here, as Hugging Face does.
 
 It prints one line per result ([ok], [FAIL] or [info]) and ends with
-ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1).`,
+ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1).
+
+The towers run in float32 unless --precision (or CLIPIDX_PRECISION) says
+otherwise: check is about the numbers. On a CPU with a bf16 kernel (AMX or
+AVX512_BF16) it also runs each tower in bf16 on the reference inputs and
+reports, as info, the cosine of those embeddings to the float32 ones: what
+--precision bf16 (or auto) changes on this model.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defaultF32(cmd.Flags().Changed("precision"))
 			dir := g.model
 			if len(args) == 1 {
 				dir = args[0]
 			}
 			w := cmd.OutOrStdout()
 			g.model = dir // explainModel names the checked folder
+			opts := modelOptions(clipnpu.BothTowers)
+			// Where the CPU has a bf16 kernel, a float32 check also says
+			// how far bf16 (what auto may pick) lies from it.
+			_, noBF16 := gemm.BF16Kernel()
+			compareBF16 := noBF16 == nil && opts.Precision == "f32" && modelOnCPU()
 			r, err := clipnpu.Check(dir, clipnpu.CheckOptions{
-				OpenOptions: clipnpu.OpenOptions{Options: modelOptions(clipnpu.BothTowers), Explain: explainModel},
+				OpenOptions: clipnpu.OpenOptions{Options: opts, Explain: explainModel},
+				CompareBF16: compareBF16,
 				OnResult: func(res clipnpu.CheckResult) {
 					fmt.Fprintf(w, "%s%s\n", checkMark[res.Status], res.Message)
 				},

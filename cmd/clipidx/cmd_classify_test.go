@@ -53,7 +53,8 @@ func TestClassify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--model", model, "classify", "--exif=false", "--label", "cat", "--label", "dog"}
+	// --precision f32: the gate is float32's (auto may be bf16).
+	args := []string{"--model", model, "--precision", "f32", "classify", "--exif=false", "--label", "cat", "--label", "dog"}
 	for _, im := range ref.Images {
 		args = append(args, filepath.Join(model, im.File))
 	}

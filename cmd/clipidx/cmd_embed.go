@@ -61,9 +61,13 @@ output (or to -o), items in argument order: {"kind": "image", "input": F,
 
 EXIF orientation is applied by default; --exif=false keeps the stored
 orientation, which is what Hugging Face computes for a photo with an
-orientation tag.`,
+orientation tag.
+
+Embeddings are computed in float32 unless --precision (or
+CLIPIDX_PRECISION) says otherwise: embed is about the numbers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defaultF32(cmd.Flags().Changed("precision"))
 			if len(inputs) == 0 {
 				return &exitError{code: 2, err: errors.New("embed: nothing to embed: pass --image FILE and/or --text TEXT")}
 			}

@@ -51,6 +51,14 @@ type infoJSON struct {
 		Search   string   `json:"search"`   // the kernel of the search scan
 		Features []string `json:"features"` // the SIMD features the kernels look at
 		Threads  int      `json:"threads"`  // what --threads 0 gives
+		// Precision is what --precision (auto by default) resolves to for
+		// --model, and why.
+		Precision    string `json:"precision"`
+		PrecisionWhy string `json:"precision_why"`
+		// Choice is the kernel choice measured on this CPU (nil when an
+		// override chose), and where it is kept.
+		Choice     *gemm.Choice `json:"choice,omitempty"`
+		ChoiceNote string       `json:"choice_note,omitempty"`
 	} `json:"cpu"`
 	AutoDevice        string `json:"auto_device"` // what --device auto would use
 	HardwareValidated bool   `json:"hardware_validated"`
@@ -125,6 +133,9 @@ func gatherInfo(node, model string) infoJSON {
 		m.Error += "; run `clipidx model pull` or pass --model"
 	}
 
+	r.CPU.Choice = chooseKernels()
+	r.CPU.ChoiceNote = kernels.note
+	r.CPU.Precision, r.CPU.PrecisionWhy = resolvePrecision(g.precision)
 	r.CPU.Kernel = gemm.Kernel()
 	r.CPU.Features = gemm.Features()
 	if k, err := gemm.BF16Kernel(); err == nil {
@@ -144,6 +155,15 @@ func gatherInfo(node, model string) infoJSON {
 		r.AutoDevice = autoEmulated
 	}
 	return r
+}
+
+// measuredAs is ": " and the chooser's summary of contest when it timed
+// kernels against each other, else "".
+func measuredAs(c *gemm.Choice, contest string) string {
+	if c == nil || len(c.Contests[contest].Figures) < 2 {
+		return ""
+	}
+	return ": " + c.Summary(contest)
 }
 
 func fmtLimit(n uint64) string {
@@ -188,8 +208,22 @@ func printInfo(w io.Writer, r infoJSON) {
 	}
 	fmt.Fprintln(w, "CPU")
 	fmt.Fprintf(w, "  kernels:    %s, %d %s\n", r.CPU.Kernel, r.CPU.Threads, plural(r.CPU.Threads, "thread", "threads"))
-	fmt.Fprintf(w, "  bf16:       %s (--precision bf16)\n", r.CPU.BF16)
-	fmt.Fprintf(w, "  search:     %s\n", r.CPU.Search)
+	c := r.CPU.Choice
+	fmt.Fprintf(w, "  bf16:       %s%s (--precision bf16)\n", r.CPU.BF16, measuredAs(c, gemm.ContestBF16))
+	fmt.Fprintf(w, "  search:     %s%s\n", r.CPU.Search, measuredAs(c, contestSearch))
+	fmt.Fprintf(w, "  precision:  %s (%s)\n", r.CPU.Precision, r.CPU.PrecisionWhy)
+	switch {
+	case c != nil && c.Path != "":
+		how := fmt.Sprintf("measured in %.2f s on %s", c.Seconds, c.Measured.Format("2006-01-02"))
+		if c.Cached {
+			how = "measured on " + c.Measured.Format("2006-01-02")
+		}
+		fmt.Fprintf(w, "  choice:     kept in %s (%s; delete the file to measure again)\n", c.Path, how)
+	case c != nil:
+		fmt.Fprintf(w, "  choice:     measured in %.2f s, not kept (%s)\n", c.Seconds, r.CPU.ChoiceNote)
+	default:
+		fmt.Fprintf(w, "  choice:     %s\n", r.CPU.ChoiceNote)
+	}
 	if len(r.CPU.Features) > 0 {
 		fmt.Fprintf(w, "  features:   %s\n", strings.Join(r.CPU.Features, " "))
 	}

@@ -21,7 +21,8 @@ func noNPU() bool {
 
 func TestInfoHFFolder(t *testing.T) {
 	dir := fixtures.TinyModel(t)
-	out, errOut, code := runCLI(t, "info", "--model", dir)
+	// --precision f32: whether info speaks of packing depends on it.
+	out, errOut, code := runCLI(t, "info", "--model", dir, "--precision", "f32")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

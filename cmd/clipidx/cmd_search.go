@@ -102,6 +102,7 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 				}
 				return indexFace{m}, nil
 			}
+			keptKernels() // the scan kernel measured fastest here, if known
 			// The offline folders are read in the session that ranks.
 			view := viewIndex(g.db)
 			var offline []store.Offline

@@ -72,6 +72,11 @@ $XDG_CACHE_HOME/clipidx/thumbs.`,
 			if d, err := os.UserCacheDir(); err == nil {
 				thumbDir = filepath.Join(d, "clipidx", "thumbs")
 			}
+			if modelOnCPU() {
+				// Before any request: the choice sets the search scan's
+				// kernel, which queries read while they scan.
+				chooseKernels()
+			}
 			var m *clipnpu.Model
 			defer func() {
 				if m != nil {

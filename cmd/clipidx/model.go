@@ -19,8 +19,22 @@ func openFace(towers clipnpu.Towers, lazy bool) (*clipnpu.Model, error) {
 	return clipnpu.Open(g.model, clipnpu.OpenOptions{Options: modelOptions(towers), Lazy: lazy, Explain: explainModel})
 }
 
-// modelOptions are the load options the global flags give.
+// precisionWhy says how --precision auto was resolved ("" when the
+// precision was given).
+var precisionWhy string
+
+// modelOptions are the load options the global flags give. Every command
+// that runs the model gets them here, so this is where the CPU's kernels
+// are chosen (measured the first time on this CPU, read from the user's
+// cache after) and --precision auto is resolved; the resolved precision
+// replaces "auto" in g.precision, which the build records.
 func modelOptions(towers clipnpu.Towers) clipnpu.Options {
+	if modelOnCPU() {
+		chooseKernels()
+	}
+	if g.precision == "auto" {
+		g.precision, precisionWhy = resolvePrecision(g.precision)
+	}
 	return clipnpu.Options{Device: g.device, Threads: g.threads, Towers: towers, Weights: g.weights, Precision: g.precision, PackCache: packCacheDir()}
 }
 

@@ -71,7 +71,9 @@ func TestWeightsIndexIdentity(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		return runCLI(t, append([]string{"--model", model, "--db", db}, args...)...)
 	}
-	if _, errs, code := run("build", "--json", photos); code != 0 {
+	// --precision f32 explicitly: the default (auto) is bf16 on CPUs
+	// where bf16 was measured faster.
+	if _, errs, code := run("--precision", "f32", "build", "--json", photos); code != 0 {
 		t.Fatalf("build: %d %s", code, errs)
 	}
 	if out, _, _ := run("status", "--json"); !strings.Contains(out, `"weights":"stored"`) || !strings.Contains(out, `"precision":"f32"`) {
@@ -152,7 +154,8 @@ func TestModelRandom(t *testing.T) {
 		{"stored", "f32 (as stored, memory-mapped)"},
 		{"f16", "f16 (rounded from f32 at load)"},
 	} {
-		out, errs, code := runCLI(t, "--model", dir, "--weights", tc.weights, "bench", "model", "--images", "1", "--texts", "1", "--runs", "1", "--json")
+		// --precision f32: the float32 kernel's packing is under test.
+		out, errs, code := runCLI(t, "--model", dir, "--weights", tc.weights, "--precision", "f32", "bench", "model", "--images", "1", "--texts", "1", "--runs", "1", "--json")
 		if code != 0 {
 			t.Fatalf("bench --weights %s: %d %s", tc.weights, code, errs)
 		}

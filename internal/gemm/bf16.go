@@ -198,29 +198,34 @@ func BF16Kernel() (string, error) {
 // cannot run the kernel asked for. Products already running finish on the
 // kernel they started with.
 func SetBF16Kernel(name string) error {
-	var impl *bf16Impl
-	var err error
-	switch name {
-	case "":
-		impl, err = bf16Best()
+	if name == "" {
+		impl, err := bf16Best()
 		if err != nil {
-			bf16State.Store(&bf16Choice{bf16GoImpl, err})
-			return nil
+			impl = bf16GoImpl
 		}
-	case "go":
-		impl = bf16GoImpl
-	case "amx":
-		impl, err = bf16AMX()
-	case "avx512bf16":
-		impl, err = bf16AVX512()
-	default:
-		return fmt.Errorf("set bf16 kernel: unknown kernel %q (want amx, avx512bf16, go or empty)", name)
+		bf16State.Store(&bf16Choice{impl, err})
+		return nil
 	}
+	impl, err := bf16ByName(name)
 	if err != nil {
 		return fmt.Errorf("set bf16 kernel %s: %w", name, err)
 	}
 	bf16State.Store(&bf16Choice{impl, nil})
 	return nil
+}
+
+// bf16ByName returns the kernel SetBF16Kernel names "amx", "avx512bf16"
+// or "go", or why this CPU cannot run it.
+func bf16ByName(name string) (*bf16Impl, error) {
+	switch name {
+	case "go":
+		return bf16GoImpl, nil
+	case "amx":
+		return bf16AMX()
+	case "avx512bf16":
+		return bf16AVX512()
+	}
+	return nil, fmt.Errorf("unknown kernel %q (want amx, avx512bf16, go or empty)", name)
 }
 
 // bf16Best returns the fastest kernel this CPU runs: AMX, then AVX512_BF16.

@@ -1,6 +1,6 @@
 // Package gemm owns the matrix multiplications of the CPU forward pass: a
 // register-blocked micro-kernel in Go assembly (AVX-512F or AVX2/FMA on
-// amd64, chosen at run time by CPU and overridable with SetKernel; NEON on
+// amd64, chosen by measurement with Choose and overridable with SetKernel; NEON on
 // arm64), a pure-Go kernel everywhere else (and under the purego build tag),
 // the packing of operands into cache-sized panels (widening 16-bit weights on
 // the way), a persistent worker Pool that splits each product across cores,

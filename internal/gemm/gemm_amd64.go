@@ -40,14 +40,15 @@ func kernels() []kernelOption {
 	}
 }
 
-// defaultKernel picks the kernel for this CPU and says why.
+// defaultKernel picks the kernel for this CPU without measuring and says
+// why: what products run on until Choose has measured the kernels, and the
+// incumbent Choose keeps unless another is more than 5% faster.
 //
-// AVX-512 is the default on Intel, where it is measured (Sapphire Rapids:
-// two 512-bit FMA pipes, twice the AVX2 peak). AMD's Zen 4 executes 512-bit
-// FMAs as two 256-bit halves, so AVX-512 has the AVX2 peak there, and our
-// AVX2 kernel was tuned on Zen 3/4 (tune.go); AVX-512 on AMD has not been
-// measured, so AMD (and any other vendor) keeps AVX2 by default and
-// SetKernel("avx512") opts in.
+// AVX-512 is the default on Intel (Sapphire Rapids: two 512-bit FMA pipes,
+// twice the AVX2 peak). AMD's Zen 4 executes 512-bit FMAs as two 256-bit
+// halves, so AVX-512 has about the AVX2 peak there, while Zen 5 has
+// full-width units (1.7x on the model there): only a measurement tells,
+// so AMD (and any other vendor) starts from AVX2.
 func defaultKernel() kernelChoice {
 	c := describeCPU()
 	switch {
@@ -55,7 +56,7 @@ func defaultKernel() kernelChoice {
 		return kernelChoice{avx512Kernel, "default on Intel with AVX-512 (" + c.name + ")"}
 	case useAVX512 && useAVX2:
 		return kernelChoice{avx2Kernel, "AVX-512 is not the default on " + c.name +
-			" (unmeasured there; SetKernel(\"avx512\") to try it)"}
+			" without a measurement (Choose, or SetKernel(\"avx512\"))"}
 	case useAVX2:
 		return kernelChoice{avx2Kernel, "CPU lacks AVX-512F or AVX512BW (" + c.name + ")"}
 	}
