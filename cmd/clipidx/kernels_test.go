@@ -14,9 +14,6 @@ import (
 	"github.com/clipidx/clipidx/internal/gemm"
 )
 
-// TestMain keeps the kernel choice the commands measure out of the
-// user's cache folder: every in-process run and every built binary the
-// tests start keep it in a folder of their own.
 // TestMain points the user's cache folder (kept kernel choices, packed
 // weights) at a temporary one, so that tests never write the real one,
 // and drops a CLIPIDX_PRECISION the caller's environment may hold.
