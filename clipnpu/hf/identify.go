@@ -62,7 +62,7 @@ func IdentifyFolder(dir string, towers core.Towers, conv core.Dtype, device stri
 	if err != nil {
 		return core.Info{}, err
 	}
-	m := &core.Model{Cfg: cfg, Hash: weightsHash(h, mp.Data), LogitScale: float32(math.Exp(float64(ls[0])))}
+	m := &core.Model{Cfg: cfg, Hash: memoWeightsHash(path, h, mp.Data), LogitScale: float32(math.Exp(float64(ls[0])))}
 	// The towers as Load resolves them (names, shapes, dtypes), as views of
 	// the mapping that read no tensor data: a folder Load would refuse is
 	// refused here too, and the rounding is decided on the same matrices.

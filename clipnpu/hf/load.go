@@ -48,7 +48,7 @@ func modelFromSafetensors(cfg core.Config, path string, mp *core.Mapping, towers
 		return nil, err
 	}
 	ld := &stLoader{path: path, h: h, data: mp.Data, conv: conv, threads: threads, release: mp.Release}
-	m := &core.Model{Cfg: cfg, Mapping: mp, Hash: weightsHash(h, mp.Data)}
+	m := &core.Model{Cfg: cfg, Mapping: mp, Hash: memoWeightsHash(path, h, mp.Data)}
 	if conv != KeepStored {
 		// The hash faulted in pages all over the file; when the weights
 		// are copied out, nothing of the mapping needs to stay resident.
@@ -118,6 +118,7 @@ const (
 // shape, dtype or extent does, and when fine-tuned or re-initialised values
 // of the same shapes replace the old ones.
 func weightsHash(h *stHeader, data []byte) string {
+	hashRuns.Add(1)
 	s := sha256.New()
 	s.Write(h.Raw)
 	var sz [8]byte
