@@ -3,7 +3,6 @@ package clipnpu
 import (
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,52 +66,10 @@ func BenchmarkVersusTorch(b *testing.B) {
 	if prec != "f32" && prec != "bf16" {
 		b.Fatalf("-clipnpu.versus-precision %q: want f32 or bf16", prec)
 	}
-	if *versusKernel != "" {
-		if err := gemm.SetKernel(*versusKernel); err != nil {
-			b.Fatalf("-clipnpu.versus-kernel: %v", err)
-		}
-		defer gemm.SetKernel("")
-	}
 	const images, texts = 4, 8
-	var o OpenOptions
-	o.Precision = prec
-	o.PackEarly = true // the steady state of a long build, after the two warm-ups
-	m, err := Open(*versusModel, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	cfg, err := LoadConfig(*versusModel)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if cfg.Vision.Hidden != 1280 || cfg.Text.Hidden != 1024 {
-		b.Fatalf("%s is not ViT-H/14-shaped (vision width %d, text width %d)", *versusModel, cfg.Vision.Hidden, cfg.Text.Hidden)
-	}
-	be, err := m.Backend(BothTowers)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 5))
-	S := cfg.Vision.ImageSize
-	px := make([]float32, images*3*S*S)
-	for i := range px {
-		px[i] = rng.Float32()*2 - 1
-	}
-	ids := benchPrompts(rng, texts, cfg.Text.Context, cfg.Text)
-	ours := map[string]func() error{
-		"image": func() error { _, err := be.EncodeImages(px, images); return err },
-		"text":  func() error { _, err := be.EncodeTexts(ids, texts); return err },
-	}
-	for range 2 { // warm-up: the second pass packs the float32 weights
-		for _, fn := range ours {
-			if err := fn(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	ours, note := versusPasses(b, prec, images, texts)
 	anchor := startTorch(b, images, texts, prec) // --dtype has the same names
-	b.Logf("clipidx %s on %s %s against PyTorch %s; OPENBLAS_CORETYPE=%q", prec, gemm.Kernel(), be.Info().DeviceNote, prec, os.Getenv("OPENBLAS_CORETYPE"))
+	b.Logf("clipidx %s on %s %s against PyTorch %s; OPENBLAS_CORETYPE=%q", prec, gemm.Kernel(), note, prec, os.Getenv("OPENBLAS_CORETYPE"))
 
 	ratios := map[string][]float64{}
 	var ourImg, torchImg []float64
