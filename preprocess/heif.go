@@ -235,6 +235,13 @@ func heifNeutralise(data []byte, info *heifInfo) []byte {
 	if len(info.edits) == 0 {
 		return data
 	}
+	return heifEdited(data, info, func(colr []byte) { copy(colr[4:], []byte{0, 1, 0, 13, 0, 6, 0x80}) })
+}
+
+// heifEdited returns a copy of data in which every irot and imir box of
+// info.edits becomes irot 0 (applied once, later, by heifTransform) and
+// every colr box is rewritten in place by colr (box sizes never change).
+func heifEdited(data []byte, info *heifInfo, colr func(b []byte)) []byte {
 	d := bytes.Clone(data)
 	for _, e := range info.edits {
 		b := d[e.at:]
@@ -243,7 +250,7 @@ func heifNeutralise(data []byte, info *heifInfo) []byte {
 			copy(d[e.at-4:], "irot")
 			b[0] = 0
 		case "colr":
-			copy(b[4:], []byte{0, 1, 0, 13, 0, 6, 0x80})
+			colr(b)
 		}
 	}
 	return d

@@ -1,7 +1,6 @@
 package preprocess
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"image"
@@ -33,17 +32,7 @@ var gbrColr = []byte{'n', 'c', 'l', 'x', 0, 1, 0, 13, 0, 0, 0x80}
 // are applied once, by heifTransform) and every item is declared GBR, or
 // ok false when the file's layout does not allow the rewrite.
 func heifPlanesFile(data []byte, info *heifInfo) (out []byte, ok bool) {
-	d := bytes.Clone(data)
-	for _, e := range info.edits {
-		b := d[e.at:]
-		switch e.typ {
-		case "irot", "imir":
-			copy(d[e.at-4:], "irot")
-			b[0] = 0
-		case "colr":
-			copy(b, gbrColr)
-		}
-	}
+	d := heifEdited(data, info, func(colr []byte) { copy(colr, gbrColr) })
 	at, n, hdr, err := topBox(d, "meta")
 	if err != nil {
 		return nil, false
