@@ -114,6 +114,19 @@ type Options struct {
 	Captions    bool
 	TextEncoder TextEncoder
 
+	// Within, when set, limits the build to these folders and files under
+	// the roots (a watcher's changed paths; see scope.go): only they are
+	// walked, and only records within them are added, changed, removed or
+	// kept offline. Records elsewhere stay as they are.
+	Within []string
+	// LockWait, when set, makes a build that finds another one holding the
+	// index wait for it (until ctx is done) instead of failing with
+	// store.ErrBuildRunning; it is called once with that error, which
+	// names the holder. Command names this build for others' errors and
+	// the progress record ("clipidx watch").
+	LockWait func(err error)
+	Command  string
+
 	// committed, when set (by this package's tests only), is called on the
 	// goroutine that called Build after each commit of file records, with
 	// the number of records (files added, changed, failed or removed) this
@@ -242,6 +255,9 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if opts.Captions && opts.TextEncoder == nil {
 		return nil, errNoTextEncoder
 	}
+	if len(opts.Within) > 0 && opts.Shards > 1 {
+		return nil, errWithinShard
+	}
 	roots, err := expandRoots(roots)
 	if err != nil {
 		return nil, err
@@ -253,7 +269,11 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if err := missingWithoutIndex(dbPath, abs); err != nil {
 		return nil, err
 	}
-	w, err := store.OpenWriter(dbPath, opts.Identity, store.WriterOptions{Reindex: opts.Reindex, Timeout: opts.LockTimeout})
+	scope, err := scopeOf(abs, opts.Within)
+	if err != nil {
+		return nil, err
+	}
+	w, err := openWriter(ctx, dbPath, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +291,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		if err != nil {
 			return err
 		}
-		for _, r := range abs {
+		for _, r := range scope {
 			err := s.Files(r, func(p string, f store.File) error {
 				old[p] = &f
 				return nil
@@ -293,24 +313,20 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 
 	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{},
-		sum: &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()}}
+		sum:  &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()},
+		prog: progressState{roots: abs, started: time.Now()}, scope: scope}
 	wk := newWalker(ctx, abs)
 	wk.onError, wk.wasMount, wk.isMount = opts.OnError, wasMount, opts.mountPoint
 	wk.progress = func(n int) { b.event(Event{Phase: "scan", Done: n}) }
 	wk.held = func(p string) bool { return holdsRecords(b.oldPaths(old), p) }
 	// A root that no longer exists is away if it held records, an error
 	// (before anything is written) otherwise.
-	present, err := awayRoots(wk, abs, wk.held)
+	present, err := walkScope(wk, scope, func(p string) bool { return slices.Contains(abs, p) })
 	if err != nil {
-		return nil, err
-	}
-	for _, r := range present {
-		if err := wk.walkRoot(r); err != nil {
-			if ctx.Err() != nil {
-				return b.finish(ctx, abs, nil, nil)
-			}
-			return nil, err
+		if ctx.Err() != nil {
+			return b.finish(ctx, abs, nil, nil)
 		}
+		return nil, err
 	}
 	goneMounts(wk, present)
 	b.event(Event{Phase: "scan", Done: len(wk.files)})
@@ -343,6 +359,9 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 			continue
 		}
 		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
+	}
+	if err := b.startIndexPhase(len(wk.files), len(jobs)); err != nil {
+		return nil, err
 	}
 	if len(jobs) > 0 || len(b.tar.tars) > 0 {
 		// Every content hash with a vector, for reuse (only read when needed).
@@ -383,6 +402,8 @@ type builder struct {
 	canary     []float32 // pixels of an image the encoder embedded (see canaryFails)
 	ready      bool      // Options.Ready has run
 	tar        tarState  // webdataset shards (wds_build.go)
+	prog       progressState
+	scope      []string // the paths walked (Options.Within, else the roots)
 	batch      store.Batch
 	pending    int // files in batch
 	committed  int // records committed by this build
@@ -816,6 +837,7 @@ func (b *builder) record(r result) {
 		b.recordSample(r)
 	}
 	b.done++
+	b.prog.last = r.path
 	b.event(Event{Phase: "index", Done: b.done, Total: b.total, Path: r.path})
 }
 
@@ -832,6 +854,7 @@ func (b *builder) maybeCommit(force bool) error {
 	if err := b.flushTexts(); err != nil {
 		return err
 	}
+	b.w.StageProgress(b.progress("index"))
 	if err := b.w.Commit(&b.batch); err != nil {
 		return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
 	}
@@ -869,7 +892,7 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 		if err := b.maybeCommit(true); err != nil {
 			return b.sum, err
 		}
-		if err := b.recordAway(roots, wk, old); err != nil {
+		if err := b.recordAway(b.scope, wk, old); err != nil {
 			return b.sum, err
 		}
 	}
@@ -877,6 +900,11 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 		return b.sum, err
 	}
 	// The index records the failures themselves; keep only the counts.
+	phase := "done"
+	if !complete {
+		phase = "stopped"
+	}
+	b.w.StageProgress(b.progress(phase))
 	js, _ := json.Marshal(map[string]int{"added": b.sum.Added, "updated": b.sum.Updated, "unchanged": b.sum.Unchanged,
 		"reused": b.sum.Reused, "removed": b.sum.Removed, "failed": b.sum.Failed})
 	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js,

@@ -206,6 +206,9 @@ type WriterOptions struct {
 	// NoSync skips fsync at commit (for benchmarks only: a crash may then
 	// corrupt the file).
 	NoSync bool
+	// Command names what holds the lock, for the ErrBuildRunning another
+	// process gets ("clipidx watch"; see Holder).
+	Command string
 }
 
 // Writer adds and removes files. It holds the build lock from OpenWriter to
@@ -216,6 +219,9 @@ type Writer struct {
 	opts   WriterOptions
 	lock   *os.File
 	backup string // where a damaged index was moved (see Backup)
+	holder Holder
+	// progress is written by the next Commit or Finish (StageProgress).
+	progress *Progress
 }
 
 // OpenWriter takes the build lock for path, creates the index if needed and
@@ -231,10 +237,17 @@ func OpenWriter(path string, id Identity, opts WriterOptions) (*Writer, error) {
 		return nil, err
 	}
 	lock, err := lockFile(path + ".lock")
+	if errors.Is(err, ErrBuildRunning) {
+		err = heldError(path + ".lock")
+	}
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{path: path, id: id, opts: opts, lock: lock}
+	w := &Writer{path: path, id: id, opts: opts, lock: lock, holder: newHolder(opts.Command)}
+	if err := writeHolder(lock, w.holder); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("lock %s.lock: %w", path, err)
+	}
 	if err := w.open(); err != nil {
 		w.Close()
 		return nil, err
@@ -382,6 +395,9 @@ func (w *Writer) Commit(b *Batch) error {
 				return err
 			}
 		}
+		if err := w.putProgress(tx); err != nil {
+			return err
+		}
 		return t.flush()
 	})
 }
@@ -406,7 +422,12 @@ func (w *Writer) Finish(lb LastBuild) error {
 	if err != nil {
 		return err
 	}
-	return w.update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(kLastBuild, js) })
+	return w.update(func(tx *bolt.Tx) error {
+		if err := w.putProgress(tx); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Put(kLastBuild, js)
+	})
 }
 
 // View runs fn on a read-only snapshot (a shared lock for its duration).
@@ -424,6 +445,7 @@ func (w *Writer) Close() error {
 	if w.lock == nil {
 		return nil
 	}
+	clearHolder(w.lock)
 	err := unlockFile(w.lock)
 	w.lock = nil
 	return err
