@@ -1,0 +1,198 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+// recordPaths lists the paths the index holds, sorted.
+func recordPaths(t *testing.T, db string) []string {
+	t.Helper()
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []string
+	err = r.View(func(s *store.Snapshot) error {
+		return s.Files("", func(p string, _ store.File) error { out = append(out, p); return nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A build limited to some paths (what a watcher asks after events) adds,
+// changes and removes within them only: a deletion elsewhere waits for a
+// build that looks there, and a full build after it finds nothing to do.
+func TestBuildWithin(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	photos(t, filepath.Join(d, "a"), "a", 2)
+	photos(t, filepath.Join(d, "b"), "b", 2)
+	photos(t, filepath.Join(d, "c"), "c", 2)
+	enc := &fakeEnc{}
+	if _, err := Build(context.Background(), db, []string{d}, opts(enc)); err != nil {
+		t.Fatal(err)
+	}
+	photos(t, filepath.Join(d, "a"), "new", 1)
+	write(t, filepath.Join(d, "a", "a0.png"), png+"a0 changed")
+	removeAll(t, filepath.Join(d, "b", "b0.png"))
+	removeAll(t, filepath.Join(d, "c"))
+	write(t, filepath.Join(d, "a", ".partial.png"), png+"an upload in progress")
+
+	o := opts(enc)
+	o.Within = []string{filepath.Join(d, "a", "new0.png"), filepath.Join(d, "a", "a0.png"), filepath.Join(d, "c"), filepath.Join(d, "a", ".partial.png")}
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sumOf(sum), "added=1 updated=1 unchanged=0 reused=0 removed=2 failed=0"; got != want {
+		t.Errorf("partial build: %s, want %s", got, want)
+	}
+	paths := recordPaths(t, db)
+	if !slices.Contains(paths, filepath.Join(d, "b", "b0.png")) {
+		t.Errorf("b/b0.png, outside the partial build, was removed: %v", paths)
+	}
+	if slices.Contains(paths, filepath.Join(d, "a", ".partial.png")) {
+		t.Errorf("a hidden file given to a partial build was indexed")
+	}
+	// The folder of the deleted file: now it goes.
+	o.Within = []string{filepath.Join(d, "b")}
+	if sum, err = Build(context.Background(), db, []string{d}, o); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sumOf(sum), "added=0 updated=0 unchanged=1 reused=0 removed=1 failed=0"; got != want {
+		t.Errorf("partial build of b: %s, want %s", got, want)
+	}
+	// A full build agrees: nothing left to do.
+	before := enc.images.Load()
+	if sum, err = Build(context.Background(), db, []string{d}, opts(enc)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sumOf(sum), "added=0 updated=0 unchanged=4 reused=0 removed=0 failed=0"; got != want {
+		t.Errorf("full build after the partial ones: %s, want %s", got, want)
+	}
+	if enc.images.Load() != before {
+		t.Errorf("the full build ran the model on %d images", enc.images.Load()-before)
+	}
+	verify(t, db)
+
+	o.Within = []string{filepath.Join(t.TempDir(), "x.png")}
+	if _, err := Build(context.Background(), db, []string{d}, o); err == nil || !strings.Contains(err.Error(), "not under") {
+		t.Errorf("a path outside the roots: %v, want an error", err)
+	}
+}
+
+// A root given to a partial build that no longer exists is away, as in a
+// full build: its records are kept offline.
+func TestBuildWithinRootAway(t *testing.T) {
+	base := t.TempDir()
+	d := filepath.Join(base, "disk")
+	db := filepath.Join(t.TempDir(), "i.db")
+	photos(t, d, "p", 3)
+	enc := &fakeEnc{}
+	if _, err := Build(context.Background(), db, []string{d}, opts(enc)); err != nil {
+		t.Fatal(err)
+	}
+	rename(t, d, filepath.Join(base, "elsewhere"))
+	o := opts(enc)
+	o.Within = []string{d}
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOffline(t, "root gone", sum, d, 3, "no longer exists")
+}
+
+// The build records its progress in the index with each commit, naming
+// its process, and "done" at the end.
+func TestBuildRecordsProgress(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	photos(t, d, "p", 12)
+	o := opts(&fakeEnc{})
+	o.Command = "test build"
+	var seen []store.Progress
+	o.committed = func(int) {
+		seen = append(seen, *progressOf(t, db))
+	}
+	if _, err := Build(context.Background(), db, []string{d}, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 2 {
+		t.Fatalf("%d commits seen, want several (CommitEvery 5, 12 files)", len(seen))
+	}
+	first := seen[0]
+	if first.Phase != "index" || first.Total != 12 || first.Found != 12 || first.Done == 0 || first.Done == 12 || first.Root != d {
+		t.Errorf("progress at the first commit: %+v, want index, 12 found and to do, some done, root %s", first, d)
+	}
+	if first.Holder.PID != os.Getpid() || first.Holder.Command != "test build" || !first.Running() {
+		t.Errorf("progress holder %+v (running %v), want this process, running", first.Holder, first.Running())
+	}
+	if h, ok := store.BuildHolder(db); ok {
+		t.Errorf("after the build, the lock file still names %v", h)
+	}
+	last := progressOf(t, db)
+	if last.Phase != "done" || last.Done != 12 || last.Running() {
+		t.Errorf("progress after the build: %+v, want done 12, not running", last)
+	}
+}
+
+func progressOf(t *testing.T, db string) *store.Progress {
+	t.Helper()
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var p *store.Progress
+	if err := r.View(func(s *store.Snapshot) error { p, err = s.Progress(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if p == nil {
+		t.Fatal("no progress recorded")
+	}
+	return p
+}
+
+// A build that finds another holding the index names it, and with
+// LockWait waits for it instead of failing.
+func TestBuildWaitsForAnotherBuild(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	photos(t, d, "p", 2)
+	held, err := store.OpenWriter(db, fakeID, store.WriterOptions{Command: "clipidx watch /photos"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(context.Background(), db, []string{d}, opts(&fakeEnc{}))
+	if !errors.Is(err, store.ErrBuildRunning) || !strings.Contains(err.Error(), "clipidx watch /photos") {
+		t.Errorf("build while another holds the index: %v, want ErrBuildRunning naming the holder", err)
+	}
+	told := make(chan error, 1)
+	o := opts(&fakeEnc{})
+	o.LockWait = func(err error) { told <- err }
+	type res struct {
+		sum *Summary
+		err error
+	}
+	done := make(chan res, 1)
+	go func() { s, err := Build(context.Background(), db, []string{d}, o); done <- res{s, err} }()
+	if err := <-told; !strings.Contains(err.Error(), "clipidx watch /photos") {
+		t.Errorf("LockWait told %v, want the holder named", err)
+	}
+	held.Close()
+	r := <-done
+	if r.err != nil || r.sum.Added != 2 {
+		t.Fatalf("the waiting build: %v, %+v", r.err, r.sum)
+	}
+}

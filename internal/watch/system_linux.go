@@ -1,0 +1,48 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Filesystem magic numbers (statfs f_type) of the filesystems whose
+// changes made elsewhere raise no inotify events.
+var networkMagic = map[int64]string{
+	0x6969:     "NFS",
+	0x517b:     "SMB",
+	0xff534d42: "CIFS",
+	0xfe534d42: "SMB2",
+	0x65735546: "FUSE",
+	0x01021997: "9P",
+	0x00c36400: "Ceph",
+	0x5346414f: "AFS",
+}
+
+// networkFS names the network filesystem dir is on ("" for a local one,
+// or when statfs fails: the walk then says what is wrong).
+func networkFS(dir string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return ""
+	}
+	return networkMagic[int64(uint32(st.Type))]
+}
+
+// isLimit reports whether a watch failed for the system's limit on
+// watches (inotify_add_watch: ENOSPC) or on open files (EMFILE).
+func isLimit(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EMFILE)
+}
+
+// limitAdvice says how to raise the limit, naming its current value.
+func limitAdvice() string {
+	cur := "?"
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
+		cur = strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("the system's limit on watched folders is reached (fs.inotify.max_user_watches = %s); raise it with `sudo sysctl fs.inotify.max_user_watches=1048576` (and a line in /etc/sysctl.d/ to keep it)", cur)
+}

@@ -1,0 +1,456 @@
+// Package watch keeps an index current: it watches the roots of a build
+// for changes (fsnotify: inotify, FSEvents, kqueue, ReadDirectoryChangesW),
+// gathers them until they settle, and hands the changed paths to the
+// caller's build, the same index.Build that `clipidx build` runs, limited
+// to those paths (index.Options.Within). A periodic full build (the
+// rescan) catches what events miss: folders on network filesystems, where
+// other machines' changes raise none, folders left without a watch when
+// the system's limit is reached, and events lost when the queue overflows.
+//
+// The package prints nothing: it tells its caller through Options.Notify.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultRescan = 10 * time.Minute
+	DefaultSettle = 2 * time.Second
+	// DefaultMaxWait bounds how long settled changes wait for a quiet
+	// moment while others keep arriving (a long copy).
+	DefaultMaxWait = 30 * time.Second
+	// retryAfter is the wait before a full build after a failed one.
+	retryAfter = time.Minute
+)
+
+// Options configures Run. Roots and Build are required.
+type Options struct {
+	// Roots are the folders to keep current (absolute, clean).
+	Roots []string
+	// Build runs one build of the roots: the whole of them when within is
+	// nil (the first build and each rescan), else only those paths (files
+	// or folders under the roots, some of which may no longer exist). It
+	// is called from one goroutine at a time; ctx is cancelled when Run
+	// must stop, and Build then returns after its current commit.
+	Build func(ctx context.Context, within []string) error
+	// Rescan is the time between full builds; 0 = DefaultRescan, < 0 =
+	// never (events only).
+	Rescan time.Duration
+	// Settle is how long a changed path's size and modification time must
+	// stay the same, and no other event arrive, before it is built (a
+	// file still being written waits); 0 = DefaultSettle.
+	Settle time.Duration
+	// MaxWait: settled paths are built after this long even while other
+	// events keep arriving; 0 = DefaultMaxWait.
+	MaxWait time.Duration
+	// NoEvents turns events off: full builds every Rescan only.
+	NoEvents bool
+	// Notify, when set, is told what the watcher does and meets.
+	Notify func(Note)
+
+	// Clock and Source replace real time and fsnotify (tests drive both);
+	// Stat replaces os.Lstat for the settle check. nil = the real ones.
+	Clock  Clock
+	Source Source
+	// FSType names the network filesystem a folder is on ("" = local, or
+	// not known); nil = the system's (statfs on Linux).
+	FSType func(dir string) string
+}
+
+// Note is something the watcher tells its caller. Kind is one of:
+//
+//	"watching"  watches are set: Count folders (Text names the mode)
+//	"build"     a build starts: Count changed paths (0 = a full build)
+//	"built"     it ended (Err set when it failed)
+//	"network"   Path is on a network filesystem (Text: which): rescans only
+//	"limit"     the system's watch limit is reached (said once; Text says
+//	            how to raise it): the folders left unwatched are rescanned
+//	"overflow"  events were lost: a full build follows
+//	"error"     a watch could not be set or reported an error (Err)
+type Note struct {
+	Kind  string
+	Path  string
+	Count int
+	Text  string
+	Err   error
+}
+
+// Clock is the time the watcher runs on.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// Source is a stream of filesystem events over the folders added to it
+// (one folder each, not recursive: Run adds every folder under the roots).
+type Source interface {
+	Add(dir string) error
+	Remove(dir string) error
+	Events() <-chan fsnotify.Event
+	Errors() <-chan error
+	Close() error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// fsSource is a Source over fsnotify.
+type fsSource struct{ w *fsnotify.Watcher }
+
+func (s fsSource) Add(dir string) error          { return s.w.Add(dir) }
+func (s fsSource) Remove(dir string) error       { return s.w.Remove(dir) }
+func (s fsSource) Events() <-chan fsnotify.Event { return s.w.Events }
+func (s fsSource) Errors() <-chan error          { return s.w.Errors }
+func (s fsSource) Close() error                  { return s.w.Close() }
+
+// NewSource returns a Source over the system's notifications.
+func NewSource() (Source, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	return fsSource{w}, nil
+}
+
+// pend is a changed path waiting to settle.
+type pend struct {
+	stat    stat      // as last seen
+	changed time.Time // when stat or an event last changed
+}
+
+// stat is what the settle check compares.
+type stat struct {
+	exists  bool
+	size    int64
+	mtimeNs int64
+}
+
+func statOf(path string) stat {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return stat{}
+	}
+	return stat{exists: true, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()}
+}
+
+// watcher is the state of one Run.
+type watcher struct {
+	o       Options
+	src     Source
+	watched map[string]bool
+	pending map[string]*pend
+	// lastEvent is the time of the last event that added or changed a
+	// pending path; readySince when the oldest settled path settled.
+	lastEvent, readySince time.Time
+	full                  bool      // a full build is due
+	nextFull              time.Time // when the next one is due
+	limited               bool      // the watch limit was reached: no more watches
+	told                  map[string]bool
+}
+
+func (o *Options) defaults() error {
+	if len(o.Roots) == 0 || o.Build == nil {
+		return errors.New("watch: Options.Roots and Options.Build are required")
+	}
+	if o.Rescan == 0 {
+		o.Rescan = DefaultRescan
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultSettle
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.FSType == nil {
+		o.FSType = networkFS
+	}
+	if o.NoEvents && o.Rescan < 0 {
+		return errors.New("watch: with events off, a rescan interval is needed")
+	}
+	return nil
+}
+
+func (w *watcher) note(n Note) {
+	if w.o.Notify != nil {
+		w.o.Notify(n)
+	}
+}
+
+// Run sets the watches, runs a full build, then builds what changes until
+// ctx is done; it returns nil then, after the build under way has
+// committed its work. A failed build is told (Note "built" with Err) and
+// followed by a full build a minute later; Run itself fails only when it
+// cannot watch at all.
+func Run(ctx context.Context, o Options) error {
+	if err := o.defaults(); err != nil {
+		return err
+	}
+	w := &watcher{o: o, watched: map[string]bool{}, pending: map[string]*pend{}, told: map[string]bool{}}
+	if !o.NoEvents {
+		w.src = o.Source
+		if w.src == nil {
+			s, err := NewSource()
+			if err != nil {
+				return fmt.Errorf("watch: %w (run with --rescan only, events off)", err)
+			}
+			w.src = s
+		}
+		defer w.src.Close()
+		for _, r := range o.Roots {
+			w.watchTree(r)
+		}
+		mode := "events, and a full rescan every " + o.Rescan.String()
+		if o.Rescan < 0 {
+			mode = "events only"
+		}
+		w.note(Note{Kind: "watching", Count: len(w.watched), Text: mode})
+	} else {
+		w.note(Note{Kind: "watching", Text: "rescan only, every " + o.Rescan.String()})
+	}
+	w.full = true // the first build
+	return w.loop(ctx)
+}
+
+// loop is the one goroutine that owns the watcher's state; builds run on
+// another, one at a time.
+func (w *watcher) loop(ctx context.Context) error {
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if w.src != nil {
+		events, errs = w.src.Events(), w.src.Errors()
+	}
+	var done chan error // the build under way, nil when none
+	var tick <-chan time.Time
+	for {
+		if done == nil {
+			if within, full, ok := w.due(); ok {
+				done = make(chan error, 1)
+				w.note(Note{Kind: "build", Count: len(within)})
+				go func(within []string) { done <- w.o.Build(ctx, within) }(within)
+				if full {
+					w.full = false
+					w.schedule(w.o.Clock.Now())
+				}
+			}
+		}
+		if tick == nil {
+			tick = w.o.Clock.After(w.wait())
+		}
+		select {
+		case <-ctx.Done():
+			if done != nil {
+				<-done // Build stops after its current commit
+			}
+			return nil
+		case err := <-done:
+			done = nil
+			w.note(Note{Kind: "built", Err: err})
+			if err != nil && ctx.Err() == nil {
+				// Try everything again later (the model or the disk may
+				// come back): a full build sees every change.
+				w.full, w.nextFull = false, w.o.Clock.Now().Add(retryAfter)
+			}
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			w.event(ev)
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.note(Note{Kind: "overflow", Text: "events were lost (the queue overflowed): rescanning everything"})
+				w.full = true
+				continue
+			}
+			w.note(Note{Kind: "error", Err: err})
+		case <-tick:
+			tick = nil
+			w.settle()
+		}
+	}
+}
+
+// schedule sets the next full build Rescan after now (never when < 0).
+func (w *watcher) schedule(now time.Time) {
+	w.nextFull = time.Time{}
+	if w.o.Rescan > 0 {
+		w.nextFull = now.Add(w.o.Rescan)
+	}
+}
+
+// due returns the build to start now, if any: a full one when asked for
+// or when the rescan is due, else the settled paths once the events have
+// been quiet for Settle (or waited MaxWait).
+func (w *watcher) due() (within []string, full, ok bool) {
+	now := w.o.Clock.Now()
+	if w.full || !w.nextFull.IsZero() && !now.Before(w.nextFull) {
+		w.takeReady() // the full build covers them
+		return nil, true, true
+	}
+	if w.readySince.IsZero() {
+		return nil, false, false
+	}
+	if now.Sub(w.lastEvent) < w.o.Settle && now.Sub(w.readySince) < w.o.MaxWait {
+		return nil, false, false
+	}
+	within = w.takeReady()
+	return within, false, len(within) > 0
+}
+
+// takeReady removes the settled paths from pending and returns them,
+// sorted.
+func (w *watcher) takeReady() []string {
+	now := w.o.Clock.Now()
+	var out []string
+	for p, pd := range w.pending {
+		if now.Sub(pd.changed) >= w.o.Settle {
+			out = append(out, p)
+			delete(w.pending, p)
+		}
+	}
+	w.readySince = time.Time{}
+	sort.Strings(out)
+	return out
+}
+
+// wait is how long the loop may sleep: until the next settle check while
+// paths are pending, else until the next full build (no wake-ups at all
+// between rescans when nothing changes).
+func (w *watcher) wait() time.Duration {
+	if len(w.pending) > 0 || w.full {
+		return max(w.o.Settle/4, time.Millisecond)
+	}
+	if w.nextFull.IsZero() {
+		return 24 * time.Hour
+	}
+	return max(w.nextFull.Sub(w.o.Clock.Now()), time.Millisecond)
+}
+
+// settle looks at every pending path again: one whose stat changed waits
+// Settle more; the first one to settle starts the clock of MaxWait.
+func (w *watcher) settle() {
+	now := w.o.Clock.Now()
+	for p, pd := range w.pending {
+		if st := statOf(p); st != pd.stat {
+			pd.stat, pd.changed = st, now
+			w.lastEvent = now
+			continue
+		}
+		if now.Sub(pd.changed) >= w.o.Settle && w.readySince.IsZero() {
+			w.readySince = now
+		}
+	}
+}
+
+// event records one filesystem event: its path waits to settle; a new
+// folder gets its watches (its files written before count: the folder is
+// built whole); a folder gone loses them.
+func (w *watcher) event(ev fsnotify.Event) {
+	p := ev.Name
+	root := w.rootOf(p)
+	if root == "" || index.Skips(root, p) {
+		return
+	}
+	if ev.Op == fsnotify.Chmod {
+		return // a permission or time stamp alone: the rescan sees it
+	}
+	now := w.o.Clock.Now()
+	w.lastEvent = now
+	st := statOf(p)
+	if pd, ok := w.pending[p]; ok {
+		pd.stat, pd.changed = st, now
+	} else {
+		w.pending[p] = &pend{stat: st, changed: now}
+	}
+	switch {
+	case ev.Op.Has(fsnotify.Create):
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			w.watchTree(p)
+		}
+	case ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename):
+		w.unwatch(p)
+	}
+}
+
+// rootOf returns the root p lies within ("" when none).
+func (w *watcher) rootOf(p string) string {
+	for _, r := range w.o.Roots {
+		if store.Within(p, r) {
+			return r
+		}
+	}
+	return ""
+}
+
+// unwatch forgets the watches on dir and below (the system dropped them).
+func (w *watcher) unwatch(dir string) {
+	for d := range w.watched {
+		if store.Within(d, dir) {
+			delete(w.watched, d)
+			w.src.Remove(d) // already gone with its folder: the error says so
+		}
+	}
+}
+
+// watchTree sets a watch on dir and every folder below it that a build
+// walks, except on a network filesystem (told once a tree) and once the
+// system's limit is reached (told once).
+func (w *watcher) watchTree(dir string) {
+	root := w.rootOf(dir)
+	var walk func(d string, depth int)
+	walk = func(d string, depth int) {
+		if w.limited || w.watched[d] || depth > 256 {
+			return
+		}
+		if fs := w.o.FSType(d); fs != "" {
+			if !w.told[d] {
+				w.told[d] = true
+				w.note(Note{Kind: "network", Path: d, Text: fs})
+			}
+			return
+		}
+		if err := w.src.Add(d); err != nil {
+			if isLimit(err) {
+				w.limited = true
+				w.note(Note{Kind: "limit", Path: d, Err: err, Text: limitAdvice()})
+				return
+			}
+			w.note(Note{Kind: "error", Path: d, Err: err})
+			return
+		}
+		w.watched[d] = true
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return // a folder that cannot be read: the build says so
+		}
+		for _, e := range entries {
+			p := d + string(os.PathSeparator) + e.Name()
+			if !e.IsDir() || index.Skips(root, p) {
+				continue
+			}
+			walk(p, depth+1)
+		}
+	}
+	walk(dir, 0)
+}
