@@ -238,6 +238,7 @@ func (w *watcher) loop(ctx context.Context) error {
 	}
 	var done chan error // the build under way, nil when none
 	var tick <-chan time.Time
+	var tickAt time.Time
 	for {
 		if done == nil {
 			if within, full, ok := w.due(); ok {
@@ -250,8 +251,10 @@ func (w *watcher) loop(ctx context.Context) error {
 				}
 			}
 		}
-		if tick == nil {
-			tick = w.o.Clock.After(w.wait())
+		// Sleep until the next settle check or rescan; an event that
+		// brings the next check nearer re-arms the timer.
+		if d := w.wait(); tick == nil || w.o.Clock.Now().Add(d).Before(tickAt) {
+			tick, tickAt = w.o.Clock.After(d), w.o.Clock.Now().Add(d)
 		}
 		select {
 		case <-ctx.Done():

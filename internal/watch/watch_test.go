@@ -1,0 +1,608 @@
+package watch
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/store"
+)
+
+// The watcher's tests drive time (fakeClock) and events (fakeSource)
+// through its seams over real files and the real index.Build with a fake
+// model; the real-time waits are only the loop's turns, each bounded by
+// turnTimeout.
+
+const (
+	dim         = 4
+	settle      = 2 * time.Second
+	turnTimeout = 20 * time.Second
+)
+
+var fakeID = store.Identity{Model: "fake", Dim: dim, Preprocess: "fake1"}
+
+func fakePre(data []byte, path string) ([]float32, error) {
+	if !strings.HasPrefix(string(data), "IMG") {
+		return nil, fmt.Errorf("%w", index.ErrNotImage)
+	}
+	h := sha256.Sum256(data)
+	p := make([]float32, dim)
+	for i := range p {
+		p[i] = float32(h[i]) + 1
+	}
+	return p, nil
+}
+
+// fakeEnc counts the images it embeds; a pass blocks while gate is set
+// until it is closed (started is told first).
+type fakeEnc struct {
+	images  atomic.Int64
+	gate    chan struct{}
+	started chan struct{}
+}
+
+func (e *fakeEnc) EncodeImages(pix []float32, n int) ([]float32, error) {
+	if e.gate != nil {
+		select {
+		case e.started <- struct{}{}:
+		default:
+		}
+		<-e.gate
+	}
+	e.images.Add(int64(n))
+	return slices.Clone(pix), nil
+}
+
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []waiter
+}
+
+type waiter struct {
+	at time.Time
+	c  chan time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
+	return ch
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	keep := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(c.now) {
+			w.c <- c.now
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	c.waiters = keep
+}
+
+// fakeSource stands in for fsnotify: the test sends events; Add fails
+// with addErr after limit watches (0 = no limit).
+type fakeSource struct {
+	mu     sync.Mutex
+	dirs   map[string]bool
+	limit  int
+	events chan fsnotify.Event
+	errs   chan error
+}
+
+func newSource() *fakeSource {
+	return &fakeSource{dirs: map[string]bool{}, events: make(chan fsnotify.Event), errs: make(chan error)}
+}
+
+func (s *fakeSource) Add(d string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limit > 0 && len(s.dirs) >= s.limit {
+		return fmt.Errorf("add %s: %w", d, syscall.ENOSPC)
+	}
+	s.dirs[d] = true
+	return nil
+}
+
+func (s *fakeSource) Remove(d string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.dirs, d)
+	return nil
+}
+
+func (s *fakeSource) watching(d string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dirs[d]
+}
+
+func (s *fakeSource) Events() <-chan fsnotify.Event { return s.events }
+func (s *fakeSource) Errors() <-chan error          { return s.errs }
+func (s *fakeSource) Close() error                  { return nil }
+
+// rig is one watcher under test.
+type rig struct {
+	t      *testing.T
+	root   string
+	db     string
+	enc    *fakeEnc
+	clock  *fakeClock
+	src    *fakeSource
+	builds chan []string // the within of each build that ended
+	notes  chan Note
+	cancel context.CancelFunc
+	done   chan error
+	opts   Options
+	// building is set while a build runs: watcher time stands still
+	// then (a build takes real time, which the fake clock does not see).
+	building atomic.Bool
+}
+
+func newRig(t *testing.T, o Options, src *fakeSource) *rig {
+	t.Helper()
+	r := &rig{t: t, root: t.TempDir(), db: filepath.Join(t.TempDir(), "i.db"), enc: &fakeEnc{}, clock: newClock(), src: src,
+		builds: make(chan []string, 100), notes: make(chan Note, 1000), done: make(chan error, 1)}
+	return r.with(o)
+}
+
+func (r *rig) with(o Options) *rig {
+	o.Roots = []string{r.root}
+	o.Clock = r.clock
+	if r.src != nil {
+		o.Source = r.src
+	}
+	o.Settle = settle
+	if o.FSType == nil {
+		o.FSType = func(string) string { return "" }
+	}
+	o.Notify = func(n Note) {
+		if n.Kind == "build" {
+			r.building.Store(true) // before the build's goroutine starts
+		}
+		r.notes <- n
+	}
+	o.Build = func(ctx context.Context, within []string) error {
+		defer r.building.Store(false)
+		_, err := index.Build(ctx, r.db, []string{r.root}, index.Options{Encoder: r.enc, Preprocess: fakePre, Identity: fakeID,
+			BatchSize: 1000, CommitEvery: 1000, Within: within, LockWait: func(error) {}})
+		r.builds <- within
+		return err
+	}
+	r.opts = o
+	return r
+}
+
+func (r *rig) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- Run(ctx, r.opts) }()
+	r.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(turnTimeout):
+			r.t.Error("Run did not return after cancel")
+		}
+	})
+}
+
+// nextBuild advances the clock by a quarter of settle at each turn until
+// a build ends, and returns its paths and the fake time it took; it
+// fails after maxFake of fake time.
+func (r *rig) nextBuild(maxFake time.Duration) ([]string, time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(turnTimeout)
+	var fake time.Duration
+	for {
+		select {
+		case w := <-r.builds:
+			return w, fake
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no build within %v of real time", turnTimeout)
+		}
+		if r.building.Load() {
+			continue
+		}
+		if fake >= maxFake {
+			r.t.Fatalf("no build within %v of watcher time", maxFake)
+		}
+		r.clock.Advance(settle / 4)
+		fake += settle / 4
+	}
+}
+
+func (r *rig) event(op fsnotify.Op, path string) {
+	select {
+	case r.src.events <- fsnotify.Event{Name: path, Op: op}:
+	case <-time.After(turnTimeout):
+		r.t.Fatal("the watcher took no event")
+	}
+}
+
+func (r *rig) write(rel, content string) string {
+	r.t.Helper()
+	p := filepath.Join(r.root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+// records maps each indexed path to its content hash.
+func records(t *testing.T, db string) map[string]store.Hash {
+	t.Helper()
+	rd, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	out := map[string]store.Hash{}
+	err = rd.View(func(s *store.Snapshot) error {
+		return s.Files("", func(p string, f store.File) error { out[p] = f.Hash; return nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Check(db); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (r *rig) has(rel string) bool {
+	_, ok := records(r.t, r.db)[filepath.Join(r.root, rel)]
+	return ok
+}
+
+// maxBatchWait is the bound, in watcher time, within which a change is
+// built: settle after the last event, and the turns that notice it.
+const maxBatchWait = 3 * settle
+
+// Every kind of change under a watched tree reaches the index through
+// the build within the stated bound of watcher time: files added,
+// changed, renamed and deleted, folders created and removed, a burst of
+// 500 copies (a few batches, not 500), and a file written slowly (taken
+// once, when it stops changing).
+func TestWatchFollowsChanges(t *testing.T) {
+	r := newRig(t, Options{}, newSource())
+	r.write("a/one.jpg", "IMG one")
+	r.write("a/two.jpg", "IMG two")
+	r.start()
+	if w, _ := r.nextBuild(maxBatchWait); w != nil {
+		t.Fatalf("first build within %v, want the whole roots", w)
+	}
+	if !r.src.watching(filepath.Join(r.root, "a")) {
+		t.Fatal("no watch on a/")
+	}
+
+	step := func(what string, change func()) {
+		t.Helper()
+		change()
+		w, took := r.nextBuild(maxBatchWait)
+		if w == nil {
+			t.Fatalf("%s: a full build, want one of the changed paths", what)
+		}
+		t.Logf("%s: built %d paths after %v of watcher time", what, len(w), took)
+	}
+
+	step("add", func() { r.event(fsnotify.Create, r.write("a/three.jpg", "IMG three")) })
+	if !r.has("a/three.jpg") {
+		t.Error("added file not indexed")
+	}
+	before := records(t, r.db)[filepath.Join(r.root, "a/one.jpg")]
+	step("change", func() { r.event(fsnotify.Write, r.write("a/one.jpg", "IMG one, edited")) })
+	if records(t, r.db)[filepath.Join(r.root, "a/one.jpg")] == before {
+		t.Error("changed file keeps its old record")
+	}
+	images := r.enc.images.Load()
+	step("rename", func() {
+		from, to := filepath.Join(r.root, "a/two.jpg"), filepath.Join(r.root, "a/deux.jpg")
+		if err := os.Rename(from, to); err != nil {
+			t.Fatal(err)
+		}
+		r.event(fsnotify.Rename, from)
+		r.event(fsnotify.Create, to)
+	})
+	if r.has("a/two.jpg") || !r.has("a/deux.jpg") || r.enc.images.Load() != images {
+		t.Errorf("rename: old %v, new %v, model runs %d; want the new name only, no model run", r.has("a/two.jpg"), r.has("a/deux.jpg"), r.enc.images.Load()-images)
+	}
+	step("delete", func() {
+		p := filepath.Join(r.root, "a/three.jpg")
+		os.Remove(p)
+		r.event(fsnotify.Remove, p)
+	})
+	if r.has("a/three.jpg") {
+		t.Error("deleted file still indexed")
+	}
+	step("new folder", func() {
+		// Its files are written before its watch is set: the folder is
+		// built whole.
+		r.write("b/x/1.jpg", "IMG b1")
+		r.write("b/x/2.jpg", "IMG b2")
+		r.event(fsnotify.Create, filepath.Join(r.root, "b"))
+	})
+	if !r.has("b/x/1.jpg") || !r.has("b/x/2.jpg") || !r.src.watching(filepath.Join(r.root, "b/x")) {
+		t.Error("the files of a new folder are not indexed, or its subfolder not watched")
+	}
+	step("folder removed", func() {
+		p := filepath.Join(r.root, "b")
+		os.RemoveAll(p)
+		r.event(fsnotify.Remove, p)
+	})
+	if r.has("b/x/1.jpg") || r.src.watching(filepath.Join(r.root, "b/x")) {
+		t.Error("a removed folder's files are still indexed, or still watched")
+	}
+
+	// A burst of 500 copies, events arriving over watcher time faster than
+	// settle: one batch or a few.
+	images = r.enc.images.Load()
+	var paths []string
+	for i := range 500 {
+		paths = append(paths, r.write(fmt.Sprintf("burst/%03d.jpg", i), fmt.Sprintf("IMG burst %d", i)))
+	}
+	r.event(fsnotify.Create, filepath.Join(r.root, "burst"))
+	for i, p := range paths {
+		r.event(fsnotify.Write, p)
+		if i%100 == 99 {
+			r.clock.Advance(settle / 4)
+		}
+	}
+	batches := 0
+	for n := 0; ; {
+		w, _ := r.nextBuild(maxBatchWait + 2*settle)
+		batches++
+		for _, p := range w {
+			if p == filepath.Join(r.root, "burst") {
+				n = 500
+			}
+		}
+		if n == 500 || batches > 5 {
+			break
+		}
+	}
+	if batches > 3 {
+		t.Errorf("500 copies took %d batches, want 1 to 3", batches)
+	}
+	if got := r.enc.images.Load() - images; got != 500 {
+		t.Errorf("the model embedded %d images for 500 copies, want 500", got)
+	}
+
+	// A file written slowly: each part comes with an event and before it
+	// settles; it is built once, whole.
+	images = r.enc.images.Load()
+	slow := filepath.Join(r.root, "a/slow.jpg")
+	content := "IMG slow"
+	for range 6 {
+		content += " more data"
+		r.write("a/slow.jpg", content)
+		r.event(fsnotify.Write, slow)
+		r.clock.Advance(settle / 2)
+		select {
+		case w := <-r.builds:
+			t.Fatalf("a build of %v while the file was still being written", w)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r.nextBuild(maxBatchWait)
+	got := records(t, r.db)[slow]
+	if want := store.Hash(sha256.Sum256([]byte(content))); got != want {
+		t.Error("the slowly written file is not indexed with its final content")
+	}
+	if n := r.enc.images.Load() - images; n != 1 {
+		t.Errorf("the slowly written file was embedded %d times, want once", n)
+	}
+
+	// The index equals what a full build of the tree makes.
+	full := filepath.Join(t.TempDir(), "full.db")
+	if _, err := index.Build(context.Background(), full, []string{r.root}, index.Options{Encoder: &fakeEnc{}, Preprocess: fakePre, Identity: fakeID}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := records(t, r.db), records(t, full); !maps.Equal(a, b) {
+		t.Errorf("the watched index holds %d records, a full build %d: they differ", len(a), len(b))
+	}
+}
+
+// With events off, the rescan alone reaches the same index as a full
+// build, and wakes only when due.
+func TestWatchRescanOnly(t *testing.T) {
+	r := newRig(t, Options{NoEvents: true, Rescan: 10 * time.Minute}, nil)
+	r.write("a/one.jpg", "IMG one")
+	r.write("a/two.jpg", "IMG two")
+	r.start()
+	if w, _ := r.nextBuild(maxBatchWait); w != nil {
+		t.Fatalf("first build within %v, want everything", w)
+	}
+	r.write("a/three.jpg", "IMG three")
+	os.Remove(filepath.Join(r.root, "a/one.jpg"))
+	r.write("c/four.jpg", "IMG four")
+	r.clock.Advance(9 * time.Minute)
+	select {
+	case w := <-r.builds:
+		t.Fatalf("a build (%v) before the rescan was due", w)
+	case <-time.After(50 * time.Millisecond):
+	}
+	r.clock.Advance(time.Minute)
+	if w, _ := r.nextBuild(maxBatchWait); w != nil {
+		t.Fatalf("rescan within %v, want everything", w)
+	}
+	full := filepath.Join(t.TempDir(), "full.db")
+	if _, err := index.Build(context.Background(), full, []string{r.root}, index.Options{Encoder: &fakeEnc{}, Preprocess: fakePre, Identity: fakeID}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := records(t, r.db), records(t, full); !maps.Equal(a, b) || len(a) != 3 {
+		t.Errorf("rescan-only index %v, full build %v: want the same 3 records", slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
+	}
+}
+
+// notesOf drains the notes told so far.
+func (r *rig) notesOf(kind string) []Note {
+	var out []Note
+	for {
+		select {
+		case n := <-r.notes:
+			if n.Kind == kind {
+				out = append(out, n)
+			}
+		default:
+			return out
+		}
+	}
+}
+
+// Lost events (the queue overflowed) bring a full build at once; a
+// reached watch limit is said once, with the sysctl that raises it, and
+// the rescan goes on; a network filesystem gets no watch.
+func TestWatchWhereEventsCannotBeTrusted(t *testing.T) {
+	src := newSource()
+	src.limit = 3
+	nfs := ""
+	r := newRig(t, Options{Rescan: time.Hour, FSType: func(d string) string {
+		if d == nfs {
+			return "NFS"
+		}
+		return ""
+	}}, src)
+	nfs = filepath.Join(r.root, "share")
+	for _, d := range []string{"share/x", "d1", "d2", "d3", "d4", "d5"} {
+		r.write(d+"/p.jpg", "IMG "+d)
+	}
+	r.start()
+	if w, _ := r.nextBuild(maxBatchWait); w != nil {
+		t.Fatalf("first build within %v", w)
+	}
+	if n := r.notesOf("limit"); len(n) != 1 || !strings.Contains(n[0].Text, "sysctl fs.inotify.max_user_watches=") {
+		t.Errorf("limit notes %+v, want one naming the sysctl", n)
+	}
+	// The notes were drained together: look again for the network one.
+	if src.watching(nfs) || src.watching(filepath.Join(nfs, "x")) {
+		t.Error("a folder on a network filesystem got a watch")
+	}
+	// Overflow: a full build follows without waiting for the rescan.
+	select {
+	case src.errs <- fsnotify.ErrEventOverflow:
+	case <-time.After(turnTimeout):
+		t.Fatal("the watcher took no error")
+	}
+	if w, took := r.nextBuild(maxBatchWait); w != nil || took >= time.Hour {
+		t.Errorf("after an overflow: build within %v after %v, want a full build at once", w, took)
+	}
+	// The rescan still comes, an hour on.
+	r.write("d5/new.jpg", "IMG unwatched")
+	r.clock.Advance(time.Hour)
+	if w, _ := r.nextBuild(maxBatchWait); w != nil || !r.has("d5/new.jpg") {
+		t.Errorf("rescan within %v; the unwatched folder's new file indexed: %v", w, r.has("d5/new.jpg"))
+	}
+}
+
+// The network note, on its own.
+func TestWatchNetworkFilesystem(t *testing.T) {
+	src := newSource()
+	r := newRig(t, Options{FSType: func(d string) string { return map[bool]string{true: "NFS"}[strings.HasSuffix(d, "share")] }}, src)
+	r.write("share/p.jpg", "IMG p")
+	r.write("local/p.jpg", "IMG q")
+	r.start()
+	r.nextBuild(maxBatchWait)
+	n := r.notesOf("network")
+	if len(n) != 1 || n[0].Path != filepath.Join(r.root, "share") || n[0].Text != "NFS" {
+		t.Errorf("network notes %+v, want one for share/", n)
+	}
+	if src.watching(filepath.Join(r.root, "share")) || !src.watching(filepath.Join(r.root, "local")) {
+		t.Error("want no watch on share/, one on local/")
+	}
+}
+
+// Stopping mid-batch (SIGTERM cancels the context) returns after the
+// build has committed what it finished: the index stays consistent and
+// says the build stopped; a manual build started meanwhile waited for the
+// watcher's and embedded nothing twice.
+func TestWatchStopMidBatchAndManualBuild(t *testing.T) {
+	r := newRig(t, Options{}, newSource())
+	r.write("a/one.jpg", "IMG one")
+	r.start()
+	r.nextBuild(maxBatchWait)
+	r.enc.gate, r.enc.started = make(chan struct{}), make(chan struct{}, 1)
+	for i := range 5 {
+		r.event(fsnotify.Create, r.write(fmt.Sprintf("a/n%d.jpg", i), fmt.Sprintf("IMG n%d", i)))
+	}
+	// Advance until the batch's model pass starts (and blocks).
+	for fake := time.Duration(0); ; fake += settle / 4 {
+		select {
+		case <-r.enc.started:
+		case <-time.After(5 * time.Millisecond):
+			if fake > maxBatchWait {
+				t.Fatal("the batch never reached the model")
+			}
+			r.clock.Advance(settle / 4)
+			continue
+		}
+		break
+	}
+	// A manual build now waits for the watcher's.
+	waited := make(chan error, 1)
+	manual := make(chan *index.Summary, 1)
+	go func() {
+		s, err := index.Build(context.Background(), r.db, []string{r.root}, index.Options{Encoder: r.enc, Preprocess: fakePre, Identity: fakeID,
+			LockWait: func(err error) { waited <- err }})
+		if err != nil {
+			t.Error(err)
+		}
+		manual <- s
+	}()
+	if err := <-waited; !errors.Is(err, store.ErrBuildRunning) {
+		t.Errorf("manual build told %v, want ErrBuildRunning", err)
+	}
+	r.cancel() // SIGTERM
+	close(r.enc.gate)
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		r.done <- nil // for Cleanup
+	case <-time.After(turnTimeout):
+		t.Fatal("Run did not return after cancel")
+	}
+	s := <-manual
+	recs := records(t, r.db) // checks the index too
+	if len(recs) != 6 {
+		t.Errorf("%d records after the stop and the manual build, want 6", len(recs))
+	}
+	if total := r.enc.images.Load(); total != 6 || s.Added+s.Unchanged != 6 {
+		t.Errorf("the model embedded %d images for 6 files (manual build: %+v)", total, s)
+	}
+}
