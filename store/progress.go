@@ -172,3 +172,29 @@ func (w *Writer) putProgress(tx *bolt.Tx) error {
 	w.progress = nil
 	return tx.Bucket(bMeta).Put(kProgress, js)
 }
+
+// BuildState is what any process can tell of the build on an index.
+type BuildState struct {
+	Running bool    `json:"running"`
+	Holder  *Holder `json:"holder,omitempty"` // who runs it (Running only)
+	// Progress is the running build's (nil while it scans, before its
+	// first record), or the last build's when none runs.
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// StateOf tells the build on the index at dbPath, given the progress its
+// snapshot holds (Snapshot.Progress).
+func StateOf(dbPath string, last *Progress) BuildState {
+	h, ok := BuildHolder(dbPath)
+	if !ok {
+		return BuildState{Progress: last}
+	}
+	st := BuildState{Running: true, Holder: &h}
+	// A record of this holder's that is not finished is the running
+	// build's; a finished one is an earlier build of the same process (a
+	// watcher's last batch): the running one still scans.
+	if last != nil && last.Holder.PID == h.PID && last.Holder.Since == h.Since && last.Phase != "done" && last.Phase != "stopped" {
+		st.Progress = last
+	}
+	return st
+}

@@ -28,7 +28,7 @@ func init() { subcommands = append(subcommands, newBuildCmd) }
 const maxListedFailures = 30
 
 func newBuildCmd() *cobra.Command {
-	var asJSON, reindex, exif, captions, retryFailed bool
+	var asJSON, reindex, exif, captions, retryFailed, noWait bool
 	var batch, workers int
 	var shard string
 	c := &cobra.Command{
@@ -154,6 +154,8 @@ indexes. A --shard build refuses an index that holds records of other shares
 				Shard:          shardI,
 				Shards:         shardN,
 				Captions:       captions,
+				Command:        "clipidx build",
+				LockWait:       buildLockWait(noWait, cmd.ErrOrStderr()),
 				Progress: func(e index.Event) {
 					switch e.Phase {
 					case "scan":
@@ -215,6 +217,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 	f.IntVar(&workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")
 	f.StringVar(&shard, "shard", "", "build only share I of N (I/N, I from 0) of the inputs: whole tar shards, files by a hash of their path; merge the N indexes with clipidx merge")
 	f.BoolVar(&retryFailed, "retry-failed", false, "read every file recorded as failed again, changed or not (a build already retries the formats it newly reads)")
+	f.BoolVar(&noWait, "no-wait", false, "fail at once when another build (a clipidx watch, serve --watch or build) holds the index, instead of waiting for it")
 	f.BoolVar(&captions, "captions", false, "also embed each webdataset sample's caption (.txt) as a text vector (exported as text_emb)")
 	return c
 }

@@ -25,7 +25,8 @@ func init() { subcommands = append(subcommands, newServeCmd) }
 
 func newServeCmd() *cobra.Command {
 	var addr, token, tokenFile string
-	var open bool
+	var open, watchOn bool
+	var wf watchFlags
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Search the collection in a browser, with thumbnails",
@@ -41,7 +42,12 @@ of ps), --token, or a random one printed with the URL. Without the token,
 requests that another web site makes the browser send (Sec-Fetch-Site
 cross-site or same-site) are refused. A query takes at most 32 terms and
 1,000 bytes, and k at most 1,000 results. Thumbnails are cached under
-$XDG_CACHE_HOME/clipidx/thumbs.`,
+$XDG_CACHE_HOME/clipidx/thumbs.
+
+--watch also keeps the index current, as clipidx watch does over every
+folder indexed so far (its --rescan, --settle, --idle-unload and --no-events
+apply): the page shows a running build ("indexing 37 of 500 new photos")
+and runs the query shown again when new results land.`,
 		Example: `  clipidx serve --open
   clipidx serve --addr 0.0.0.0:8080     # prints a URL with a token
   clipidx serve --addr 0.0.0.0:8080 --token-file ~/.config/clipidx/token`,
@@ -123,6 +129,11 @@ $XDG_CACHE_HOME/clipidx/thumbs.`,
 			hs := web.HTTPServer(srv)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			stopWatch, err := serveWatch(ctx, watchOn, wf, cmd)
+			if err != nil {
+				return err
+			}
+			defer stopWatch()
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(ln) }()
 			select {
@@ -143,6 +154,9 @@ $XDG_CACHE_HOME/clipidx/thumbs.`,
 	f.BoolVar(&open, "open", false, "open the page in the default browser")
 	f.StringVar(&token, "token", "", "token the page and API require (shown to every user by ps: prefer --token-file or $CLIPIDX_TOKEN; default: none on loopback, a random one otherwise)")
 	f.StringVar(&tokenFile, "token-file", "", "read the token from FILE (surrounding whitespace dropped)")
+	f.BoolVar(&watchOn, "watch", false, "also keep the index current (see clipidx watch)")
+	wf.exif = true // the watcher builds as the index was built: see clipidx watch --exif
+	wf.register(c)
 	return c
 }
 

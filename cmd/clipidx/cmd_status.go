@@ -25,6 +25,7 @@ type statusJSON struct {
 	LastBuild *store.LastBuild `json:"last_build"`
 	Folders   []string         `json:"folders"` // every folder or tar shard ever indexed, by any build or merge
 	Offline   []store.Offline  `json:"offline"` // folders whose disk was away at the last build, their entries kept
+	Build     store.BuildState `json:"build"`   // a build running now (any process), or the last one's progress
 }
 
 func newStatusCmd() *cobra.Command {
@@ -48,8 +49,12 @@ works while a build is running.`,
 			var id store.Identity
 			offline := []store.Offline{}
 			folders := []string{}
+			var prog *store.Progress
 			err = r.View(func(s *store.Snapshot) error {
 				id = s.Identity()
+				if prog, err = s.Progress(); err != nil {
+					return err
+				}
 				roots, err := s.Roots()
 				if err != nil {
 					return err
@@ -71,6 +76,7 @@ works while a build is running.`,
 			if err != nil {
 				return err
 			}
+			build := store.StateOf(g.db, prog)
 			out := cmd.OutOrStdout()
 			if failed {
 				return listFailures(r, cmd, asJSON)
@@ -85,7 +91,7 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline})
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
@@ -93,6 +99,7 @@ works while a build is running.`,
 				fmt.Fprintf(out, "unused:      %d %s no file uses any more (freed by the next build)\n", st.Queued, plural(st.Queued, "vector", "vectors"))
 			}
 			fmt.Fprintf(out, "failed:      %d\n", st.Failed)
+			printBuildState(out, build)
 			weights := ", weights as stored"
 			if id.Weights != "" {
 				weights = ", weights rounded to " + id.Weights + " at load"

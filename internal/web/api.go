@@ -55,6 +55,9 @@ type Status struct {
 	// last failure to open it ("" = none).
 	ModelLoaded bool   `json:"model_loaded"`
 	ModelError  string `json:"model_error,omitempty"`
+	// Build is a build running now, from any process (a watcher's batch),
+	// with its progress, as clipidx status --json shows it.
+	Build store.BuildState `json:"build"`
 }
 
 type apiError struct {
@@ -409,7 +412,9 @@ func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 		if stats.LastBuild != nil {
 			st.Device = stats.LastBuild.Device
 		}
-		return nil
+		prog, err := snap.Progress()
+		st.Build = store.StateOf(s.o.DB, prog)
+		return err
 	})
 	if err != nil {
 		fail(w, err)

@@ -220,6 +220,15 @@ async function status() {
     else t += " · no build finished yet";
     if (state.lastImages !== undefined && s.images !== state.lastImages) t += " · building: " + (s.images - state.lastImages > 0 ? "+" : "") + (s.images - state.lastImages) + " since last look";
     state.lastImages = s.images;
+    building(s.build);
+    // New results landed (a watcher's commit): run the query shown again,
+    // at most every 5 s while a build runs (a text query runs the model).
+    if (state.shownImages === undefined) state.shownImages = s.images;
+    const due = !(s.build && s.build.running) || Date.now() - (state.rerunAt || 0) >= 5000;
+    if (s.images !== state.shownImages && due && state.mode && !state.rerunning) {
+      Object.assign(state, { shownImages: s.images, rerunAt: Date.now(), rerunning: true });
+      run("").finally(() => { state.rerunning = false; });
+    }
     if (s.model_error) t += " · model: " + s.model_error + " (similar-image search still works)";
     $("status").textContent = t;
     $("status").classList.toggle("error", !!s.model_error);
@@ -227,6 +236,25 @@ async function status() {
     $("status").textContent = "status: " + e.message;
     $("status").classList.add("error");
   }
+}
+
+// building shows a running build, from any process: "indexing 37 of 500
+// new photos"; the status is polled faster while it runs.
+function building(b) {
+  const p = b && b.running ? b.progress : null;
+  let t = "";
+  if (b && b.running) {
+    t = p && p.phase === "index" ? "indexing " + p.done + " of " + p.total + " new " + (p.total === 1 ? "photo" : "photos") : "looking for new photos…";
+    if (p && p.failed) t += " (" + p.failed + " failed)";
+    if (p && p.eta_s > 0) t += " · about " + Math.ceil(p.eta_s) + " s left";
+  }
+  $("building").textContent = t;
+  $("building").hidden = !t;
+  state.pollMS = b && b.running ? 1000 : 5000;
+}
+
+function poll() {
+  status().finally(() => setTimeout(poll, state.pollMS || 5000));
 }
 
 function init() {
@@ -267,8 +295,7 @@ function init() {
     searchBlob(e.dataTransfer.files[0]);
   });
   fromURL();
-  status();
-  setInterval(status, 5000);
+  poll();
 }
 
 init();

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/internal/watch"
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/store"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newWatchCmd) }
+
+// watchFlags are the flags watch and serve --watch share.
+type watchFlags struct {
+	rescan, settle, idleUnload time.Duration
+	noEvents, exif, asJSON     bool
+	batch, workers             int
+}
+
+func (f *watchFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.DurationVar(&f.rescan, "rescan", watch.DefaultRescan, "time between full rescans, which catch what events miss (network filesystems, folders beyond the watch limit, lost events); 0 = never")
+	fl.DurationVar(&f.settle, "settle", watch.DefaultSettle, "a changed file is indexed once its size and time have not changed for this long (a copy in progress waits)")
+	fl.DurationVar(&f.idleUnload, "idle-unload", 10*time.Minute, "release the model after this long without work; it loads again when files change (0 = keep it)")
+	fl.BoolVar(&f.noEvents, "no-events", false, "do not watch for events: rescan only, every --rescan")
+}
+
+func (f *watchFlags) check() error {
+	if f.rescan < 0 || f.settle < 0 || f.idleUnload < 0 {
+		return usageError("--rescan, --settle and --idle-unload take a duration ≥ 0")
+	}
+	if f.noEvents && f.rescan == 0 {
+		return usageError("--no-events needs a --rescan interval")
+	}
+	return nil
+}
+
+func newWatchCmd() *cobra.Command {
+	var wf watchFlags
+	c := &cobra.Command{
+		Use:   "watch [DIR...]",
+		Short: "Keep the index current: build, then index changes as they happen",
+		Long: `Build the folders (every folder indexed so far without DIR, as build does),
+then watch them and index what changes: new, changed, renamed and deleted
+photos and folders. Changes are gathered until they settle (a burst of copies
+is one or a few batches; a file still being copied waits until its size and
+time stop changing) and run through the same build as clipidx build, limited
+to the changed paths: the same reuse, offline, failure and commit rules.
+
+A full rescan every --rescan (10m by default; a no-change rescan reads no
+file) catches what events miss: folders on network filesystems (NFS, SMB,
+FUSE: changes made by other machines raise no event; they are rescanned
+only), folders left without a watch when the system's limit is reached (said
+once, with how to raise it), events lost when the queue overflows (a rescan
+follows at once). A folder whose disk goes away is kept offline, as build
+does.
+
+One build runs on an index at a time: a clipidx build started meanwhile waits
+for the watcher's batch, and the watcher for it; neither embeds a file twice.
+Ctrl-C or SIGTERM stops after the current commit. status (and the page of
+clipidx serve) shows a running batch's progress. The model loads when there
+is work and is released after --idle-unload without any.`,
+		Example: `  clipidx watch ~/Pictures
+  clipidx watch --rescan 1h --idle-unload 5m`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := wf.check(); err != nil {
+				return err
+			}
+			if wf.batch < 0 || wf.workers < 0 {
+				return usageError("--batch and --workers take a count ≥ 0 (0 = automatic)")
+			}
+			roots, err := watchRoots(args, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("exif") {
+				wf.exif = indexEXIF(wf.exif)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runWatch(ctx, roots, wf, "clipidx watch", cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	wf.register(c)
+	f := c.Flags()
+	f.BoolVar(&wf.asJSON, "json", false, `print one JSON object a build: {"time","changed","added","updated","unchanged","reused","removed","failed","offline","error"} ("changed": paths looked at, 0 = a full build)`)
+	f.BoolVar(&wf.exif, "exif", true, "turn photos upright by their EXIF orientation (as the index was built)")
+	f.IntVar(&wf.batch, "batch", 0, "images per model pass (0 = what the device prefers)")
+	f.IntVar(&wf.workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")
+	return c
+}
+
+// watchRoots is the folders to watch: args (absolute), else every folder
+// indexed so far. A folder that does not exist and holds no entries is an
+// error, as for build.
+func watchRoots(args []string, errw io.Writer) ([]string, error) {
+	if len(args) == 0 {
+		var err error
+		if args, err = indexedRoots(); err != nil {
+			return nil, err
+		}
+	}
+	present, missing := splitMissing(args, errw)
+	if len(missing) > 0 {
+		return nil, missingError(missing)
+	}
+	var abs []string
+	for _, a := range present {
+		p, err := filepath.Abs(a)
+		if err != nil {
+			return nil, err
+		}
+		abs = append(abs, p)
+	}
+	return abs, nil
+}
+
+// idleModel is the watcher's model: opened when a build needs it, its
+// towers released after idle without a build (the face stays: its next
+// Load brings them back).
+type idleModel struct {
+	idle time.Duration
+
+	mu    sync.Mutex
+	m     *clipnpu.Model
+	busy  bool
+	timer *time.Timer
+}
+
+// acquire returns the model for one build (opened on first use).
+func (im *idleModel) acquire() (*clipnpu.Model, error) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.timer != nil {
+		im.timer.Stop()
+	}
+	if im.m == nil {
+		m, err := openFace(clipnpu.ImageTower, true)
+		if err != nil {
+			return nil, err
+		}
+		im.m = m
+	}
+	im.busy = true
+	return im.m, nil
+}
+
+// release ends a build: the towers go after idle unless another comes.
+func (im *idleModel) release() {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	im.busy = false
+	if im.idle <= 0 || im.m == nil {
+		return
+	}
+	im.timer = time.AfterFunc(im.idle, func() {
+		im.mu.Lock()
+		defer im.mu.Unlock()
+		if !im.busy && im.m != nil {
+			im.m.Close()
+		}
+	})
+}
+
+func (im *idleModel) close() {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.timer != nil {
+		im.timer.Stop()
+	}
+	if im.m != nil {
+		im.m.Close()
+	}
+}
+
+// watchLine is one build of the watcher, for --json.
+type watchLine struct {
+	Time    string `json:"time"`
+	Changed int    `json:"changed"`
+	index.Summary
+	Error string `json:"error,omitempty"`
+}
+
+// runWatch keeps the index current over roots until ctx is done (nil
+// then), saying what it does on out (builds) and errw (notes).
+func runWatch(ctx context.Context, roots []string, wf watchFlags, command string, out, errw io.Writer) error {
+	im := &idleModel{idle: wf.idleUnload}
+	defer im.close()
+	var mu sync.Mutex // out and errw are written from the watcher and its builds
+	say := func(w io.Writer, format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, time.Now().Format("15:04:05 ")+format+"\n", a...)
+	}
+	rescan := wf.rescan
+	if rescan == 0 {
+		rescan = -1
+	}
+	o := watch.Options{
+		Roots:    roots,
+		Rescan:   rescan,
+		Settle:   wf.settle,
+		NoEvents: wf.noEvents,
+		Notify: func(n watch.Note) {
+			switch n.Kind {
+			case "watching":
+				if n.Count > 0 {
+					say(errw, "watching %d %s under %v (%s)", n.Count, plural(n.Count, "folder", "folders"), roots, n.Text)
+				} else {
+					say(errw, "watching %v (%s)", roots, n.Text)
+				}
+			case "network":
+				say(errw, "%s is on %s: changes made by other machines raise no events there, so it is rescanned only (every %v)", n.Path, n.Text, wf.rescan)
+			case "limit":
+				say(errw, "%s: the folders left without a watch are rescanned only (every %v)", n.Text, wf.rescan)
+			case "overflow":
+				say(errw, "%s", n.Text)
+			case "error":
+				say(errw, "watch %s: %v", n.Path, n.Err)
+			}
+		},
+		Build: func(ctx context.Context, within []string) error {
+			start := time.Now()
+			sum, err := watchBuild(ctx, im, roots, within, wf, command, func(e error) {
+				say(errw, "waiting: %v", e)
+			})
+			line := watchLine{Time: time.Now().UTC().Format(time.RFC3339), Changed: len(within)}
+			if sum != nil {
+				line.Summary = *sum
+			}
+			if err != nil && !errors.Is(err, context.Canceled) {
+				line.Error = err.Error()
+			}
+			if wf.asJSON {
+				mu.Lock()
+				json.NewEncoder(out).Encode(line)
+				mu.Unlock()
+			} else if sum != nil && (sum.Added+sum.Updated+sum.Reused+sum.Removed+sum.Failed > 0 || len(sum.Offline) > 0) {
+				what := "rescan"
+				if len(within) > 0 {
+					what = fmt.Sprintf("%d changed %s", len(within), plural(len(within), "path", "paths"))
+				}
+				say(out, "%s: added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d (%.1f s)", what,
+					sum.Added, sum.Updated, sum.Unchanged, sum.Reused, sum.Removed, sum.Failed, time.Since(start).Seconds())
+				for _, f := range sum.Failures {
+					say(errw, "failed: %s", namedError(f.Path, f.Error))
+				}
+				for _, off := range sum.Offline {
+					say(errw, "offline: %s, %d %s kept", off.Dir, off.Entries, plural(off.Entries, "entry", "entries"))
+				}
+			}
+			if line.Error != "" && !wf.asJSON {
+				say(errw, "build failed (a full rescan follows in a minute): %s", line.Error)
+			}
+			return err
+		},
+	}
+	err := watch.Run(ctx, o)
+	if ctx.Err() != nil {
+		say(errw, "stopped: finished work is saved")
+	}
+	return err
+}
+
+// watchBuild runs one build of the watcher: the same index.Build as
+// clipidx build, limited to within (nil: everything), waiting for another
+// build that holds the index.
+func watchBuild(ctx context.Context, im *idleModel, roots, within []string, wf watchFlags, command string, wait func(error)) (*index.Summary, error) {
+	m, err := im.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer im.release()
+	proc, err := m.Processor(wf.exif)
+	if err != nil {
+		return nil, err
+	}
+	info := m.Info()
+	batch := wf.batch
+	if batch <= 0 {
+		batch = info.ImageBatch
+	}
+	return index.Build(ctx, g.db, roots, index.Options{
+		Encoder:        m,
+		Ready:          func() error { return m.Load(clipnpu.ImageTower) },
+		Preprocess:     proc.Bytes,
+		Reach:          preprocess.Formats(), // what proc.Bytes decodes
+		Identity:       indexIdentity(m.Describe(wf.exif)),
+		BatchSize:      batch,
+		Workers:        wf.workers,
+		PixelsPerImage: 3 * info.ImageSize * info.ImageSize,
+		Device:         info.Device,
+		DeviceNote:     info.DeviceNote,
+		Weights:        info.Rounded,
+		Precision:      g.precision,
+		Within:         within,
+		LockWait:       wait,
+		Command:        command,
+	})
+}
+
+// buildLockWait is build's index.Options.LockWait: say once who holds the
+// index and wait (nil with --no-wait: fail, naming the holder).
+func buildLockWait(noWait bool, errw io.Writer) func(error) {
+	if noWait {
+		return nil
+	}
+	return func(err error) {
+		fmt.Fprintf(errw, "waiting: %v (Ctrl-C to stop; --no-wait fails at once)\n", err)
+	}
+}
+
+// serveWatch starts, when on, the watcher of serve --watch over every
+// folder indexed so far; the function it returns stops it (after its
+// current commit) and waits for it.
+func serveWatch(ctx context.Context, on bool, wf watchFlags, cmd *cobra.Command) (func(), error) {
+	if !on {
+		return func() {}, nil
+	}
+	if err := wf.check(); err != nil {
+		return nil, err
+	}
+	roots, err := watchRoots(nil, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	wf.exif = indexEXIF(wf.exif)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := runWatch(wctx, roots, wf, "clipidx serve --watch", cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: watch: %v\n", err)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// indexEXIF is the EXIF setting the index was built with (def when there
+// is no index yet): the watcher's builds must match it.
+func indexEXIF(def bool) bool {
+	r, err := store.OpenReader(g.db, store.ReaderOptions{})
+	if err != nil {
+		return def
+	}
+	defer r.Close()
+	exif := def
+	r.View(func(s *store.Snapshot) error {
+		if id := s.Identity(); id.Model != "" {
+			exif = id.EXIF
+		}
+		return nil
+	})
+	return exif
+}
