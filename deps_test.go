@@ -113,6 +113,14 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 		}
+		if under(pkg, "internal/watch") {
+			// The watcher calls the caller's build: it never runs the model.
+			for _, p := range internal {
+				if p != "index" && p != "store" {
+					t.Errorf("%s imports %s: the watcher may import only index and store", pkg, p)
+				}
+			}
+		}
 		if under(pkg, "internal/web") {
 			// The server stands on the model face, the one-pass search and
 			// the index; it never reaches the engines or the commands.

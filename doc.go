@@ -52,6 +52,9 @@
 //     search.Encoder), which clipnpu.Model implements (search.Encoder with
 //     the identity cmd/clipidx adds from its description), and import store;
 //     they never import clipnpu, so their tests run with a fake encoder.
+//   - internal/watch keeps an index current (fsnotify events, a periodic
+//     rescan) by calling the caller's build with the changed paths; it
+//     imports index and store only, never the model.
 //   - cmd/clipidx wires everything together and is the only place that prints,
 //     reads flags or the environment, or exits.
 package clipidx
