@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -265,6 +266,9 @@ func runWatch(ctx context.Context, roots []string, wf watchFlags, command string
 			if line.Error != "" && !wf.asJSON {
 				say(errw, "build failed (a full rescan follows in a minute): %s", line.Error)
 			}
+			// A build's maps (one record a file) are garbage now: give
+			// their memory back before a long idle, not minutes later.
+			debug.FreeOSMemory()
 			return err
 		},
 	}
