@@ -54,7 +54,9 @@ next build tries those files again.
 
 Without DIR, every folder indexed so far (by any build or merge; see clipidx
 status) is indexed again. search and
-status work while a build runs. A folder that does not exist and never held
+status work while a build runs. A build started while another holds the
+index (a clipidx watch batch) waits for it, naming it; --no-wait fails
+instead. A folder that does not exist and never held
 entries (a typo) is reported and skipped (exit status 1 once the others are
 built).
 

@@ -309,6 +309,7 @@ func (w *watcher) due() (within []string, full, ok bool) {
 	now := w.o.Clock.Now()
 	if w.full || !w.nextFull.IsZero() && !now.Before(w.nextFull) {
 		w.takeReady() // the full build covers them
+		w.rewatch()
 		return nil, true, true
 	}
 	if w.readySince.IsZero() {
@@ -404,6 +405,21 @@ func (w *watcher) rootOf(p string) string {
 		}
 	}
 	return ""
+}
+
+// rewatch sets the watches of a root that lost them (it went away with
+// its disk and came back: no event says so, the rescan finds it).
+func (w *watcher) rewatch() {
+	if w.src == nil {
+		return
+	}
+	for _, r := range w.o.Roots {
+		if !w.watched[r] {
+			if _, err := os.Stat(r); err == nil {
+				w.watchTree(r)
+			}
+		}
+	}
 }
 
 // unwatch forgets the watches on dir and below (the system dropped them).

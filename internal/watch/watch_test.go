@@ -606,3 +606,56 @@ func TestWatchStopMidBatchAndManualBuild(t *testing.T) {
 		t.Errorf("the model embedded %d images for 6 files (manual build: %+v)", total, s)
 	}
 }
+
+// A root that goes away (an unmounted disk) is kept offline, not emptied;
+// when it comes back, the rescan finds it whole and watches it again.
+func TestWatchRootAwayAndBack(t *testing.T) {
+	src := newSource()
+	r := newRig(t, Options{Rescan: time.Hour}, src)
+	base := r.root
+	r.root = filepath.Join(base, "disk")
+	r.with(Options{Rescan: time.Hour})
+	r.write("a/one.jpg", "IMG one")
+	r.write("b.jpg", "IMG b")
+	r.start()
+	r.nextBuild(maxBatchWait)
+	away := filepath.Join(base, "unplugged")
+	if err := os.Rename(r.root, away); err != nil {
+		t.Fatal(err)
+	}
+	r.event(fsnotify.Remove, r.root)
+	if w, _ := r.nextBuild(maxBatchWait); len(w) != 1 || w[0] != r.root {
+		t.Fatalf("after the root went: build within %v, want the root", w)
+	}
+	if n := len(records(t, r.db)); n != 2 {
+		t.Errorf("%d records after the root went away, want both kept (offline)", n)
+	}
+	if src.watching(filepath.Join(r.root, "a")) {
+		t.Error("the watches of a root that went away are kept")
+	}
+	if err := os.Rename(away, r.root); err != nil {
+		t.Fatal(err)
+	}
+	images := r.enc.images.Load()
+	r.clock.Advance(time.Hour)
+	if w, _ := r.nextBuild(maxBatchWait); w != nil {
+		t.Fatalf("rescan within %v", w)
+	}
+	if n := len(records(t, r.db)); n != 2 || r.enc.images.Load() != images {
+		t.Errorf("%d records after the root came back (model runs %d), want 2 and none", n, r.enc.images.Load()-images)
+	}
+	if !src.watching(filepath.Join(r.root, "a")) {
+		t.Error("the root that came back has no watches again")
+	}
+	rd, err := store.OpenReader(r.db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	rd.View(func(s *store.Snapshot) error {
+		if off, _ := s.Offline(); len(off) != 0 {
+			t.Errorf("still offline after the root came back: %+v", off)
+		}
+		return nil
+	})
+}
