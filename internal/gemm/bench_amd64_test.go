@@ -87,11 +87,23 @@ func BenchmarkTile(b *testing.B) {
 	var variants []*microKernel
 	for _, v := range strings.Split(*benchTiles, ",") {
 		var kcv, mcv, ncv int
-		if _, err := fmt.Sscanf(v, "%d/%d/%d", &kcv, &mcv, &ncv); err != nil {
-			b.Fatalf("-gemm.tiles %q: %v", v, err)
+		order := ""
+		if _, err := fmt.Sscanf(v, "%d/%d/%d%s", &kcv, &mcv, &ncv, &order); err != nil && order == "" {
+			if _, err := fmt.Sscanf(v, "%d/%d/%d", &kcv, &mcv, &ncv); err != nil {
+				b.Fatalf("-gemm.tiles %q: %v", v, err)
+			}
 		}
 		kr := *avx512Kernel
 		kr.kc, kr.kcPad, kr.mc, kr.nc = kcv, kcv+16, mcv, ncv
+		switch order {
+		case "":
+		case "a":
+			kr.aOuter = true
+		case "b":
+			kr.aOuter = false
+		default:
+			b.Fatalf("-gemm.tiles %q: order %q, want a (A slab outer) or b (B panel outer)", v, order)
+		}
 		variants = append(variants, &kr)
 	}
 	benchLinearShapes(b, func(b *testing.B, pool *Pool, s modelShape, a, c []float32, r *rand.Rand, clock func() time.Duration) {
@@ -108,7 +120,11 @@ func BenchmarkTile(b *testing.B) {
 		chosen.Store(prev)
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 		for i, kr := range variants {
-			b.ReportMetric(flops/best[i].Seconds()/1e9, fmt.Sprintf("%d/%d/%d_GFLOP/s", kr.kc, kr.mc, kr.nc))
+			o := "b"
+			if kr.aOuter {
+				o = "a"
+			}
+			b.ReportMetric(flops/best[i].Seconds()/1e9, fmt.Sprintf("%d/%d/%d%s_GFLOP/s", kr.kc, kr.mc, kr.nc, o))
 		}
 	})
 }
