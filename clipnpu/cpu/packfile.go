@@ -24,9 +24,10 @@ import (
 // matrix that matches. Anything else is ignored (and rebuilt by the caller).
 //
 // The data checksum samples rather than sums every byte: a CRC-32C of the
-// whole of ViT-H/14's packed image tower (2.5 GB in float32) measured 0.2
-// to 0.8 s on the Zen 5 development machine (2026-12-02), more than a
-// one-shot search's whole budget, while one page in packSampleStride,
+// whole of ViT-H/14's packed image tower (2.5 GB in float32) would take
+// 0.7 to 1.7 s at the 1.5–3.5 GB/s hash/crc32 measured on the Zen 5
+// development machine (2026-12-02, a loaded machine), more than a one-shot
+// search's whole budget, while one page in packSampleStride,
 // plus each matrix's last, costs a few milliseconds. It catches damage to
 // any run of packSampleStride pages or more (extents zeroed by a crash,
 // a file partly overwritten or cut short and padded again), not a lone
