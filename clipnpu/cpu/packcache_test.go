@@ -194,8 +194,8 @@ func TestPackCacheKeyChangeRebuilds(t *testing.T) {
 	})
 }
 
-// TestPackCacheDamagedRebuilds checks that a truncated, altered, foreign
-// or empty file is not trusted: the start packs again, with the same
+// TestPackCacheDamagedRebuilds checks that a truncated, altered (header,
+// checksum or data), foreign or empty file is not trusted: the start packs again, with the same
 // results bit for bit, and writes a file that the next start maps.
 func TestPackCacheDamagedRebuilds(t *testing.T) {
 	damages := []struct {
@@ -205,6 +205,12 @@ func TestPackCacheDamagedRebuilds(t *testing.T) {
 		{"truncated", func(b []byte) []byte { return b[:len(b)-packAlign] }},
 		{"header byte", func(b []byte) []byte { b[len(packMagic)+2] ^= 1; return b }},
 		{"checksum", flipChecksum},
+		{"data", func(b []byte) []byte { // the last matrix's last page, always sampled
+			for i := len(b) - packAlign; i < len(b); i++ {
+				b[i] ^= 0xff
+			}
+			return b
+		}},
 		{"foreign", func(b []byte) []byte { return []byte("{\"not\": \"a packed file\"}\n") }},
 		{"empty", func(b []byte) []byte { return nil }},
 	}
@@ -244,7 +250,7 @@ func flipChecksum(b []byte) []byte {
 	le := func(o int) int { return int(b[o]) | int(b[o+1])<<8 | int(b[o+2])<<16 | int(b[o+3])<<24 }
 	o := len(packMagic) + 4
 	o += 4 + le(o)
-	o += 4 + 24*le(o)
+	o += 4 + 28*le(o)
 	b[o] ^= 0x80
 	return b
 }
@@ -340,5 +346,37 @@ func TestRemoveStaleKeepsOtherGroups(t *testing.T) {
 		if gone := os.IsNotExist(err); gone != removed {
 			t.Errorf("%s: removed %v, want %v", name, gone, removed)
 		}
+	}
+}
+
+// TestSampleSumSeesDamagedRuns checks that the sampled checksum changes
+// when any run of packSampleStride pages is altered, wherever it starts,
+// and when the last (partial) page is, and that it reads little of the
+// data.
+func TestSampleSumSeesDamagedRuns(t *testing.T) {
+	b := make([]byte, 40*packSampleStride*packAlign/10+123) // 4 strides and a partial page
+	for i := range b {
+		b[i] = byte(i * 31)
+	}
+	want := sampleSum(b)
+	run := packSampleStride * packAlign
+	for _, at := range []int{0, 1, run / 3, run - 1, 2*run + 5, len(b) - run} {
+		c := slices.Clone(b)
+		for i := at; i < at+run; i++ {
+			c[i] = 0
+		}
+		if sampleSum(c) == want {
+			t.Errorf("a run of %d zeroed bytes at %d went unseen", run, at)
+		}
+	}
+	c := slices.Clone(b)
+	c[len(c)-1] ^= 1
+	if sampleSum(c) == want {
+		t.Error("the last byte's change went unseen")
+	}
+	c = slices.Clone(b)
+	c[packAlign+7] ^= 1 // page 1: not sampled
+	if sampleSum(c) != want {
+		t.Error("page 1 is sampled: the stride is not what the format says")
 	}
 }

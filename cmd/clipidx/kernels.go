@@ -58,7 +58,7 @@ func (k *kernelRun) choose(keptOnly bool) *gemm.Choice {
 		if kernelOverride() != "" {
 			return nil
 		}
-		c, _ := gemm.Choose(gemm.ChooseOptions{Dir: cacheDir(), Extra: []gemm.Contest{searchContest()}, KeptOnly: true})
+		c, _ := gemm.Choose(gemm.ChooseOptions{Dir: cacheDir(), Threads: g.threads, Extra: []gemm.Contest{searchContest()}, KeptOnly: true})
 		if c != nil {
 			_ = search.SetKernel(c.Contests[contestSearch].Chosen)
 		}
@@ -69,7 +69,7 @@ func (k *kernelRun) choose(keptOnly bool) *gemm.Choice {
 			k.note = "not measured: " + env + " chooses"
 			return
 		}
-		c, err := gemm.Choose(gemm.ChooseOptions{Dir: cacheDir(), Extra: []gemm.Contest{searchContest()}})
+		c, err := gemm.Choose(gemm.ChooseOptions{Dir: cacheDir(), Threads: g.threads, Extra: []gemm.Contest{searchContest()}})
 		if err != nil {
 			k.note = err.Error()
 			fmt.Fprintf(os.Stderr, "clipidx: %v (measured again next time)\n", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -191,5 +192,40 @@ func TestCheckComparesBF16(t *testing.T) {
 				t.Errorf("--device %s: line %q present %v, want %v:\n%s", device, line, !want, want, out)
 			}
 		}
+	}
+}
+
+// TestKernelChoicePerThreads: --threads 1 measures the kernels on one
+// thread and keeps that choice apart from the one for two (once the
+// chooser measured on every core whatever --threads said, and kept one
+// choice for all counts).
+func TestKernelChoicePerThreads(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	model := fixtures.TinyModel(t)
+	choice := func(args ...string) *gemm.Choice {
+		t.Helper()
+		out, errs, code := runCLI(t, append([]string{"--model", model}, append(args, "info", "--json")...)...)
+		var r infoJSON
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.CPU.Choice == nil {
+			t.Fatalf("info %v: exit %d %s %s", args, code, out, errs)
+		}
+		return r.CPU.Choice
+	}
+	one := choice("--threads", "1")
+	if one.Cached || !strings.Contains(one.Key, "|threads 1|") {
+		t.Fatalf("--threads 1: cached %v, key %q", one.Cached, one.Key)
+	}
+	two := choice("--threads", "2")
+	if two.Cached || two.Path == one.Path || !strings.Contains(two.Key, "|threads 2|") {
+		t.Errorf("--threads 2 after --threads 1: cached %v, key %q, path %q (1 thread: %q)", two.Cached, two.Key, two.Path, one.Path)
+	}
+	if runtime.GOMAXPROCS(0) == 2 {
+		if all := choice(); !all.Cached || all.Path != two.Path {
+			t.Errorf("all (2) cores after --threads 2: cached %v, path %q, want %q", all.Cached, all.Path, two.Path)
+		}
+	}
+	if again := choice("--threads", "1"); !again.Cached || again.Path != one.Path {
+		t.Errorf("--threads 1 again: cached %v, path %q, want %q", again.Cached, again.Path, one.Path)
 	}
 }

@@ -87,31 +87,54 @@ func BenchmarkTile(b *testing.B) {
 	var variants []*microKernel
 	for _, v := range strings.Split(*benchTiles, ",") {
 		var kcv, mcv, ncv int
-		if _, err := fmt.Sscanf(v, "%d/%d/%d", &kcv, &mcv, &ncv); err != nil {
-			b.Fatalf("-gemm.tiles %q: %v", v, err)
+		order := ""
+		if _, err := fmt.Sscanf(v, "%d/%d/%d%s", &kcv, &mcv, &ncv, &order); err != nil && order == "" {
+			if _, err := fmt.Sscanf(v, "%d/%d/%d", &kcv, &mcv, &ncv); err != nil {
+				b.Fatalf("-gemm.tiles %q: %v", v, err)
+			}
 		}
 		kr := *avx512Kernel
 		kr.kc, kr.kcPad, kr.mc, kr.nc = kcv, kcv+16, mcv, ncv
+		switch order {
+		case "":
+		case "a":
+			kr.aOuter = true
+		case "b":
+			kr.aOuter = false
+		default:
+			b.Fatalf("-gemm.tiles %q: order %q, want a (A slab outer) or b (B panel outer)", v, order)
+		}
 		variants = append(variants, &kr)
 	}
 	benchLinearShapes(b, func(b *testing.B, pool *Pool, s modelShape, a, c []float32, r *rand.Rand, clock func() time.Duration) {
-		w := &Matrix{Rows: s.n, Cols: s.k, F32: randSlice(r, s.n*s.k, 1)}
+		raw := randSlice(r, s.n*s.k, 1)
+		prev := chosen.Load()
 		var sides []func()
 		for _, kr := range variants {
+			w := &Matrix{Rows: s.n, Cols: s.k, F32: raw}
+			if *benchTilePacked {
+				chosen.Store(&kernelChoice{kr, "benchmark"})
+				pool.Pack(w) // for this variant's depth blocks, as the model's weights
+			}
 			sides = append(sides, func() {
 				chosen.Store(&kernelChoice{kr, "benchmark"})
 				pool.Linear(c, a, s.m, w, nil)
 			})
 		}
-		prev := chosen.Load()
 		best := interleave(b, clock, sides...)
 		chosen.Store(prev)
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 		for i, kr := range variants {
-			b.ReportMetric(flops/best[i].Seconds()/1e9, fmt.Sprintf("%d/%d/%d_GFLOP/s", kr.kc, kr.mc, kr.nc))
+			o := "b"
+			if kr.aOuter {
+				o = "a"
+			}
+			b.ReportMetric(flops/best[i].Seconds()/1e9, fmt.Sprintf("%d/%d/%d%s_GFLOP/s", kr.kc, kr.mc, kr.nc, o))
 		}
 	})
 }
+
+var benchTilePacked = flag.Bool("gemm.tilepacked", false, "BenchmarkTile: weights packed once per variant (Pool.Pack), as the model's float32 weights on AVX-512, instead of packed block by block")
 
 var benchTiles = flag.String("gemm.tiles", "256/168/1024,192/168/1024,128/168/1024,384/168/512,256/336/1024",
 	"kc/mc/nc blockings of the AVX-512 kernel for BenchmarkTile")

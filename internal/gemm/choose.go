@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -134,7 +135,8 @@ type ChooseOptions struct {
 	Time func(contest, kernel string, run func()) time.Duration
 	// Now dates a measurement; nil is time.Now.
 	Now func() time.Time
-	// Threads of the trial products; 0 is GOMAXPROCS.
+	// Threads of the trial products, as many as the products the choice
+	// is for will run on; 0 is GOMAXPROCS. A choice is kept per count.
 	Threads int
 	// Extra contests measured in the same rounds (the search scan).
 	Extra []Contest
@@ -158,6 +160,9 @@ var ErrChoiceNotKept = errors.New("kernel choice not kept")
 // not nil, wraps ErrChoiceNotKept and the Choice is still valid.
 func Choose(opts ChooseOptions) (*Choice, error) {
 	p := thisCPU()
+	if opts.Threads <= 0 {
+		opts.Threads = runtime.GOMAXPROCS(0)
+	}
 	tr := &trials{threads: opts.Threads}
 	defer tr.close()
 	c, err := choose(p, tr.contests(p), opts)
@@ -177,9 +182,11 @@ type cpuProfile struct {
 	bf16     []string // bf16 kernels it runs, best first
 }
 
-// key names the profile and the contests' kernel sets.
-func (p cpuProfile) key(cs []Contest) string {
-	parts := []string{fmt.Sprintf("clipidx kernels v%d", chooseVersion), p.id, strings.Join(p.features, " ")}
+// key names the profile, the threads the trials ran on (a kernel that
+// wins on one core may lose on two, where the cores share the memory
+// bandwidth) and the contests' kernel sets.
+func (p cpuProfile) key(threads int, cs []Contest) string {
+	parts := []string{fmt.Sprintf("clipidx kernels v%d", chooseVersion), p.id, strings.Join(p.features, " "), fmt.Sprintf("threads %d", threads)}
 	for _, c := range cs {
 		var names []string
 		for _, e := range c.Entrants {
@@ -200,7 +207,7 @@ func cacheFile(dir, key string) string {
 // bf16 ones first), without applying the result.
 func choose(p cpuProfile, cs []Contest, opts ChooseOptions) (*Choice, error) {
 	cs = append(cs, opts.Extra...)
-	key := p.key(cs)
+	key := p.key(opts.Threads, cs)
 	path := ""
 	if opts.Dir != "" {
 		path = cacheFile(opts.Dir, key)

@@ -233,3 +233,33 @@ func TestChooseRealTrials(t *testing.T) {
 	}
 	t.Logf("%s in %.2f s; %s; bf16 %s; precision %s", p.id, c.Seconds, c.Summary(ContestF32), c.Summary(ContestBF16), c.Summary(ContestPrecision))
 }
+
+// TestChooseKeptPerThreads: a choice measured on two threads is not what a
+// run on one thread reads (the kernels compete for the memory bandwidth on
+// two, not on one); each count is measured once and kept beside the other.
+func TestChooseKeptPerThreads(t *testing.T) {
+	dir := t.TempDir()
+	on := func(threads int, ms map[string]float64) (*Choice, int) {
+		f := &fakeTimes{ms: ms}
+		c, err := choose(zen5, (&trials{}).contests(zen5), ChooseOptions{Dir: dir, Threads: threads, Time: f.time})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, f.calls
+	}
+	two, calls := on(2, map[string]float64{"f32/avx512": 42, "f32/avx2": 73, "bf16/avx512bf16": 22})
+	if calls == 0 || two.Cached {
+		t.Fatalf("first run on 2 threads: %d timings, cached %v", calls, two.Cached)
+	}
+	one, calls := on(1, map[string]float64{"f32/avx512": 80, "f32/avx2": 73, "bf16/avx512bf16": 90})
+	if calls == 0 || one.Cached {
+		t.Fatalf("1 thread read the choice of 2: %d timings, cached %v", calls, one.Cached)
+	}
+	if one.Path == two.Path || one.Contests[ContestF32].Chosen != "avx2" || one.BF16Faster() {
+		t.Errorf("1 thread: path %q (2 threads: %q), %+v", one.Path, two.Path, one.Contests)
+	}
+	again, calls := on(2, nil)
+	if calls != 0 || !again.Cached || again.Contests[ContestF32].Chosen != "avx512" || !again.BF16Faster() {
+		t.Errorf("2 threads again: %d timings, cached %v, %+v", calls, again.Cached, again.Contests)
+	}
+}
