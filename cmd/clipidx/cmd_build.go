@@ -31,6 +31,7 @@ func newBuildCmd() *cobra.Command {
 	var asJSON, reindex, exif, captions, retryFailed bool
 	var batch, workers int
 	var shard string
+	var vf videoFlags
 	c := &cobra.Command{
 		Use:   "build [DIR...]",
 		Short: "Index the images under folders (incremental; safe to interrupt)",
@@ -112,6 +113,10 @@ indexes. A --shard build refuses an index that holds records of other shares
 			if err != nil {
 				return err
 			}
+			sampler, framePre, err := vf.sampler(proc)
+			if err != nil {
+				return err
+			}
 			if _, err := os.Stat(g.db); reindex || errors.Is(err, fs.ErrNotExist) {
 				// The index is about to be created or reset: load the
 				// model first, so that one that cannot load changes
@@ -146,14 +151,15 @@ indexes. A --shard build refuses an index that holds records of other shares
 				BatchSize:   batch,
 				Workers:     workers,
 				// [3, S, S] per image (the face matched the crop to S)
-				PixelsPerImage: 3 * info.ImageSize * info.ImageSize,
-				Device:         info.Device,
-				DeviceNote:     info.DeviceNote,
-				Weights:        info.Rounded,
-				Precision:      g.precision,
-				Shard:          shardI,
-				Shards:         shardN,
-				Captions:       captions,
+				PixelsPerImage:  3 * info.ImageSize * info.ImageSize,
+				Device:          info.Device,
+				DeviceNote:      info.DeviceNote,
+				Weights:         info.Rounded,
+				Precision:       g.precision,
+				Shard:           shardI,
+				Shards:          shardN,
+				Captions:        captions,
+				PreprocessFrame: framePre,
 				Progress: func(e index.Event) {
 					switch e.Phase {
 					case "scan":
@@ -166,6 +172,9 @@ indexes. A --shard build refuses an index that holds records of other shares
 						bar.describe("removing deleted files")
 					}
 				},
+			}
+			if sampler != nil {
+				opts.Video = sampler
 			}
 			if captions {
 				opts.TextEncoder = m // the text tower loads with the first caption
@@ -215,6 +224,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 	f.IntVar(&workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")
 	f.StringVar(&shard, "shard", "", "build only share I of N (I/N, I from 0) of the inputs: whole tar shards, files by a hash of their path; merge the N indexes with clipidx merge")
 	f.BoolVar(&retryFailed, "retry-failed", false, "read every file recorded as failed again, changed or not (a build already retries the formats it newly reads)")
+	vf.register(f)
 	f.BoolVar(&captions, "captions", false, "also embed each webdataset sample's caption (.txt) as a text vector (exported as text_emb)")
 	return c
 }
@@ -275,6 +285,7 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 	fmt.Fprintf(out, "added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d\n",
 		s.Added, s.Updated, s.Unchanged, s.Reused, s.Removed, s.Failed)
 	printOffline(out, s.Offline)
+	printVideoNotes(out, s)
 	errw := cmd.ErrOrStderr()
 	for i, f := range s.Failures {
 		if i == maxListedFailures {
