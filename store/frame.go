@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
@@ -38,3 +39,25 @@ func SplitFrame(path string) (video string, t float64, ok bool) {
 	}
 	return path[:i], t, true
 }
+
+// VideoCounts counts the videos with frames and their frame records (a
+// pass over the paths of the index, not its records).
+func (s *Snapshot) VideoCounts() (videos, frames int) {
+	last := ""
+	c := s.tx.Bucket(bFiles).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if !bytes.Contains(k, frameSep) {
+			continue
+		}
+		if v, _, ok := SplitFrame(string(k)); ok {
+			frames++
+			if v != last { // a video's frames are consecutive in path order
+				videos++
+				last = v
+			}
+		}
+	}
+	return videos, frames
+}
+
+var frameSep = []byte(FrameSep)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -69,5 +70,17 @@ func printVideoNotes(w io.Writer, s *index.Summary) {
 			"(Debian/Ubuntu: apt install ffmpeg; macOS: brew install ffmpeg; Windows: winget install ffmpeg) "+
 			"or give --ffmpeg DIR, then build again: the videos are picked up then\n",
 			n, plural(n, "video", "videos"), video.MinVersion)
+	}
+}
+
+// frameStill returns serve's maker of video frame pictures, or nil when
+// ffmpeg is not found (frames then have no thumbnail; videos still play).
+func frameStill(dir string) func(ctx context.Context, path string, t float64) ([]byte, error) {
+	tools, err := video.Find(dir)
+	if err != nil {
+		return nil
+	}
+	return func(ctx context.Context, path string, t float64) ([]byte, error) {
+		return video.Still(ctx, tools, path, t, 1280)
 	}
 }
