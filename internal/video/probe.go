@@ -97,7 +97,8 @@ func (s *Sampler) Probe(ctx context.Context, path string) (Info, error) {
 		if pctx.Err() != nil {
 			return Info{}, fmt.Errorf("%w: ffprobe ran for %s", ErrTimeLimit, limit)
 		}
-		return Info{}, fmt.Errorf("%w: %s", ErrNotVideo, lastLine(stderr.String(), err))
+		// ffprobe starts its line with the path, which the caller names.
+		return Info{}, fmt.Errorf("%w: %s", ErrNotVideo, strings.TrimPrefix(lastLine(stderr.String(), err), path+": "))
 	}
 	return parseProbe(stdout.Bytes())
 }
