@@ -92,12 +92,23 @@ func groupFrames(old map[string]*store.File) map[string][]frameRec {
 
 // planVideo decides what a build does with a video found on disk: it
 // returns true when the video needs reading (changed, new, or a failure to
-// retry) and otherwise counts it.
+// retry) and a sampler is there, and otherwise counts it (unchanged, or
+// skipped for want of a sampler).
 func (b *builder) planVideo(f found, failed *store.File) bool {
+	if !b.videoChanged(f, failed) {
+		b.sum.Unchanged++
+		return false
+	}
 	if b.opts.Video == nil {
 		b.sum.VideosSkipped++ // its records, if any, stay (see keepFrame)
 		return false
 	}
+	return true
+}
+
+// videoChanged reports whether a video needs reading: new, changed since
+// its frames or its failure were recorded, or a failure to retry.
+func (b *builder) videoChanged(f found, failed *store.File) bool {
 	frames := b.frames[f.path]
 	if failed == nil && len(frames) > 0 {
 		for _, fr := range frames {
@@ -105,14 +116,9 @@ func (b *builder) planVideo(f found, failed *store.File) bool {
 				return true
 			}
 		}
-		b.sum.Unchanged++
 		return false
 	}
-	if failed != nil && len(frames) == 0 && classify(failed, f.size, f.mtimeNs, nil, nil, b.retry()) == actUnchanged {
-		b.sum.Unchanged++
-		return false
-	}
-	return true
+	return failed == nil || len(frames) > 0 || classify(failed, f.size, f.mtimeNs, nil, nil, b.retry()) != actUnchanged
 }
 
 // prepareVideo hashes a video (streaming: a video may be larger than

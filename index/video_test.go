@@ -179,9 +179,9 @@ func TestBuildVideoLife(t *testing.T) {
 	// recorded one keeps its frames; a build with the sampler takes the
 	// new one up.
 	write(t, filepath.Join(dir, "sub", "x.webm"), "FAKEVIDEO 0,2 four")
-	sum = build(opts(e), "added=0 updated=0 unchanged=1 reused=0 removed=0 failed=0")
-	if sum.VideosSkipped != 2 {
-		t.Errorf("%d videos skipped, want 2", sum.VideosSkipped)
+	sum = build(opts(e), "added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+	if sum.VideosSkipped != 1 {
+		t.Errorf("%d videos skipped, want the new one", sum.VideosSkipped)
 	}
 	wantRecords(t, db, dir, "a.png", "w.MOV#t=1")
 	build(videoOpts(e, s), "added=1 updated=0 unchanged=2 reused=0 removed=0 failed=0")
@@ -191,4 +191,25 @@ func TestBuildVideoLife(t *testing.T) {
 	removeAll(t, filepath.Join(dir, "sub"))
 	build(videoOpts(e, s), "added=0 updated=0 unchanged=2 reused=0 removed=1 failed=0")
 	wantRecords(t, db, dir, "a.png", "w.MOV#t=1")
+}
+
+// BenchmarkHashVideo hashes a 256 MiB file as a build hashes a video
+// (streamed SHA-256; the file in the page cache): MB/s is the cost of the
+// content hash that lets a renamed video reuse its frames.
+func BenchmarkHashVideo(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "big.mp4")
+	data := make([]byte, 256<<20)
+	for i := range data {
+		data[i] = byte(i * 2654435761 >> 13)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := hashFile(context.Background(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

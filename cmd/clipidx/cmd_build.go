@@ -75,6 +75,16 @@ folder renamed for good). A plain folder that was emptied, and files deleted
 from a folder that is there, are deletions. Mount points are not detected
 on Windows, where only the other cases apply.
 
+Videos (mp4, mov, m4v, mkv, webm, avi, mts, m2ts, 3gp, wmv) are read through
+ffprobe and ffmpeg (on PATH, or --ffmpeg DIR / CLIPIDX_FFMPEG; version 4.4 or
+newer): a frame where the scene changes (--video-scene), at least one every
+--video-interval, none closer than a second, at most --video-frames a video,
+near-identical neighbours dropped; each frame is indexed as VIDEO#t=SECONDS.
+A changed video is sampled again, a renamed one reuses its frames. Without
+ffmpeg, videos are skipped (their frames already indexed are kept) and the
+build says how many; the next build with ffmpeg picks them up. A video that
+ffmpeg cannot read within its time limit (--video-timeout) fails by name.
+
 Webdataset tar shards (as img2dataset writes them) are roots too, also as a
 quoted brace pattern ('shards/{00000..00099}.tar'): they are read as streams,
 each sample indexed as SHARD.tar#KEY with its caption (.txt) and JSON kept for
