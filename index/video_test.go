@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"os"
@@ -212,4 +213,53 @@ func BenchmarkHashVideo(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// cancelSampler cancels the build when asked for its second video, as
+// Ctrl-C during a decode does.
+type cancelSampler struct {
+	fakeSampler
+	cancel context.CancelFunc
+}
+
+func (s *cancelSampler) Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error) {
+	if s.calls.Load() == 1 {
+		s.cancel()
+		<-ctx.Done()
+		return nil, video.Info{}, ctx.Err()
+	}
+	return s.fakeSampler.Sample(ctx, path)
+}
+
+// TestBuildVideoInterrupted: a build stopped while a video decodes keeps
+// the videos finished before, each with all its frames, records nothing
+// of the one stopped, and the next build completes the rest.
+func TestBuildVideoInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	write(t, filepath.Join(dir, "a.mp4"), "FAKEVIDEO 0,3,6 a")
+	write(t, filepath.Join(dir, "b.mp4"), "FAKEVIDEO 0,2 b")
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &cancelSampler{cancel: cancel}
+	o := videoOpts(&fakeEnc{}, s)
+	o.Workers = 1
+	if _, err := Build(ctx, db, []string{dir}, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted build: %v, want context.Canceled", err)
+	}
+	// The first video is recorded whole when its result reached the
+	// recorder before the stop, else not at all (a decoded video is not
+	// sent to the model once the build is stopped).
+	recs := records(t, db)
+	whole := []string{filepath.Join(dir, "a.mp4#t=0"), filepath.Join(dir, "a.mp4#t=3"), filepath.Join(dir, "a.mp4#t=6")}
+	if len(recs) != 0 && !slices.Equal(recs, whole) {
+		t.Fatalf("after the stop: %v, want all of a.mp4's frames or none", recs)
+	}
+	sum, err := Build(context.Background(), db, []string{dir}, videoOpts(&fakeEnc{}, &fakeSampler{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Added+sum.Unchanged != 2 || sum.Added != 2-len(recs)/3 {
+		t.Errorf("summary %s after the interrupted build that kept %d records", sumOf(sum), len(recs))
+	}
+	wantRecords(t, db, dir, "a.mp4#t=0", "a.mp4#t=3", "a.mp4#t=6", "b.mp4#t=0", "b.mp4#t=2")
 }
