@@ -240,7 +240,7 @@ func (w *walker) fail(path string, err error) {
 	}
 }
 
-// Walk lists the image files under roots (absolute, cleaned paths) in the
+// Walk lists the image and video files under roots (absolute, cleaned paths) in the
 // order a build processes them. It is exported for tools and tests; Build
 // uses the same walk.
 func Walk(ctx context.Context, roots []string) ([]string, error) {
