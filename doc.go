@@ -4,7 +4,8 @@
 //
 //	files on disk
 //	    │  index      walk the roots (sorted, deterministic), detect changes,
-//	    │             run the batching pipeline, report per-file failures
+//	    │             run the batching pipeline, report per-file failures;
+//	    │             videos sampled into frames (internal/video, ffmpeg)
 //	    ▼
 //	decode/resize     preprocess   image bytes → float32 [3,224,224], bit-exact with HF
 //	tokens            tokenizer    text → 77 CLIP BPE ids, exact with HF
@@ -33,8 +34,9 @@
 //
 // Who may import whom (enforced by deps_test.go):
 //
-//   - tokenizer, preprocess and internal/gemm are leaves: they import no other
-//     clipidx package. internal/mmap, the one file-mapping helper, is a leaf
+//   - tokenizer, preprocess, internal/gemm and internal/video (ffprobe and
+//     ffmpeg run as child processes: video frames as packed RGB) are leaves:
+//     they import no other clipidx package. internal/mmap, the one file-mapping helper, is a leaf
 //     that the model loaders (clipnpu/core, clipnpu/bundle) share.
 //   - clipnpu's runtime packages take a model folder, token ids and pixel
 //     tensors, never paths of images or strings of text: core is a leaf; hf

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"os"
 	"runtime"
 	"slices"
@@ -126,6 +127,13 @@ type Options struct {
 	// the progress record ("clipidx watch").
 	LockWait func(err error)
 	Command  string
+	// Video samples the frames of video files (see video.go), and
+	// PreprocessFrame turns a frame into the Encoder's pixels (the photo
+	// preprocessing of a decoded image). Nil Video skips videos: they are
+	// counted in Summary.VideosSkipped and their records, if any, kept, so
+	// that a later build with a sampler takes them up.
+	Video           VideoSampler
+	PreprocessFrame func(img image.Image) ([]float32, error)
 
 	// committed, when set (by this package's tests only), is called on the
 	// goroutine that called Build after each commit of file records, with
@@ -164,6 +172,11 @@ type Summary struct {
 	// Offline lists the folders under the roots whose disk looked away:
 	// their entries were kept, not removed (see offline.go).
 	Offline []store.Offline `json:"offline"`
+	// Frames counts the frame records written for the videos added,
+	// updated or reused (a video counts once in the counts above);
+	// VideosSkipped the videos not read for want of a sampler (no ffmpeg).
+	Frames        int `json:"frames,omitempty"`
+	VideosSkipped int `json:"videos_skipped,omitempty"`
 	// Complete is false when the build was cancelled: nothing was removed.
 	Complete bool `json:"-"`
 	// Backup is where a damaged index was moved when Options.Reindex
@@ -184,6 +197,9 @@ type Failure struct {
 func (o *Options) defaults() error {
 	if o.Encoder == nil || o.Preprocess == nil {
 		return errors.New("index: Options.Encoder and Options.Preprocess are required")
+	}
+	if o.Video != nil && o.PreprocessFrame == nil {
+		return errors.New("index: Options.Video needs Options.PreprocessFrame")
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 8
@@ -236,6 +252,7 @@ type result struct {
 	err    error // per-file failure
 	vec    []float32
 	dup    bool // content claimed by another file of this run: take its outcome
+	video  *videoResult
 }
 
 // Build brings the index at dbPath up to date with the images under roots
@@ -302,6 +319,12 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 					return nil
 				})
 			}
+			if err == nil && IsVideoName(r) { // a partial build naming a video: its frames, VIDEO#t=S
+				err = s.FilesPrefix(r+store.FrameSep, func(p string, f store.File) error {
+					old[p] = &f
+					return nil
+				})
+			}
 			if err != nil {
 				return err
 			}
@@ -314,7 +337,8 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 
 	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{},
 		sum:  &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()},
-		prog: progressState{roots: abs, started: time.Now()}, scope: scope}
+		prog: progressState{roots: abs, started: time.Now()}, scope: scope,
+		frames: groupFrames(old), ctx: ctx}
 	wk := newWalker(ctx, abs)
 	wk.onError, wk.wasMount, wk.isMount = opts.OnError, wasMount, opts.mountPoint
 	wk.progress = func(n int) { b.event(Event{Phase: "scan", Done: n}) }
@@ -354,6 +378,12 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	var jobs []job
 	for _, f := range wk.files {
 		o := old[f.path]
+		if IsVideoName(f.path) {
+			if b.planVideo(f, o) {
+				jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
+			}
+			continue
+		}
 		if classify(o, f.size, f.mtimeNs, nil, nil, b.retry()) == actUnchanged {
 			b.sum.Unchanged++
 			continue
@@ -366,6 +396,9 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if len(jobs) > 0 || len(b.tar.tars) > 0 {
 		// Every content hash with a vector, for reuse (only read when needed).
 		err := w.View(func(s *store.Snapshot) error {
+			if err := b.readAllFrames(s, jobs); err != nil {
+				return err
+			}
 			return s.Hashes(func(h store.Hash) error { b.known[h] = true; return nil })
 		})
 		if err != nil {
@@ -404,6 +437,9 @@ type builder struct {
 	tar        tarState  // webdataset shards (wds_build.go)
 	prog       progressState
 	scope      []string // the paths walked (Options.Within, else the roots)
+	ctx        context.Context
+	frames     map[string][]frameRec // frame records under the roots, by video
+	allFrames  map[string][]frameRec // of the whole index (recordedVideo)
 	batch      store.Batch
 	pending    int // files in batch
 	committed  int // records committed by this build
@@ -431,6 +467,7 @@ func (b *builder) run(ctx context.Context, jobs []job) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	b.ctx = ctx
 	// tokens bound the files between the feeder and the consumer, so that
 	// decoded pixels never pile up faster than the encoder takes them.
 	ahead := 2*b.opts.BatchSize + 2*b.opts.Workers
@@ -483,6 +520,9 @@ func (b *builder) run(ctx context.Context, jobs []job) error {
 				break
 			}
 			<-tokens
+			if err := b.embedFrames(&r); err != nil {
+				return err
+			}
 			c.add(r)
 		case <-tick.C:
 		case <-ctx.Done():
@@ -540,6 +580,8 @@ func (b *builder) newCollector() *collector {
 
 func (c *collector) add(r result) {
 	switch {
+	case r.video != nil:
+		c.b.record(r) // its frames went through the encoder already
 	case r.dup:
 		if e, ok := c.outcome[r.hash]; ok {
 			c.recordDup(r, e)
@@ -623,6 +665,9 @@ func (b *builder) claim(h store.Hash) bool {
 // prepare reads, hashes, classifies and, when the model must run, decodes
 // one file. It runs on a worker goroutine.
 func (b *builder) prepare(j job) result {
+	if IsVideoName(j.path) && j.tar == nil {
+		return b.prepareVideo(j)
+	}
 	r := result{job: j}
 	if j.tar != nil && (j.tar.end != nil || j.tar.err != nil) {
 		r.err = j.tar.err // a sample laid out wrong, or a shard's end
@@ -810,6 +855,10 @@ func (b *builder) failure(path string, f store.File, err error) (store.File, boo
 
 // record adds one finished result to the pending batch and the summary.
 func (b *builder) record(r result) {
+	if r.video != nil {
+		b.recordVideo(r)
+		return
+	}
 	if r.tar != nil && b.recordTar(r) {
 		return // a shard's end
 	}
@@ -881,13 +930,16 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 			paths = append(paths, p)
 		}
 		sort.Strings(paths)
+		counted := map[string]bool{}
 		for _, p := range paths {
-			if wk.seen[p] || b.keepRecord(p) || wk.awayWithin(p) {
+			if wk.seen[p] || b.keepRecord(p) || wk.awayWithin(p) || keepFrame(wk, p) {
 				continue // still there, or on a disk that is away
 			}
 			b.batch.Delete(p)
 			b.pending++
-			b.sum.Removed++
+			if b.countRemoved(p, counted) {
+				b.sum.Removed++
+			}
 		}
 		if err := b.maybeCommit(true); err != nil {
 			return b.sum, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/clipidx/clipidx/internal/video"
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 )
@@ -53,11 +54,11 @@ func failKind(err error) string {
 	switch {
 	case errors.Is(err, ErrNotImage), errors.Is(err, ErrUnsupported):
 		return store.FailFormat
-	case errors.Is(err, ErrTooLarge), errors.Is(err, preprocess.ErrTooLarge):
+	case errors.Is(err, ErrTooLarge), errors.Is(err, preprocess.ErrTooLarge), errors.Is(err, video.ErrTooLarge):
 		return store.FailTooLarge
 	case errors.Is(err, ErrEmpty):
 		return store.FailEmpty
-	case errors.Is(err, preprocess.ErrCorrupt):
+	case errors.Is(err, preprocess.ErrCorrupt), errors.Is(err, video.ErrNotVideo):
 		return store.FailCorrupt
 	}
 	return store.FailOther

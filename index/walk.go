@@ -13,7 +13,7 @@ import (
 // maxDepth stops runaway recursion where loop detection is unavailable.
 const maxDepth = 256
 
-// found is one candidate image from the walk.
+// found is one candidate image or video from the walk.
 type found struct {
 	path    string
 	size    int64
@@ -73,7 +73,7 @@ func (w *walker) walkRoot(root string) error {
 		return nil
 	}
 	if !fi.IsDir() {
-		if IsImageName(root) {
+		if wanted(root) {
 			w.add(root, fi)
 		} else if IsShardName(root) && fi.Mode().IsRegular() {
 			w.tars = append(w.tars, found{path: root, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()})
@@ -161,10 +161,10 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 				if err := w.dir(p, info, nil, depth+1); err != nil {
 					return err
 				}
-			} else if info.Mode().IsRegular() && IsImageName(name) {
+			} else if info.Mode().IsRegular() && wanted(name) {
 				w.add(p, info)
 			}
-		case e.Type().IsRegular() && IsImageName(name):
+		case e.Type().IsRegular() && wanted(name):
 			info, err := e.Info()
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // deleted during the walk
@@ -240,7 +240,7 @@ func (w *walker) fail(path string, err error) {
 	}
 }
 
-// Walk lists the image files under roots (absolute, cleaned paths) in the
+// Walk lists the image and video files under roots (absolute, cleaned paths) in the
 // order a build processes them. It is exported for tools and tests; Build
 // uses the same walk.
 func Walk(ctx context.Context, roots []string) ([]string, error) {

@@ -113,6 +113,9 @@ func checkShare(db string, old map[string]*store.File, wk *walker, roots []strin
 	}
 	n := 0
 	for p := range old {
+		if v, _, isFrame := store.SplitFrame(p); isFrame {
+			p = v // a video's frames go with their video
+		}
 		s, ok := sampleShare(p, tarShare)
 		if !ok {
 			s = pathShare(p, roots, shards)

@@ -31,6 +31,9 @@ type Options struct {
 	// Exact scans the full float32 vectors instead of the 16-bit halves
 	// (slower; results are the same; for tests and benchmarks).
 	Exact bool
+	// Frames lists every matching frame of a video (VIDEO#t=S) as a
+	// result; by default a video is one result, its best frame.
+	Frames bool
 }
 
 // Result is one matching file.
@@ -59,6 +62,14 @@ func better(a, b cand) bool {
 // here), best first: at most opts.K paths. Files sharing one vector
 // (duplicates) are listed together with the same score.
 func Search(s *store.Snapshot, q []float32, opts Options) ([]Result, error) {
+	if !opts.Frames {
+		return searchVideos(s, q, opts) // group.go
+	}
+	return searchFiles(s, q, opts)
+}
+
+// searchFiles is Search with every frame a result of its own.
+func searchFiles(s *store.Snapshot, q []float32, opts Options) ([]Result, error) {
 	dim := s.Dim()
 	if len(q) != dim {
 		return nil, fmt.Errorf("%w: length %d, index dimension %d", ErrBadQuery, len(q), dim)

@@ -31,6 +31,7 @@ func newBuildCmd() *cobra.Command {
 	var asJSON, reindex, exif, captions, retryFailed, noWait bool
 	var batch, workers int
 	var shard string
+	var vf videoFlags
 	c := &cobra.Command{
 		Use:   "build [DIR...]",
 		Short: "Index the images under folders (incremental; safe to interrupt)",
@@ -76,6 +77,16 @@ folder renamed for good). A plain folder that was emptied, and files deleted
 from a folder that is there, are deletions. Mount points are not detected
 on Windows, where only the other cases apply.
 
+Videos (mp4, mov, m4v, mkv, webm, avi, mts, m2ts, 3gp, wmv) are read through
+ffprobe and ffmpeg (on PATH, or --ffmpeg DIR / CLIPIDX_FFMPEG; version 4.4 or
+newer): a frame where the scene changes (--video-scene), at least one every
+--video-interval, none closer than a second, at most --video-frames a video,
+near-identical neighbours dropped; each frame is indexed as VIDEO#t=SECONDS.
+A changed video is sampled again, a renamed one reuses its frames. Without
+ffmpeg, videos are skipped (their frames already indexed are kept) and the
+build says how many; the next build with ffmpeg picks them up. A video that
+ffmpeg cannot read within its time limit (--video-timeout) fails by name.
+
 Webdataset tar shards (as img2dataset writes them) are roots too, also as a
 quoted brace pattern ('shards/{00000..00099}.tar'): they are read as streams,
 each sample indexed as SHARD.tar#KEY with its caption (.txt) and JSON kept for
@@ -114,6 +125,10 @@ indexes. A --shard build refuses an index that holds records of other shares
 			if err != nil {
 				return err
 			}
+			sampler, framePre, err := vf.sampler(proc)
+			if err != nil {
+				return err
+			}
 			if _, err := os.Stat(g.db); reindex || errors.Is(err, fs.ErrNotExist) {
 				// The index is about to be created or reset: load the
 				// model first, so that one that cannot load changes
@@ -148,16 +163,17 @@ indexes. A --shard build refuses an index that holds records of other shares
 				BatchSize:   batch,
 				Workers:     workers,
 				// [3, S, S] per image (the face matched the crop to S)
-				PixelsPerImage: 3 * info.ImageSize * info.ImageSize,
-				Device:         info.Device,
-				DeviceNote:     info.DeviceNote,
-				Weights:        info.Rounded,
-				Precision:      g.precision,
-				Shard:          shardI,
-				Shards:         shardN,
-				Captions:       captions,
-				Command:        "clipidx build",
-				LockWait:       buildLockWait(noWait, cmd.ErrOrStderr()),
+				PixelsPerImage:  3 * info.ImageSize * info.ImageSize,
+				Device:          info.Device,
+				DeviceNote:      info.DeviceNote,
+				Weights:         info.Rounded,
+				Precision:       g.precision,
+				Shard:           shardI,
+				Shards:          shardN,
+				Captions:        captions,
+				PreprocessFrame: framePre,
+				Command:         "clipidx build",
+				LockWait:        buildLockWait(noWait, cmd.ErrOrStderr()),
 				Progress: func(e index.Event) {
 					switch e.Phase {
 					case "scan":
@@ -170,6 +186,9 @@ indexes. A --shard build refuses an index that holds records of other shares
 						bar.describe("removing deleted files")
 					}
 				},
+			}
+			if sampler != nil {
+				opts.Video = sampler
 			}
 			if captions {
 				opts.TextEncoder = m // the text tower loads with the first caption
@@ -212,7 +231,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}],"offline":[{"dir","since","reason","entries"}]} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build)`)
+	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}],"offline":[{"dir","since","reason","entries"}],"frames","videos_skipped"} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build)`)
 	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings (its vectors are dropped), or is damaged (the damaged file is kept as DB.corrupt-TIME)")
 	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
@@ -220,6 +239,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 	f.StringVar(&shard, "shard", "", "build only share I of N (I/N, I from 0) of the inputs: whole tar shards, files by a hash of their path; merge the N indexes with clipidx merge")
 	f.BoolVar(&retryFailed, "retry-failed", false, "read every file recorded as failed again, changed or not (a build already retries the formats it newly reads)")
 	f.BoolVar(&noWait, "no-wait", false, "fail at once when another build (a clipidx watch, serve --watch or build) holds the index, instead of waiting for it")
+	vf.register(f)
 	f.BoolVar(&captions, "captions", false, "also embed each webdataset sample's caption (.txt) as a text vector (exported as text_emb)")
 	return c
 }
@@ -280,6 +300,7 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 	fmt.Fprintf(out, "added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d\n",
 		s.Added, s.Updated, s.Unchanged, s.Reused, s.Removed, s.Failed)
 	printOffline(out, s.Offline)
+	printVideoNotes(out, s)
 	errw := cmd.ErrOrStderr()
 	for i, f := range s.Failures {
 		if i == maxListedFailures {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"math"
@@ -21,7 +22,7 @@ func init() { subcommands = append(subcommands, newSearchCmd) }
 
 func newSearchCmd() *cobra.Command {
 	var k int
-	var asJSON, pathsOnly, null, exact, preview bool
+	var asJSON, pathsOnly, null, exact, preview, frames bool
 	var threshold float32
 	var under, images []string
 	c := &cobra.Command{
@@ -47,6 +48,10 @@ Terms that start with "-" must come after "--" so they are not read as flags:
 
 A text query loads only the text tower. An image already in the index is
 looked up by its content and needs no model at all.
+
+A video is one result, its best frame, printed with its time as
+VIDEO#t=SECONDS (the W3C media-fragment form); --frames lists every matching
+frame. --paths-only and --null print the video's own path.
 
 A result on a disk that was away at the last build (see clipidx build --help)
 is still found; its line ends with <TAB>(offline), and --json marks it
@@ -82,7 +87,7 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 					return err
 				}
 			}
-			opts := search.Options{K: k, Under: under, Threads: g.threads, Exact: exact}
+			opts := search.Options{K: k, Under: under, Threads: g.threads, Exact: exact, Frames: frames}
 			if cmd.Flags().Changed("threshold") {
 				opts.Threshold = &threshold
 			}
@@ -124,11 +129,11 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 				return json.NewEncoder(out).Encode(markOffline(res, offline))
 			case null:
 				for _, x := range res {
-					fmt.Fprint(out, x.Path, "\x00")
+					fmt.Fprint(out, filePath(x.Path), "\x00")
 				}
 			case pathsOnly:
 				for _, x := range res {
-					fmt.Fprintln(out, x.Path)
+					fmt.Fprintln(out, filePath(x.Path))
 				}
 			case preview:
 				return printPreviews(cmd, markOffline(res, offline))
@@ -142,13 +147,14 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 	}
 	f := c.Flags()
 	f.IntVarP(&k, "k", "k", 10, "number of results")
-	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build)`)
+	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build; a video frame adds "video": its file and "time": seconds)`)
 	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line (for xargs)")
 	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0)")
 	f.Float32Var(&threshold, "threshold", 0, "drop results with a cosine below this")
 	f.StringArrayVar(&under, "under", nil, "only results inside this folder, or samples of this tar shard (repeatable)")
 	f.StringArrayVar(&images, "image", nil, "find images similar to this file (repeatable; same as the term @FILE)")
 	f.BoolVar(&preview, "preview", false, "draw a thumbnail under each result (terminals with kitty graphics or iTerm2 inline images)")
+	f.BoolVar(&frames, "frames", false, "list every matching frame of a video (VIDEO#t=SECONDS), not only each video's best")
 	f.BoolVar(&exact, "exact", false, "scan the full float32 vectors (slower; same results)")
 	f.MarkHidden("exact")
 	return c
@@ -158,7 +164,9 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 // away at the last build (its file may not be readable now).
 type hit struct {
 	search.Result
-	Offline bool `json:"offline,omitempty"`
+	Offline bool     `json:"offline,omitempty"`
+	Video   string   `json:"video,omitempty"` // a frame's video file
+	Time    *float64 `json:"time,omitempty"`  // a frame's time in seconds
 }
 
 // markOffline marks the results that lie in an offline folder.
@@ -166,9 +174,20 @@ func markOffline(res []search.Result, offline []store.Offline) []hit {
 	out := make([]hit, len(res))
 	for i, r := range res {
 		_, off := store.OfflineFor(offline, r.Path)
-		out[i] = hit{r, off}
+		out[i] = hit{Result: r, Offline: off}
+		if v, t, ok := store.SplitFrame(r.Path); ok {
+			out[i].Video, out[i].Time = v, &t
+		}
 	}
 	return out
+}
+
+// filePath is the file a result lives in: a frame's video, or the path.
+func filePath(p string) string {
+	if v, _, ok := store.SplitFrame(p); ok {
+		return v
+	}
+	return p
 }
 
 // line is the plain output of a hit: score<TAB>path, and <TAB>(offline).
@@ -200,6 +219,9 @@ func printPreviews(cmd *cobra.Command, res []hit) error {
 			continue
 		}
 		data, err := os.ReadFile(x.Path)
+		if x.Video != "" {
+			err = errors.New("no preview of a video frame in the terminal (clipidx serve shows it)")
+		}
 		if err == nil {
 			var img *image.RGBA
 			if img, err = web.ThumbImage(data, x.Path, previewSize); err == nil {

@@ -24,7 +24,7 @@ import (
 func init() { subcommands = append(subcommands, newServeCmd) }
 
 func newServeCmd() *cobra.Command {
-	var addr, token, tokenFile string
+	var addr, token, tokenFile, ffmpegDir string
 	var open, watchOn bool
 	var wf watchFlags
 	c := &cobra.Command{
@@ -90,11 +90,12 @@ and runs the query shown again when new results land.`,
 				}
 			}()
 			srv, err := web.New(web.Options{
-				DB:       g.db,
-				Addr:     served,
-				Token:    token,
-				ThumbDir: thumbDir,
-				Threads:  g.threads,
+				DB:         g.db,
+				Addr:       served,
+				Token:      token,
+				ThumbDir:   thumbDir,
+				Threads:    g.threads,
+				FrameStill: frameStill(ffmpegDir),
 				OpenModel: func() (web.Model, error) {
 					var err error
 					m, err = openFace(clipnpu.TextTower, true)
@@ -150,6 +151,7 @@ and runs the query shown again when new results land.`,
 		},
 	}
 	f := c.Flags()
+	f.StringVar(&ffmpegDir, "ffmpeg", envOr("CLIPIDX_FFMPEG", ""), "folder holding ffmpeg, for the pictures of video frames (default: found on PATH) [env CLIPIDX_FFMPEG]")
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port); beyond loopback a token is required")
 	f.BoolVar(&open, "open", false, "open the page in the default browser")
 	f.StringVar(&token, "token", "", "token the page and API require (shown to every user by ps: prefer --token-file or $CLIPIDX_TOKEN; default: none on loopback, a random one otherwise)")

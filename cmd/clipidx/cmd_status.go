@@ -17,6 +17,8 @@ func init() { subcommands = append(subcommands, newStatusCmd) }
 type statusJSON struct {
 	Images    int              `json:"images"`
 	Failed    int              `json:"failed"`
+	Videos    int              `json:"videos"` // videos with frames
+	Frames    int              `json:"frames"` // their frames (counted in images)
 	Model     string           `json:"model"`
 	Dim       int              `json:"dim"`
 	Weights   string           `json:"weights"` // "stored", or the type weights were rounded to at load ("f16")
@@ -46,6 +48,7 @@ works while a build is running.`,
 			}
 			defer r.Close()
 			var st store.Stats
+			var videos, frames int
 			var id store.Identity
 			offline := []store.Offline{}
 			folders := []string{}
@@ -66,6 +69,7 @@ works while a build is running.`,
 				}
 				offline = append(offline, off...)
 				st, err = s.Stats()
+				videos, frames = s.VideoCounts()
 				if err == nil && check {
 					if cerr := s.Check(true); cerr != nil {
 						err = fmt.Errorf("%v\n%w", cerr, store.ErrCorrupt)
@@ -91,12 +95,15 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build})
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
 			if st.Queued > 0 {
 				fmt.Fprintf(out, "unused:      %d %s no file uses any more (freed by the next build)\n", st.Queued, plural(st.Queued, "vector", "vectors"))
+			}
+			if videos > 0 {
+				fmt.Fprintf(out, "videos:      %d (%d %s, counted in images)\n", videos, frames, plural(frames, "frame", "frames"))
 			}
 			fmt.Fprintf(out, "failed:      %d\n", st.Failed)
 			printBuildState(out, build)

@@ -31,6 +31,10 @@ type Result struct {
 	// result ("" when its disk was there at the last build): its
 	// thumbnail and image are not served until the disk is back.
 	Offline string `json:"offline,omitempty"`
+	// Video is, for a video's frame, the URL of the video (Range requests
+	// served) and Time the frame's time in seconds.
+	Video string   `json:"video,omitempty"`
+	Time  *float64 `json:"time,omitempty"`
 }
 
 // Answer is the body of /api/search, /api/similar and /api/search/image.
@@ -144,7 +148,11 @@ func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk
 	for _, x := range rk.res {
 		id := s.ids.id(x.Path)
 		o, _ := store.OfflineFor(rk.offline, x.Path)
-		a.Results = append(a.Results, Result{ID: id, Path: x.Path, Score: x.Score, Thumb: "/thumb/" + id, Image: "/image/" + id, Offline: o.Dir})
+		res := Result{ID: id, Path: x.Path, Score: x.Score, Thumb: "/thumb/" + id, Image: "/image/" + id, Offline: o.Dir}
+		if _, t, ok := store.SplitFrame(x.Path); ok {
+			res.Video, res.Time = "/video/"+id, &t
+		}
+		a.Results = append(a.Results, res)
 	}
 	a.TookMS = float64(time.Since(start).Microseconds()) / 1000
 	writeJSON(w, http.StatusOK, a)

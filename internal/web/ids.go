@@ -117,6 +117,11 @@ type indexedFile struct {
 	rec  store.File
 	real string // the file, or the sample's shard, with symbolic links resolved
 	key  string // the sample's key in its shard; "" for a file
+	// frame is set for a video's frame (VIDEO#t=S): real is the video,
+	// t the frame's time. Its record carries the video's size and mtime,
+	// and a hash of its own (see index), not the video's.
+	frame bool
+	t     float64
 }
 
 // resolve finds id's record and checks that it is still what was indexed
@@ -130,8 +135,13 @@ func (s *Server) resolve(snap *store.Snapshot, id string) (indexedFile, error) {
 		return indexedFile{}, err
 	}
 	file, key := p, ""
+	var t float64
+	frame := false
 	if _, err := os.Lstat(p); err != nil {
-		if file, key = splitSample(p); file == "" {
+		var v string
+		if v, t, frame = store.SplitFrame(p); frame {
+			file = v // a video's frame, served from its video
+		} else if file, key = splitSample(p); file == "" {
 			return indexedFile{}, errGone // removed
 		}
 	}
@@ -147,7 +157,7 @@ func (s *Server) resolve(snap *store.Snapshot, id string) (indexedFile, error) {
 	if err != nil || !fi.Mode().IsRegular() || fi.ModTime().UnixNano() != rec.MtimeNs || key == "" && fi.Size() != rec.Size {
 		return indexedFile{}, errGone // changed since indexing
 	}
-	return indexedFile{path: p, rec: rec, real: real, key: key}, nil
+	return indexedFile{path: p, rec: rec, real: real, key: key, frame: frame, t: t}, nil
 }
 
 // splitSample splits a sample's path SHARD.tar#KEY at the first separator

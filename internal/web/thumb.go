@@ -280,7 +280,14 @@ func (s *Server) thumbOf(ctx context.Context, f indexedFile) ([]byte, error) {
 	if b := s.cachedThumb(f.rec.Hash); b != nil {
 		return b, nil
 	}
-	data, name, err := readChecked(f, MaxThumbSource)
+	var data []byte
+	var name string
+	var err error
+	if f.frame {
+		data, name, err = s.still(ctx, f) // video.go
+	} else {
+		data, name, err = readChecked(f, MaxThumbSource)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +327,10 @@ func contentType(data []byte, path string) string {
 func (s *Server) image(w http.ResponseWriter, r *http.Request, id string) {
 	f, ok := s.fileOrNotModified(w, r, id, "i")
 	if !ok {
+		return
+	}
+	if f.frame {
+		s.stillImage(w, r, f) // video.go
 		return
 	}
 	file, src, err := openChecked(f)

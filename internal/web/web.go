@@ -70,6 +70,10 @@ type Options struct {
 	Threads int
 	// OpenTimeout bounds the wait for the index's lock (0 = 5 s).
 	OpenTimeout time.Duration
+	// FrameStill, when set, returns a video's picture at t seconds as an
+	// encoded image (PNG or JPEG), for the thumbnails and the viewer of
+	// video frames; without it they answer 404 (the video still plays).
+	FrameStill func(ctx context.Context, video string, t float64) ([]byte, error)
 }
 
 // MaxUpload is the largest image body POST /api/search/image accepts.
@@ -259,6 +263,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.thumb(w, r, strings.TrimPrefix(p, "/thumb/"))
 	case strings.HasPrefix(p, "/image/") && get:
 		s.image(w, r, strings.TrimPrefix(p, "/image/"))
+	case strings.HasPrefix(p, "/video/") && get:
+		s.video(w, r, strings.TrimPrefix(p, "/video/")) // video.go
 	case p == "/favicon.ico":
 		w.WriteHeader(http.StatusNoContent)
 	default:

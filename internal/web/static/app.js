@@ -88,6 +88,12 @@ async function runSearch(push, seq) {
 
 function baseName(p) { return p.split(/[\\/]/).pop(); }
 
+// clock writes a frame's time as a player does: 83.4 → "1:23".
+function clock(t) {
+  const s = Math.floor(t), h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, r = String(s % 60).padStart(2, "0");
+  return h ? h + ":" + String(m).padStart(2, "0") + ":" + r : m + ":" + r;
+}
+
 function render(results) {
   const grid = $("grid");
   const old = state.results;
@@ -115,6 +121,13 @@ function cell(r, i) {
   label.className = "label";
   label.textContent = r.score.toFixed(3) + " · " + baseName(r.path) + (r.offline ? " · offline" : "");
   b.append(img, label);
+  if (r.video) {
+    // A video's frame: a play mark with the time it plays from.
+    const play = document.createElement("span");
+    play.className = "play";
+    play.textContent = "▶ " + clock(r.time);
+    b.append(play);
+  }
   b.addEventListener("click", () => openViewer(i));
   return b;
 }
@@ -123,7 +136,20 @@ function openViewer(i) {
   const r = state.results[i];
   if (!r) return;
   state.open = i;
-  $("full").src = r.image;
+  const clip = $("clip");
+  clip.pause();
+  clip.hidden = !r.video;
+  $("full").hidden = !!r.video;
+  if (r.video) {
+    // The media fragment starts the player at the frame's time.
+    clip.src = r.video + "#t=" + r.time;
+    clip.play().catch(() => {});
+    $("full").removeAttribute("src");
+  } else {
+    clip.removeAttribute("src");
+    clip.load();
+    $("full").src = r.image;
+  }
   $("full").alt = baseName(r.path);
   $("path").textContent = r.path;
   $("score").textContent = "score " + r.score.toFixed(4) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
@@ -274,6 +300,7 @@ function init() {
   $("copy").addEventListener("click", copyPath);
   $("similar").addEventListener("click", similar);
   $("viewer").addEventListener("close", () => {
+    $("clip").pause();
     const c = $("grid").children[state.open];
     if (c) c.focus();
   });

@@ -1,0 +1,358 @@
+package index
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/clipidx/clipidx/internal/video"
+	"github.com/clipidx/clipidx/store"
+)
+
+// Videos. A video file is indexed as its frames where the picture changes
+// (Options.Video samples them), each a record VIDEO#t=SECONDS with the
+// video's size and mtime and a content hash made from the video's hash and
+// the time. A video's frames are written together, in one batch, so a
+// commit holds all of them or none: the video is unchanged when all its
+// frame records carry its size and mtime. A changed video is sampled again
+// and its frames replaced; a removed one loses them all; a renamed or
+// copied one takes the frames of a recorded video with the same content
+// (no decode, no model). A video that fails is recorded under its own
+// path, as a photo that fails, and has no frames.
+
+// videoExts are the extensions (lower case) the walk takes for videos;
+// ffprobe confirms them.
+var videoExts = map[string]bool{
+	".mp4": true, ".mov": true, ".m4v": true, ".mkv": true, ".webm": true, ".avi": true,
+	".mts": true, ".m2ts": true, ".3gp": true, ".wmv": true,
+}
+
+// IsVideoName reports whether a file name has a video extension (any case).
+func IsVideoName(name string) bool { return videoExts[strings.ToLower(filepath.Ext(name))] }
+
+// wanted reports whether the walk takes a file by its name.
+func wanted(name string) bool { return IsImageName(name) || IsVideoName(name) }
+
+// VideoSampler samples the frames of a video (video.Sampler does, through
+// ffmpeg). Errors are the video's failures, except the context's.
+type VideoSampler interface {
+	Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error)
+}
+
+// frameRec is a frame record the index holds.
+type frameRec struct {
+	path string
+	t    float64
+	f    store.File
+}
+
+// vframe is a frame of a video job: its time, the hash of its record, and
+// the pixels to embed (nil when its vector is reused) or the vector.
+type vframe struct {
+	t      float64
+	hash   store.Hash
+	pixels []float32
+	vec    []float32
+}
+
+// videoResult is what prepare adds to a result for a video.
+type videoResult struct {
+	frames []vframe
+	old    []frameRec // the video's frame records before this build
+}
+
+// frameHash is the content hash of the frame at t of a video whose bytes
+// hash to h: the same video content gives the same frame hashes, so a
+// renamed video reuses its vectors.
+func frameHash(h store.Hash, t float64) store.Hash {
+	return sha256.Sum256([]byte("clipidx video frame\x00" + string(h[:]) + store.FrameSep + store.FrameTime(t)))
+}
+
+// groupFrames lists the frame records of old by their video's path, in
+// time order.
+func groupFrames(old map[string]*store.File) map[string][]frameRec {
+	out := map[string][]frameRec{}
+	for p, f := range old {
+		if v, t, ok := store.SplitFrame(p); ok {
+			out[v] = append(out[v], frameRec{path: p, t: t, f: *f})
+		}
+	}
+	for _, fs := range out {
+		sort.Slice(fs, func(i, j int) bool { return fs[i].t < fs[j].t })
+	}
+	return out
+}
+
+// planVideo decides what a build does with a video found on disk: it
+// returns true when the video needs reading (changed, new, or a failure to
+// retry) and a sampler is there, and otherwise counts it (unchanged, or
+// skipped for want of a sampler).
+func (b *builder) planVideo(f found, failed *store.File) bool {
+	if !b.videoChanged(f, failed) {
+		b.sum.Unchanged++
+		return false
+	}
+	if b.opts.Video == nil {
+		b.sum.VideosSkipped++ // its records, if any, stay (see keepFrame)
+		return false
+	}
+	return true
+}
+
+// videoChanged reports whether a video needs reading: new, changed since
+// its frames or its failure were recorded, or a failure to retry.
+func (b *builder) videoChanged(f found, failed *store.File) bool {
+	frames := b.frames[f.path]
+	if failed == nil && len(frames) > 0 {
+		for _, fr := range frames {
+			if fr.f.Size != f.size || fr.f.MtimeNs != f.mtimeNs {
+				return true
+			}
+		}
+		return false
+	}
+	return failed == nil || len(frames) > 0 || classify(failed, f.size, f.mtimeNs, nil, nil, b.retry()) != actUnchanged
+}
+
+// prepareVideo hashes a video (streaming: a video may be larger than
+// memory), and takes its frames from the index when its content is
+// recorded (under this path, or another: a rename or a copy), or samples
+// and preprocesses them. It runs on a worker goroutine.
+func (b *builder) prepareVideo(j job) result {
+	r := result{job: j, video: &videoResult{old: b.frames[j.path]}}
+	if j.size == 0 {
+		r.err = ErrEmpty
+		return r
+	}
+	h, err := hashFile(b.ctx, j.path)
+	if err != nil {
+		r.err = fmt.Errorf("read: %w", err)
+		return r
+	}
+	r.hash = h
+	if same := framesOf(h, r.video.old, b.known); same != nil {
+		r.act, r.video.frames = actTouch, same
+		return r
+	}
+	if same := b.recordedVideo(h); same != nil {
+		r.act, r.video.frames = actReuse, same
+		return r
+	}
+	r.act = actEmbed
+	frames, _, err := b.opts.Video.Sample(b.ctx, j.path)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	for _, fr := range frames {
+		vf := vframe{t: fr.Time, hash: frameHash(h, fr.Time)}
+		if !b.known[vf.hash] {
+			vf.pixels, err = b.opts.PreprocessFrame(fr.Image())
+			if err == nil && len(vf.pixels) == 0 {
+				err = errors.New("preprocessing returned no pixels")
+			}
+			if err != nil {
+				r.err = fmt.Errorf("frame at %s s: %w", store.FrameTime(fr.Time), err)
+				return r
+			}
+		}
+		r.video.frames = append(r.video.frames, vf)
+	}
+	return r
+}
+
+// framesOf returns the frames of recs when they are those of a video with
+// content h (every frame hash matches, every vector is stored), else nil.
+func framesOf(h store.Hash, recs []frameRec, known map[store.Hash]bool) []vframe {
+	if len(recs) == 0 {
+		return nil
+	}
+	out := make([]vframe, 0, len(recs))
+	for _, fr := range recs {
+		fh := frameHash(h, fr.t)
+		if fr.f.Failed() || fr.f.Hash != fh || !known[fh] {
+			return nil
+		}
+		out = append(out, vframe{t: fr.t, hash: fh})
+	}
+	return out
+}
+
+// readAllFrames reads the frame records of the whole index when a video
+// is to be read, for recordedVideo.
+func (b *builder) readAllFrames(s *store.Snapshot, jobs []job) error {
+	if !slices.ContainsFunc(jobs, func(j job) bool { return IsVideoName(j.path) && j.tar == nil }) {
+		return nil
+	}
+	all := map[string]*store.File{}
+	err := s.FilesPrefix("", func(p string, f store.File) error {
+		if _, _, ok := store.SplitFrame(p); ok {
+			all[p] = &f
+		}
+		return nil
+	})
+	b.allFrames = groupFrames(all)
+	return err
+}
+
+// recordedVideo returns the frames of a video recorded anywhere in the
+// index (as the build started) with content h, or nil.
+func (b *builder) recordedVideo(h store.Hash) []vframe {
+	for _, recs := range b.allFrames {
+		if recs[0].f.Hash == frameHash(h, recs[0].t) {
+			if fr := framesOf(h, recs, b.known); fr != nil {
+				return fr
+			}
+		}
+	}
+	return nil
+}
+
+// hashFile is the SHA-256 of a file's bytes, read as a stream; ctx stops
+// it between reads.
+func hashFile(ctx context.Context, path string) (store.Hash, error) {
+	var h store.Hash
+	f, err := os.Open(path)
+	if err != nil {
+		return h, err
+	}
+	defer f.Close()
+	d := sha256.New()
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			return h, err
+		}
+		n, err := f.Read(buf)
+		d.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return h, err
+		}
+	}
+	copy(h[:], d.Sum(nil))
+	return h, nil
+}
+
+// embedFrames runs the encoder on the frames of a video result that need
+// it, in passes of BatchSize. A frame the model gives no usable vector
+// fails the video; a broken encoder stops the build (the error).
+func (b *builder) embedFrames(r *result) error {
+	if r.video == nil || r.err != nil {
+		return nil
+	}
+	var q []result
+	var at []int
+	for i, fr := range r.video.frames {
+		if fr.pixels != nil {
+			q = append(q, result{job: job{found: found{path: store.FramePath(r.path, fr.t)}}, act: actEmbed, pixels: fr.pixels})
+			at = append(at, i)
+		}
+	}
+	for lo := 0; lo < len(q); lo += b.opts.BatchSize {
+		part := q[lo:min(lo+b.opts.BatchSize, len(q))]
+		if err := b.encode(part); err != nil {
+			return err
+		}
+	}
+	for k, i := range at {
+		fr := &r.video.frames[i]
+		fr.pixels = nil
+		if q[k].err != nil {
+			r.err = fmt.Errorf("frame at %s s: %w", store.FrameTime(fr.t), q[k].err)
+			r.video.frames = nil
+			return nil
+		}
+		fr.vec = q[k].vec
+	}
+	return nil
+}
+
+// recordVideo adds a video's outcome to the batch: its frames, replacing
+// those it had, or its failure (which drops them, unless the error is not
+// the video's).
+func (b *builder) recordVideo(r result) {
+	v := r.video
+	for _, fr := range v.frames {
+		if fr.pixels != nil {
+			return // not embedded (the build was stopped): the next build does it
+		}
+	}
+	stat := store.File{Size: r.size, MtimeNs: r.mtimeNs, Hash: r.hash}
+	if r.err != nil {
+		f, ok := b.failure(r.path, stat, r.err)
+		if !ok {
+			return // not the video's fault: its records stay, it is read again next time
+		}
+		b.batch.Put(r.path, f, nil)
+		b.pending++
+		for _, o := range v.old {
+			b.batch.Delete(o.path)
+			b.pending++
+		}
+	} else {
+		keep := map[string]bool{}
+		for _, fr := range v.frames {
+			p := store.FramePath(r.path, fr.t)
+			keep[p] = true
+			f := stat
+			f.Hash = fr.hash
+			b.batch.Put(p, f, fr.vec) // a nil vec reuses the vector of fr.hash
+			b.pending++
+		}
+		for _, o := range v.old {
+			if !keep[o.path] {
+				b.batch.Delete(o.path)
+				b.pending++
+			}
+		}
+		if r.old != nil { // its earlier failure
+			b.batch.Delete(r.path)
+			b.pending++
+		}
+		b.sum.Frames += len(v.frames)
+		switch {
+		case r.act == actTouch:
+			b.sum.Unchanged++
+		case r.act == actReuse:
+			b.sum.Reused++
+		case r.old == nil && len(v.old) == 0:
+			b.sum.Added++
+		default:
+			b.sum.Updated++
+		}
+	}
+	b.done++
+	b.event(Event{Phase: "index", Done: b.done, Total: b.total, Path: r.path})
+}
+
+// keepFrame reports whether finish keeps an old frame record the walk did
+// not see: its video is still there (its frames were replaced, if at all,
+// when it was recorded), or was not looked at (no ffmpeg).
+func keepFrame(wk *walker, p string) bool {
+	v, _, ok := store.SplitFrame(p)
+	return ok && wk.seen[v]
+}
+
+// countRemoved reports whether deleting the old record p counts as a
+// removed file: a video's frames count once, as the video.
+func (b *builder) countRemoved(p string, counted map[string]bool) bool {
+	v, _, ok := store.SplitFrame(p)
+	if !ok {
+		return true
+	}
+	if counted[v] {
+		return false
+	}
+	counted[v] = true
+	return true
+}

@@ -1,0 +1,109 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/internal/video"
+	"github.com/clipidx/clipidx/internal/video/videotest"
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/store"
+)
+
+// TestFrameEqualsItsPNG: a sampled frame, preprocessed as a decoded image,
+// gives the tensor that the PNG ffmpeg writes of the same frame gives
+// through the photo path.
+func TestFrameEqualsItsPNG(t *testing.T) {
+	tools := videotest.Tools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "phone.mp4")
+	// A rotated phone-style clip with non-square pixels: the PNG must see
+	// the same turned, widened picture.
+	plain := filepath.Join(dir, "plain.mp4")
+	videotest.Bars(t, tools, plain, "480x360", 3, "-vf", "setsar=4/3")
+	videotest.FFmpeg(t, tools, "-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", clip)
+	s := video.New(tools, video.Options{Interval: time.Second, DupDiff: -1})
+	frames, info, err := s.Sample(context.Background(), clip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) < 2 {
+		t.Fatalf("%d frames, want one a second of 3", len(frames))
+	}
+	pattern := filepath.Join(dir, "frame%03d.png")
+	videotest.FFmpeg(t, tools, "-i", clip, "-vf", strings.TrimSuffix(s.Filter(info), ",format=rgb24")+",format=rgb24",
+		"-vsync", "vfr", pattern)
+	proc := preprocess.New(preprocess.DefaultConfig(), preprocess.Options{})
+	for i, f := range frames {
+		png, err := os.ReadFile(filepath.Join(dir, "frame"+pad3(i+1)+".png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := proc.Bytes(png, "frame.png")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := proc.Image(f.Image())
+		if !slices.Equal(got, want) {
+			t.Errorf("frame %d at %g s: its tensor differs from its PNG's", i, f.Time)
+		}
+	}
+}
+
+func pad3(i int) string { return fmt.Sprintf("%03d", i) }
+
+// TestBuildVideoCuts: a real clip with cuts is indexed as frames within
+// one sampling interval of each cut; a truncated copy, an audio-only file
+// and a zero-length file fail by name, and none stops the build.
+func TestBuildVideoCuts(t *testing.T) {
+	tools := videotest.Tools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "cuts.mp4")
+	videotest.Cuts(t, tools, clip, "320x240", 5, "red", "lime", "blue")
+	data, err := os.ReadFile(clip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "bad", "truncated.mp4"), string(data[:len(data)/4]))
+	write(t, filepath.Join(dir, "bad", "empty.mov"), "")
+	videotest.FFmpeg(t, tools, "-f", "lavfi", "-i", "sine=d=1", "-c:a", "aac", filepath.Join(dir, "bad", "audio.m4v"))
+	write(t, filepath.Join(dir, "a.png"), png+"a")
+
+	db := filepath.Join(t.TempDir(), "idx.db")
+	interval := 3 * time.Second
+	o := opts(&fakeEnc{})
+	o.Video = video.New(tools, video.Options{Interval: interval})
+	o.PreprocessFrame = fakeFramePre
+	sum, err := Build(context.Background(), db, []string{dir}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sumOf(sum); got != "added=2 updated=0 unchanged=0 reused=0 removed=0 failed=3" {
+		t.Errorf("summary %s, failures %+v", got, sum.Failures)
+	}
+	for _, f := range sum.Failures {
+		if f.Transient || !strings.HasPrefix(f.Path, filepath.Join(dir, "bad")) {
+			t.Errorf("failure %+v: want the files under bad/, each recorded", f)
+		}
+	}
+	var times []float64
+	for _, p := range records(t, db) {
+		if v, tm, ok := store.SplitFrame(p); ok && v == clip {
+			times = append(times, tm)
+		}
+	}
+	for _, cut := range []float64{0, 5, 10} {
+		if !slices.ContainsFunc(times, func(tm float64) bool { return tm >= cut && tm < cut+interval.Seconds() }) {
+			t.Errorf("frames at %v: none within %v after the cut at %g s", times, interval, cut)
+		}
+	}
+	if len(times) != 3 || sum.Frames != 3 {
+		t.Errorf("frames at %v (%d counted), want one a colour", times, sum.Frames)
+	}
+}

@@ -1,0 +1,296 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/internal/video"
+	"github.com/clipidx/clipidx/store"
+)
+
+// fakeSampler reads a "video" that lists its frame times:
+// "FAKEVIDEO 0,4,8 anything": each frame is a 4x4 picture made from the
+// file's content and the time. "BROKEN" in the content is a corrupt video,
+// "HANG" one whose decoding times out by the context.
+type fakeSampler struct{ calls atomic.Int64 }
+
+func (s *fakeSampler) Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error) {
+	s.calls.Add(1)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, video.Info{}, err
+	}
+	text := string(data)
+	switch {
+	case strings.Contains(text, "BROKEN"):
+		return nil, video.Info{}, fmt.Errorf("%w: moov atom not found", video.ErrNotVideo)
+	case strings.Contains(text, "HANG"):
+		return nil, video.Info{}, context.DeadlineExceeded
+	}
+	f := strings.Fields(text)
+	var frames []video.Frame
+	for _, ts := range strings.Split(f[1], ",") {
+		t, _ := strconv.ParseFloat(ts, 64)
+		rgb := []byte(strings.Repeat(text+ts, 48))[:48]
+		frames = append(frames, video.Frame{Time: t, Width: 4, Height: 4, RGB: rgb})
+	}
+	return frames, video.Info{}, nil
+}
+
+func fakeFramePre(img image.Image) ([]float32, error) {
+	return fakePixels(img.(*image.RGBA).Pix), nil
+}
+
+func videoOpts(e *fakeEnc, s VideoSampler) Options {
+	o := opts(e)
+	o.Video, o.PreprocessFrame = s, fakeFramePre
+	return o
+}
+
+// records lists the index's records as "path" (indexed) or "path!" (failed).
+func records(t *testing.T, db string) []string {
+	t.Helper()
+	if err := store.Check(db); err != nil {
+		t.Fatalf("index check: %v", err)
+	}
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []string
+	err = r.View(func(s *store.Snapshot) error {
+		return s.Files("", func(p string, f store.File) error {
+			if f.Failed() {
+				p += "!"
+			}
+			out = append(out, p)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func wantRecords(t *testing.T, db, dir string, want ...string) {
+	t.Helper()
+	got := records(t, db)
+	for i := range want {
+		want[i] = filepath.Join(dir, want[i])
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("records:\n %s\nwant:\n %s", strings.Join(got, "\n "), strings.Join(want, "\n "))
+	}
+}
+
+// TestBuildVideoLife: a video's frames are records VIDEO#t=S, written,
+// kept, replaced, reused on a rename and removed together; a video that
+// fails has none; without a sampler videos are skipped and their records
+// kept.
+func TestBuildVideoLife(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	write(t, filepath.Join(dir, "a.png"), png+"a")
+	write(t, filepath.Join(dir, "v.mp4"), "FAKEVIDEO 0,4,8.25 one")
+	e, s := &fakeEnc{}, &fakeSampler{}
+	build := func(o Options, want string) *Summary {
+		t.Helper()
+		sum, err := Build(context.Background(), db, []string{dir}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sumOf(sum); got != want {
+			t.Errorf("summary %s, want %s (failures %v)", got, want, sum.Failures)
+		}
+		return sum
+	}
+	sum := build(videoOpts(e, s), "added=2 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	if sum.Frames != 3 || e.images.Load() != 4 {
+		t.Errorf("%d frames, %d images embedded; want 3 frames and 4 images", sum.Frames, e.images.Load())
+	}
+	wantRecords(t, db, dir, "a.png", "v.mp4#t=0", "v.mp4#t=4", "v.mp4#t=8.25")
+
+	build(videoOpts(e, s), "added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+	if s.calls.Load() != 1 {
+		t.Errorf("an unchanged video was sampled again (%d calls)", s.calls.Load())
+	}
+
+	// Changed: sampled again, its frames replaced together.
+	write(t, filepath.Join(dir, "v.mp4"), "FAKEVIDEO 0,5 two")
+	build(videoOpts(e, s), "added=0 updated=1 unchanged=1 reused=0 removed=0 failed=0")
+	wantRecords(t, db, dir, "a.png", "v.mp4#t=0", "v.mp4#t=5")
+
+	// Renamed: the frames move without a decode or a model run.
+	calls, images := s.calls.Load(), e.images.Load()
+	rename(t, filepath.Join(dir, "v.mp4"), filepath.Join(dir, "w.MOV"))
+	sum = build(videoOpts(e, s), "added=0 updated=0 unchanged=1 reused=1 removed=1 failed=0")
+	wantRecords(t, db, dir, "a.png", "w.MOV#t=0", "w.MOV#t=5")
+	if s.calls.Load() != calls || e.images.Load() != images || sum.Frames != 2 {
+		t.Errorf("a renamed video was sampled (%d) or embedded (%d), or gave %d frames", s.calls.Load()-calls, e.images.Load()-images, sum.Frames)
+	}
+
+	// Touched: same content, the stat is updated, nothing decoded.
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "w.MOV"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	build(videoOpts(e, s), "added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+	build(videoOpts(e, s), "added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+	if s.calls.Load() != calls {
+		t.Errorf("a touched video was sampled again")
+	}
+
+	// Not the video's fault (a time-out of the context): reported, its
+	// frames kept, read again next time.
+	write(t, filepath.Join(dir, "w.MOV"), "FAKEVIDEO HANG")
+	sum = build(videoOpts(e, s), "added=0 updated=0 unchanged=1 reused=0 removed=0 failed=1")
+	if len(sum.Failures) != 1 || !sum.Failures[0].Transient {
+		t.Errorf("failures %+v, want one transient", sum.Failures)
+	}
+	wantRecords(t, db, dir, "a.png", "w.MOV#t=0", "w.MOV#t=5")
+
+	// Broken: one named failure, its frames gone.
+	write(t, filepath.Join(dir, "w.MOV"), "FAKEVIDEO BROKEN")
+	sum = build(videoOpts(e, s), "added=0 updated=0 unchanged=1 reused=0 removed=0 failed=1")
+	if len(sum.Failures) != 1 || sum.Failures[0].Transient || !strings.Contains(sum.Failures[0].Error, "not a readable video") {
+		t.Errorf("failures %+v", sum.Failures)
+	}
+	wantRecords(t, db, dir, "a.png", "w.MOV!")
+	build(videoOpts(e, s), "added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+
+	// Mended: its failure record goes, its frames come.
+	write(t, filepath.Join(dir, "w.MOV"), "FAKEVIDEO 1 three")
+	build(videoOpts(e, s), "added=0 updated=1 unchanged=1 reused=0 removed=0 failed=0")
+	wantRecords(t, db, dir, "a.png", "w.MOV#t=1")
+
+	// No sampler (no ffmpeg): a new video is skipped, not failed, and a
+	// recorded one keeps its frames; a build with the sampler takes the
+	// new one up.
+	write(t, filepath.Join(dir, "sub", "x.webm"), "FAKEVIDEO 0,2 four")
+	sum = build(opts(e), "added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+	if sum.VideosSkipped != 1 {
+		t.Errorf("%d videos skipped, want the new one", sum.VideosSkipped)
+	}
+	wantRecords(t, db, dir, "a.png", "w.MOV#t=1")
+	build(videoOpts(e, s), "added=1 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+	wantRecords(t, db, dir, "a.png", "sub/x.webm#t=0", "sub/x.webm#t=2", "w.MOV#t=1")
+
+	// Deleted: all its frames go, counted once.
+	removeAll(t, filepath.Join(dir, "sub"))
+	build(videoOpts(e, s), "added=0 updated=0 unchanged=2 reused=0 removed=1 failed=0")
+	wantRecords(t, db, dir, "a.png", "w.MOV#t=1")
+}
+
+// BenchmarkHashVideo hashes a 256 MiB file as a build hashes a video
+// (streamed SHA-256; the file in the page cache): MB/s is the cost of the
+// content hash that lets a renamed video reuse its frames.
+func BenchmarkHashVideo(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "big.mp4")
+	data := make([]byte, 256<<20)
+	for i := range data {
+		data[i] = byte(i * 2654435761 >> 13)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := hashFile(context.Background(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cancelSampler cancels the build when asked for its second video, as
+// Ctrl-C during a decode does.
+type cancelSampler struct {
+	fakeSampler
+	cancel context.CancelFunc
+}
+
+func (s *cancelSampler) Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error) {
+	if s.calls.Load() == 1 {
+		s.cancel()
+		<-ctx.Done()
+		return nil, video.Info{}, ctx.Err()
+	}
+	return s.fakeSampler.Sample(ctx, path)
+}
+
+// TestBuildVideoInterrupted: a build stopped while a video decodes keeps
+// the videos finished before, each with all its frames, records nothing
+// of the one stopped, and the next build completes the rest.
+func TestBuildVideoInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	write(t, filepath.Join(dir, "a.mp4"), "FAKEVIDEO 0,3,6 a")
+	write(t, filepath.Join(dir, "b.mp4"), "FAKEVIDEO 0,2 b")
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &cancelSampler{cancel: cancel}
+	o := videoOpts(&fakeEnc{}, s)
+	o.Workers = 1
+	if _, err := Build(ctx, db, []string{dir}, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted build: %v, want context.Canceled", err)
+	}
+	// The first video is recorded whole when its result reached the
+	// recorder before the stop, else not at all (a decoded video is not
+	// sent to the model once the build is stopped).
+	recs := records(t, db)
+	whole := []string{filepath.Join(dir, "a.mp4#t=0"), filepath.Join(dir, "a.mp4#t=3"), filepath.Join(dir, "a.mp4#t=6")}
+	if len(recs) != 0 && !slices.Equal(recs, whole) {
+		t.Fatalf("after the stop: %v, want all of a.mp4's frames or none", recs)
+	}
+	sum, err := Build(context.Background(), db, []string{dir}, videoOpts(&fakeEnc{}, &fakeSampler{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Added+sum.Unchanged != 2 || sum.Added != 2-len(recs)/3 {
+		t.Errorf("summary %s after the interrupted build that kept %d records", sumOf(sum), len(recs))
+	}
+	wantRecords(t, db, dir, "a.mp4#t=0", "a.mp4#t=3", "a.mp4#t=6", "b.mp4#t=0", "b.mp4#t=2")
+}
+
+// TestBuildVideoWithin: a partial build (a watcher's changed paths) that
+// names a video file sees the video's frame records: a changed video's
+// frames are replaced, not added beside the old ones, and a deleted
+// video's frames go with it.
+func TestBuildVideoWithin(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	v := filepath.Join(dir, "v.mp4")
+	write(t, filepath.Join(dir, "a.png"), png+"a")
+	write(t, v, "FAKEVIDEO 0,4 one")
+	e, s := &fakeEnc{}, &fakeSampler{}
+	build := func(within ...string) {
+		t.Helper()
+		o := videoOpts(e, s)
+		o.Within = within
+		if _, err := Build(context.Background(), db, []string{dir}, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build()
+	wantRecords(t, db, dir, "a.png", "v.mp4#t=0", "v.mp4#t=4")
+
+	write(t, v, "FAKEVIDEO 0,7 two")
+	build(v)
+	wantRecords(t, db, dir, "a.png", "v.mp4#t=0", "v.mp4#t=7")
+
+	removeAll(t, v)
+	build(v)
+	wantRecords(t, db, dir, "a.png")
+}

@@ -1,0 +1,76 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Video frames (VIDEO#t=S records) are served from their video: the
+// thumbnail and the viewer's picture from a still that Options.FrameStill
+// makes (ffmpeg), the video itself by /video/ID with Range requests. A
+// video is served when its size and mtime are those recorded; its bytes
+// are not hashed at each request (a video may be gigabytes).
+
+// videoTypes are the Content-Types of the video extensions build indexes.
+var videoTypes = map[string]string{
+	".mp4": "video/mp4", ".m4v": "video/x-m4v", ".mov": "video/quicktime", ".mkv": "video/x-matroska",
+	".webm": "video/webm", ".avi": "video/x-msvideo", ".mts": "video/mp2t", ".m2ts": "video/mp2t",
+	".3gp": "video/3gpp", ".wmv": "video/x-ms-wmv",
+}
+
+// still returns the picture of frame f, encoded, and a name for the
+// decoder.
+func (s *Server) still(ctx context.Context, f indexedFile) ([]byte, string, error) {
+	if s.o.FrameStill == nil {
+		return nil, "", errGone
+	}
+	b, err := s.o.FrameStill(ctx, f.real, f.t)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, f.path + ".png", nil
+}
+
+// stillImage answers /image/ID for a frame with its picture.
+func (s *Server) stillImage(w http.ResponseWriter, r *http.Request, f indexedFile) {
+	select {
+	case decodeSlots <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	b, _, err := s.still(r.Context(), f)
+	<-decodeSlots
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", http.DetectContentType(b))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Write(b)
+}
+
+// video streams the video of a frame's id, Range requests answered (206)
+// by http.ServeContent, with the Content-Type of its extension.
+func (s *Server) video(w http.ResponseWriter, r *http.Request, id string) {
+	f, ok := s.fileOrNotModified(w, r, id, "v")
+	if !ok {
+		return
+	}
+	ct, known := videoTypes[strings.ToLower(filepath.Ext(f.real))]
+	if !f.frame || !known {
+		fail(w, errGone)
+		return
+	}
+	file, srcs, err := openSources(f) // the whole file, its size as recorded
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer file.Close()
+	w.Header().Set("Content-Type", ct)
+	http.ServeContent(w, r, "", time.Unix(0, f.rec.MtimeNs), srcs[0].sec)
+}
