@@ -246,8 +246,8 @@ func TestFilterBeforeRank(t *testing.T) {
 			}
 			chunks, _ := s.Chunks()
 			run := newFilterRun(s, Options{Filter: f, Meta: md.source()})
-			if many, _ := run.manyMatch(chunks, nil, k); many != tc.many {
-				t.Errorf("%s: manyMatch %v, want %v", tc.name, many, tc.many)
+			if depth, _ := run.depth(chunks, nil, k); (depth > 0) != tc.many {
+				t.Errorf("%s: depth %d, want the first way %v", tc.name, depth, tc.many)
 			}
 			for _, exact := range []bool{false, true} {
 				got, err := Search(s, q, Options{K: k, Filter: f, Meta: md.source(), Exact: exact})

@@ -38,8 +38,8 @@ func metadata(s *store.Snapshot, opts Options) Metadata {
 // A filtered search takes one of two ways, chosen by how many records
 // match in a sample:
 //
-//   - many match: the scan keeps the lazyDepth best vectors per worker,
-//     and they are tested best first, each by its paths and their
+//   - many match: the scan keeps the best vectors (up to lazyDepth per
+//     worker), and they are tested best first, each by its paths and their
 //     metadata, until K match (and every vector within the 16-bit error
 //     window of the K-th). The cost is the unfiltered scan and a few
 //     lookups per vector tested.
@@ -105,12 +105,12 @@ func (r *filterRun) paths(id store.VecID) []string { return r.kept[id] }
 
 func searchFiltered(s *store.Snapshot, chunks []store.Chunk, q []float32, k int, window float32, under bitset, opts Options) ([]Result, error) {
 	r := newFilterRun(s, opts)
-	many, err := r.manyMatch(chunks, under, k)
+	depth, err := r.depth(chunks, under, k)
 	if err != nil {
 		return nil, err
 	}
-	if many {
-		cands, drop := scan(chunks, q, lazyDepth, window, opts.Exact, under, opts.Threads)
+	if depth > 0 {
+		cands, drop := scan(chunks, q, depth, window, opts.Exact, under, opts.Threads)
 		matched, ok, err := r.walk(cands, drop, k, window)
 		if err != nil {
 			return nil, err
@@ -129,16 +129,18 @@ func searchFiltered(s *store.Snapshot, chunks []store.Chunk, q []float32, k int,
 	return sortByDate(s, out, opts)
 }
 
-// manyMatch tells whether, by a sample of the vectors, the K best matches
-// are likely among the lazyDepth best vectors (always, for an index of at
-// most lazyDepth vectors).
-func (r *filterRun) manyMatch(chunks []store.Chunk, under bitset, k int) (bool, error) {
+// depth is how many vectors each scan worker keeps for the first way:
+// eight times the expected depth of the K-th match (k·seen/hits, by a
+// sample of the vectors), at least 256; 0 (the second way) when that is
+// over lazyDepth, or when the sample holds no match. An index of at most
+// lazyDepth vectors is kept whole.
+func (r *filterRun) depth(chunks []store.Chunk, under bitset, k int) (int, error) {
 	live := 0
 	for _, c := range chunks {
 		live += c.LiveCount()
 	}
 	if live <= lazyDepth {
-		return true, nil
+		return lazyDepth, nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(live), 26)) // the same choice for the same index
 	seen, hits := 0, 0
@@ -152,15 +154,16 @@ func (r *filterRun) manyMatch(chunks []store.Chunk, under bitset, k int) (bool, 
 		seen++
 		ok, err := r.allowed(id)
 		if err != nil {
-			return false, err
+			return 0, err
 		}
 		if ok {
 			hits++
 		}
 	}
-	// The expected depth of the K-th match, k·seen/hits, within a
-	// quarter of what the scan keeps.
-	return hits > 0 && 4*k*seen <= hits*lazyDepth, nil
+	if hits == 0 || 8*k*seen > hits*lazyDepth {
+		return 0, nil
+	}
+	return max(256, 8*k*seen/hits), nil
 }
 
 // walk tests the candidates best first until k pass and the next is
