@@ -89,6 +89,7 @@ $XDG_CACHE_HOME/clipidx/thumbs.`,
 				Token:    token,
 				ThumbDir: thumbDir,
 				Threads:  g.threads,
+				Meta:     metaSource,
 				OpenModel: func() (web.Model, error) {
 					var err error
 					m, err = openFace(clipnpu.TextTower, true)

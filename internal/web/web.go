@@ -70,6 +70,9 @@ type Options struct {
 	Threads int
 	// OpenTimeout bounds the wait for the index's lock (0 = 5 s).
 	OpenTimeout time.Duration
+	// Meta gives the records' metadata in a read session, for the
+	// qualifiers of a query (search.Options.Meta); nil = none.
+	Meta func(*store.Snapshot) search.Metadata
 }
 
 // MaxUpload is the largest image body POST /api/search/image accepts.
