@@ -59,12 +59,12 @@ alone:
   camera:"pentax k-1"   the camera's make and model hold these words
   kind:photo        photos only; kind:video video frames only
 
-dates compare the camera's clock (the date it showed). year:, place:, near:
+Dates compare the camera's clock (the date it showed). year:, place:, near:
 and camera: given twice match either value; different qualifiers must all
 match; a record without that metadata matches none of them. A query of
 qualifiers only lists the records they keep, newest first (--sort date:
-oldest first), as "date<TAB>path" lines. A qualifier that cannot be read is
-an error; write \year:2019 for the text.
+oldest first), as "date<TAB>path" lines, 100 unless -k says otherwise. A
+qualifier that cannot be read is an error; write \year:2019 for the text.
 
   clipidx search "snow year:2019 place:chamonix"
   clipidx search "year:2019 place:paris" -k 50
@@ -111,6 +111,8 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 				return usageError("--sort score needs a text or image to score by: the qualifiers %q list by date", req.Filter.String())
 			case listing && cmd.Flags().Changed("threshold"):
 				return usageError("--threshold needs a text or image to score by: the qualifiers %q list by date", req.Filter.String())
+			case listing && !cmd.Flags().Changed("k"):
+				k = listK
 			}
 			for i := range under {
 				if under[i], err = filepath.Abs(under[i]); err != nil {
@@ -191,6 +193,10 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 	f.MarkHidden("exact")
 	return c
 }
+
+// listK is the default -k of a listing (qualifiers and no term): a
+// listing is read through, not skimmed for the best few.
+const listK = 100
 
 // hit is a search result as printed: offline when its folder's disk was
 // away at the last build (its file may not be readable now). A listing
