@@ -7,4 +7,9 @@
 // exact float32 score, every candidate within 2e of the k-th best
 // approximate score is then re-ranked exactly from the full float32 vector:
 // the results (order and scores) are identical to an exhaustive float32 scan.
+//
+// A query may hold qualifiers (year:2019 place:chamonix, see ParseRequest):
+// they make a Filter over the records' metadata (store.Meta), applied
+// before ranking, so that the results are the K best of the matching
+// records; with no terms, List gives those records by date.
 package search

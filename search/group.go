@@ -14,13 +14,14 @@ func searchVideos(s *store.Snapshot, q []float32, opts Options) ([]Result, error
 	for wide := k; ; wide *= 4 {
 		o := opts
 		o.K = wide
+		o.Order = ByScore // the K best videos and files first, then their order
 		res, err := searchFiles(s, q, o)
 		if err != nil {
 			return nil, err
 		}
 		out := GroupVideos(res, k)
 		if len(out) >= k || len(res) < wide {
-			return out, nil
+			return sortByDate(s, out, opts)
 		}
 	}
 }

@@ -85,20 +85,21 @@ func checkTerm(t Term, arg string) error {
 	return nil
 }
 
-// ParseQuery parses every argument with ParseTerm.
+// ParseQuery parses every argument with ParseTerm, for a query that takes
+// terms only: a qualifier (year:2019) is an ErrQualifier error here, never
+// a text; ParseRequest takes both.
 func ParseQuery(args []string) ([]Term, error) {
 	if len(args) == 0 {
 		return nil, ErrEmptyQuery
 	}
-	terms := make([]Term, 0, len(args))
-	for _, a := range args {
-		t, err := ParseTerm(a)
-		if err != nil {
-			return nil, err
-		}
-		terms = append(terms, t)
+	r, err := ParseRequest(args)
+	if err != nil {
+		return nil, err
 	}
-	return terms, nil
+	if r.Filter.Qualified() {
+		return nil, fmt.Errorf("%w: %s filters records, and only search terms are taken here", ErrQualifier, r.Filter.String())
+	}
+	return r.Terms, nil
 }
 
 // HasText and HasImage tell the caller which towers a query needs.

@@ -49,7 +49,19 @@ type View func(fn func(*store.Snapshot) error) error
 // encoder is asked for (model, called at most once) only when a term needs
 // it; model may be nil when every term is a stored image. ctx cancels the
 // model work between its stages.
+//
+// With no terms and a filter (opts.Filter), Query lists the records the
+// filter keeps by date (List), with no model.
 func Query(ctx context.Context, view View, terms []Term, model func() (Encoder, error), opts Options) ([]Result, error) {
+	if len(terms) == 0 && opts.Filter.Qualified() {
+		var res []Result
+		err := view(func(s *store.Snapshot) error {
+			var err error
+			res, err = List(s, opts)
+			return err
+		})
+		return res, err
+	}
 	p, err := NewPlan(terms)
 	if err != nil {
 		return nil, err

@@ -34,6 +34,14 @@ type Options struct {
 	// Frames lists every matching frame of a video (VIDEO#t=S) as a
 	// result; by default a video is one result, its best frame.
 	Frames bool
+	// Filter keeps only the records it matches, before ranking: the K
+	// best of the matching records (see Filter); zero = every record.
+	Filter Filter
+	// Order lists the results by score (the default) or by capture date.
+	Order Order
+	// Meta gives the metadata of the snapshot searched, for Filter and
+	// Order; nil = no record has metadata.
+	Meta func(*store.Snapshot) Metadata
 }
 
 // Result is one matching file.
@@ -41,6 +49,9 @@ type Result struct {
 	Path  string      `json:"path"`
 	Score float32     `json:"score"` // cosine similarity
 	ID    store.VecID `json:"-"`
+	// Meta is the record's metadata when the search read it (a filter,
+	// a sort by date or a listing did); nil otherwise.
+	Meta *store.Meta `json:"-"`
 }
 
 type cand struct {
@@ -86,64 +97,100 @@ func searchFiles(s *store.Snapshot, q []float32, opts Options) ([]Result, error)
 	if err != nil {
 		return nil, err
 	}
-	var allow bitset // nil = every vector
-	if len(opts.Under) > 0 {
-		allow = make(bitset, (len(chunks)*store.ChunkSlots+64)/64+1)
-		for _, d := range opts.Under {
-			err := s.FilesWithin(d, func(_ string, f store.File) error {
-				allow.set(uint64(f.Vec))
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
+	allow, err := underAllow(s, chunks, opts.Under)
+	if err != nil {
+		return nil, err
 	}
 	var window float32
 	if !opts.Exact {
 		window = float32(2 * errorBound(1, dim))
 	}
-	cands := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
-
-	// Exact re-rank of every candidate that may belong to the top k.
-	if !opts.Exact && len(cands) > 0 {
-		slices.SortFunc(cands, func(a, b cand) int {
-			if better(a, b) {
-				return -1
-			}
-			return 1
-		})
-		floor := cands[min(k, len(cands))-1].score - window
-		keep := cands[:0]
-		exact := make([]float32, dim)
-		for _, c := range cands {
-			if c.score < floor {
-				break
-			}
-			unpack(exact, chunks[c.chunk], c.slot, dim)
-			c.score = dot32(q, exact)
-			keep = append(keep, c)
-		}
-		cands = keep
+	if !opts.Filter.IsZero() {
+		return searchFiltered(s, chunks, q, k, window, allow, opts)
 	}
+	cands, _ := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
+	cands = rerank(chunks, q, cands, k, window, opts.Exact)
+	out := list(cands, k, opts.Threshold, func(id store.VecID) []string {
+		var ps []string
+		for _, p := range s.Paths(id) {
+			if underAny(p, opts.Under) {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	})
+	return sortByDate(s, out, opts)
+}
+
+// underAllow marks the vectors of the records Within any of dirs; nil
+// (every vector) when dirs is empty.
+func underAllow(s *store.Snapshot, chunks []store.Chunk, dirs []string) (bitset, error) {
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	allow := newBitset(len(chunks))
+	for _, d := range dirs {
+		err := s.FilesWithin(d, func(_ string, f store.File) error {
+			allow.set(uint64(f.Vec))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return allow, nil
+}
+
+func newBitset(chunks int) bitset { return make(bitset, (chunks*store.ChunkSlots+64)/64+1) }
+
+// sortCands orders candidates best first.
+func sortCands(cands []cand) {
 	slices.SortFunc(cands, func(a, b cand) int {
 		if better(a, b) {
 			return -1
 		}
 		return 1
 	})
-	var out []Result
+}
+
+// rerank re-scores exactly every candidate that may belong to the top k
+// (within window of the k-th best 16-bit score) and returns them best
+// first.
+func rerank(chunks []store.Chunk, q []float32, cands []cand, k int, window float32, exact bool) []cand {
+	sortCands(cands)
+	if exact || len(cands) == 0 {
+		return cands
+	}
+	floor := cands[min(k, len(cands))-1].score - window
+	keep := cands[:0]
+	v := make([]float32, len(q))
 	for _, c := range cands {
-		if len(out) >= k || (opts.Threshold != nil && c.score < *opts.Threshold) {
+		if c.score < floor {
 			break
 		}
-		for _, p := range s.Paths(c.id) {
-			if len(out) < k && underAny(p, opts.Under) {
+		unpack(v, chunks[c.chunk], c.slot, len(q))
+		c.score = dot32(q, v)
+		keep = append(keep, c)
+	}
+	sortCands(keep)
+	return keep
+}
+
+// list turns ranked candidates into at most k results, a vector's listed
+// paths (paths) all with its score.
+func list(cands []cand, k int, threshold *float32, paths func(store.VecID) []string) []Result {
+	var out []Result
+	for _, c := range cands {
+		if len(out) >= k || (threshold != nil && c.score < *threshold) {
+			break
+		}
+		for _, p := range paths(c.id) {
+			if len(out) < k {
 				out = append(out, Result{Path: p, Score: c.score, ID: c.id})
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 func underAny(p string, dirs []string) bool {
@@ -168,8 +215,10 @@ func unpack(dst []float32, c store.Chunk, slot, dim int) {
 }
 
 // scan scores every live, allowed slot and returns, per worker merged, the
-// top k plus every slot within window of a worker's k-th best at the time.
-func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, allow bitset, threads int) []cand {
+// top k plus every slot within window of a worker's k-th best at the time,
+// and drop: every slot left out scored at most drop (-Inf when none was).
+// A chunk where few slots are allowed has only those rows read.
+func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, allow bitset, threads int) ([]cand, float32) {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
@@ -177,6 +226,7 @@ func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, 
 	dim := len(q)
 	var next atomic.Int64
 	results := make([][]cand, threads)
+	drops := make([]float32, threads)
 	var wg sync.WaitGroup
 	hq := newHiQuery(q) // read only, shared by the workers
 	for w := range threads {
@@ -186,12 +236,24 @@ func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, 
 			t := topk{k: k, window: window}
 			buf := make([]float32, dim)
 			scores := make([]float32, store.ChunkSlots)
+			rows := make([]int, 0, store.ChunkSlots)
 			for {
 				ci := int(next.Add(1) - 1)
 				if ci >= len(chunks) {
 					break
 				}
 				c := chunks[ci]
+				if !exact && allow != nil {
+					if rows := sparseRows(c, allow, rows[:0]); rows != nil {
+						for _, slot := range rows {
+							hq.scoreRows(c.Hi[slot*dim*2:(slot+1)*dim*2], scores[:1])
+							if sc := scores[0]; sc >= t.floor() {
+								t.push(cand{id: c.First + store.VecID(slot), score: sc, chunk: ci, slot: slot})
+							}
+						}
+						continue
+					}
+				}
 				if !exact {
 					// Every slot in one call: the kernel streams the
 					// chunk's rows four at a time (dead slots too: a
@@ -231,14 +293,34 @@ func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, 
 				}
 			}
 			results[w] = t.all()
+			drops[w] = float32(math.Inf(-1))
+			if len(t.heap) == t.k {
+				drops[w] = t.heap[0].score - t.window
+			}
 		}()
 	}
 	wg.Wait()
 	var out []cand
-	for _, r := range results {
+	drop := float32(math.Inf(-1))
+	for w, r := range results {
 		out = append(out, r...)
+		drop = max(drop, drops[w])
 	}
-	return out
+	return out, drop
+}
+
+// sparseRows returns the live, allowed slots of c when they are under an
+// eighth of its slots (read one by one, they cost less than the chunk),
+// and nil otherwise.
+func sparseRows(c store.Chunk, allow bitset, rows []int) []int {
+	for slot := range store.ChunkSlots {
+		if allow.has(uint64(c.First)+uint64(slot)) && c.Live(slot) {
+			if rows = append(rows, slot); len(rows) >= store.ChunkSlots/8 {
+				return nil
+			}
+		}
+	}
+	return rows
 }
 
 // topk keeps a min-heap of the k best and, beside it, every candidate whose

@@ -22,6 +22,7 @@ func init() { subcommands = append(subcommands, newSearchCmd) }
 
 func newSearchCmd() *cobra.Command {
 	var k int
+	var sortBy string
 	var asJSON, pathsOnly, null, exact, preview, frames bool
 	var threshold float32
 	var under, images []string
@@ -46,6 +47,30 @@ Terms that start with "-" must come after "--" so they are not read as flags:
   clipidx search "a beach" -- -people +0.5:sunset
   clipidx search --image ~/Photos/cat.jpg -k 20
 
+Qualifiers keep only the records that match, before ranking: the results
+are the best of those records. They go inside the query, with the terms or
+alone:
+
+  after:2019-06-01  taken on or after that day (also after:2019-06, after:2019)
+  before:2019-09    taken before that month began (before:2019-09-15, before:2020)
+  year:2019         taken in 2019 (year:2017..2019: in any of those years)
+  place:chamonix    city, region or country, any case or accent; whole words
+                    (place:"new york"), or the country code (place:fr)
+  near:45.92,6.87,10km  GPS within 10 km (or 500m) of that point
+  camera:"pentax k-1"   the camera's make and model hold these words
+  kind:photo        photos only; kind:video video frames only
+
+Dates compare the camera's clock (the date it showed). year:, place:, near:
+and camera: given twice match either value; different qualifiers must all
+match; a record without that metadata matches none of them. A query of
+qualifiers only lists the records they keep, newest first (--sort date:
+oldest first), as "date<TAB>path" lines, 100 unless -k says otherwise. A
+qualifier that cannot be read is an error; write \year:2019 for the text.
+
+  clipidx search "snow year:2019 place:chamonix"
+  clipidx search "year:2019 place:paris" -k 50
+  clipidx search --sort date "a birthday cake after:2020-01"
+
 A text query loads only the text tower. An image already in the index is
 looked up by its content and needs no model at all.
 
@@ -69,25 +94,38 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 			if t := float64(threshold); math.IsNaN(t) || math.IsInf(t, 0) {
 				return usageError("--threshold takes a finite cosine such as 0.25, not %v", threshold)
 			}
-			terms, err := search.ParseQuery(args)
-			if len(args) == 0 {
-				terms, err = nil, nil
-			}
+			order, err := search.ParseOrder(sortBy)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return usageError("--%v", err)
 			}
+			var req search.Request
+			if len(args) > 0 {
+				if req, err = search.ParseRequest(args); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			}
+			terms := req.Terms
 			for _, im := range images {
 				terms = append(terms, search.Term{Weight: 1, Image: im})
 			}
-			if len(terms) == 0 {
-				return usageError("nothing to search for: give a text or --image FILE")
+			listing := len(terms) == 0 && req.Filter.Qualified()
+			switch {
+			case len(terms) == 0 && !listing:
+				return usageError("nothing to search for: give a text, --image FILE or qualifiers such as year:2019")
+			case listing && cmd.Flags().Changed("sort") && order == search.ByScore:
+				return usageError("--sort score needs a text or image to score by: the qualifiers %q list by date", req.Filter.String())
+			case listing && cmd.Flags().Changed("threshold"):
+				return usageError("--threshold needs a text or image to score by: the qualifiers %q list by date", req.Filter.String())
+			case listing && !cmd.Flags().Changed("k"):
+				k = listK
 			}
 			for i := range under {
 				if under[i], err = filepath.Abs(under[i]); err != nil {
 					return err
 				}
 			}
-			opts := search.Options{K: k, Under: under, Threads: g.threads, Exact: exact, Frames: frames}
+			opts := search.Options{K: k, Under: under, Threads: g.threads, Exact: exact, Frames: frames,
+				Filter: req.Filter, Order: order, Meta: metaSource}
 			if cmd.Flags().Changed("threshold") {
 				opts.Threshold = &threshold
 			}
@@ -124,9 +162,10 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 				return err
 			}
 			out := cmd.OutOrStdout()
+			hits := markOffline(res, offline, listing)
 			switch {
 			case asJSON:
-				return json.NewEncoder(out).Encode(markOffline(res, offline))
+				return json.NewEncoder(out).Encode(hits)
 			case null:
 				for _, x := range res {
 					fmt.Fprint(out, filePath(x.Path), "\x00")
@@ -136,9 +175,9 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 					fmt.Fprintln(out, filePath(x.Path))
 				}
 			case preview:
-				return printPreviews(cmd, markOffline(res, offline))
+				return printPreviews(cmd, hits)
 			default:
-				for _, x := range markOffline(res, offline) {
+				for _, x := range hits {
 					fmt.Fprintln(out, x.line())
 				}
 			}
@@ -155,28 +194,38 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 	f.StringArrayVar(&images, "image", nil, "find images similar to this file (repeatable; same as the term @FILE)")
 	f.BoolVar(&preview, "preview", false, "draw a thumbnail under each result (terminals with kitty graphics or iTerm2 inline images)")
 	f.BoolVar(&frames, "frames", false, "list every matching frame of a video (VIDEO#t=SECONDS), not only each video's best")
+	f.StringVar(&sortBy, "sort", "score", "order of the results: score (best first), date (oldest first) or -date (newest first); records without a date last")
 	f.BoolVar(&exact, "exact", false, "scan the full float32 vectors (slower; same results)")
 	f.MarkHidden("exact")
 	return c
 }
 
+// listK is the default -k of a listing (qualifiers and no term): a
+// listing is read through, not skimmed for the best few.
+const listK = 100
+
 // hit is a search result as printed: offline when its folder's disk was
-// away at the last build (its file may not be readable now).
+// away at the last build (its file may not be readable now). A listing
+// (qualifiers only) has no score.
 type hit struct {
 	search.Result
+	Score   *float32 `json:"score,omitempty"`
 	Offline bool     `json:"offline,omitempty"`
 	Video   string   `json:"video,omitempty"` // a frame's video file
 	Time    *float64 `json:"time,omitempty"`  // a frame's time in seconds
 }
 
 // markOffline marks the results that lie in an offline folder.
-func markOffline(res []search.Result, offline []store.Offline) []hit {
+func markOffline(res []search.Result, offline []store.Offline, listing bool) []hit {
 	out := make([]hit, len(res))
 	for i, r := range res {
 		_, off := store.OfflineFor(offline, r.Path)
 		out[i] = hit{Result: r, Offline: off}
 		if v, t, ok := store.SplitFrame(r.Path); ok {
 			out[i].Video, out[i].Time = v, &t
+		}
+		if !listing {
+			out[i].Score = &res[i].Score
 		}
 	}
 	return out
@@ -190,9 +239,13 @@ func filePath(p string) string {
 	return p
 }
 
-// line is the plain output of a hit: score<TAB>path, and <TAB>(offline).
+// line is the plain output of a hit: score<TAB>path (date<TAB>path in a
+// listing), and <TAB>(offline).
 func (h hit) line() string {
-	l := fmt.Sprintf("%.4f\t%s", h.Score, h.Path)
+	l := fmt.Sprintf("%.4f\t%s", h.Result.Score, h.Path)
+	if h.Score == nil {
+		l = takenText(h.Meta) + "\t" + h.Path
+	}
 	if h.Offline {
 		l += "\t(offline)"
 	}

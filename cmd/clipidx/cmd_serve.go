@@ -96,6 +96,7 @@ and runs the query shown again when new results land.`,
 				ThumbDir:   thumbDir,
 				Threads:    g.threads,
 				FrameStill: frameStill(ffmpegDir),
+				Meta:       metaSource,
 				OpenModel: func() (web.Model, error) {
 					var err error
 					m, err = openFace(clipnpu.TextTower, true)

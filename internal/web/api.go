@@ -42,6 +42,9 @@ type Answer struct {
 	Query   string   `json:"query"`
 	TookMS  float64  `json:"took_ms"`
 	Results []Result `json:"results"`
+	// Listing is set when the query had qualifiers and no term: the
+	// results are listed by date and their scores are 0.
+	Listing bool `json:"listing,omitempty"`
 }
 
 // Status is the body of /api/status: the fields of `clipidx status --json`
@@ -95,7 +98,7 @@ func fail(w http.ResponseWriter, err error) {
 		httpError(w, http.StatusServiceUnavailable, "search cancelled: "+err.Error())
 	case errors.Is(err, search.ErrIndexChanged):
 		httpError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, search.ErrEmptyQuery), errors.Is(err, search.ErrBadWeight), errors.Is(err, preprocess.ErrUnknownFormat),
+	case errors.Is(err, search.ErrEmptyQuery), errors.Is(err, search.ErrBadWeight), errors.Is(err, search.ErrQualifier), errors.Is(err, preprocess.ErrUnknownFormat),
 		errors.Is(err, preprocess.ErrUnsupported), errors.Is(err, preprocess.ErrCorrupt):
 		httpError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, preprocess.ErrTooLarge):
@@ -111,11 +114,16 @@ func (b *badRequest) Error() string { return b.msg }
 
 func badf(format string, a ...any) error { return &badRequest{fmt.Sprintf(format, a...)} }
 
-// options reads k, under and threshold from the URL, and checks a query
-// line (q) against the limits wherever it comes.
+// options reads k, under, threshold and sort from the URL, and checks a
+// query line (q) against the limits wherever it comes.
 func (s *Server) options(r *http.Request) (search.Options, error) {
 	q := r.URL.Query()
-	opts := search.Options{K: 50, Threads: s.o.Threads}
+	opts := search.Options{K: 50, Threads: s.o.Threads, Meta: s.o.Meta}
+	order, err := search.ParseOrder(q.Get("sort"))
+	if err != nil {
+		return opts, badf("%v", err)
+	}
+	opts.Order = order
 	if err := checkQuery(q.Get("q")); err != nil {
 		return opts, err
 	}
@@ -144,7 +152,7 @@ func (s *Server) options(r *http.Request) (search.Options, error) {
 }
 
 func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk ranked) {
-	a := Answer{Query: query, Results: make([]Result, 0, len(rk.res))}
+	a := Answer{Query: query, Results: make([]Result, 0, len(rk.res)), Listing: rk.listing}
 	for _, x := range rk.res {
 		id := s.ids.id(x.Path)
 		o, _ := store.OfflineFor(rk.offline, x.Path)
@@ -194,6 +202,14 @@ func SplitQuery(line string) []string {
 			continue
 		}
 		for j < len(rs) && !unicode.IsSpace(rs[j]) {
+			if rs[j] == '"' && j > i && rs[j-1] == ':' {
+				// A qualifier's quoted value (camera:"pentax k-1") is one word.
+				k := j + 1
+				for k < len(rs) && rs[k] != '"' {
+					k++
+				}
+				j = min(k, len(rs)-1)
+			}
 			j++
 		}
 		word := string(rs[i:j])
@@ -221,21 +237,21 @@ func checkQuery(line string) error {
 	return nil
 }
 
-// parseWebQuery parses a typed line; image terms (@file) are refused:
-// they would read files of the server.
-func parseWebQuery(line string) ([]search.Term, error) {
+// parseWebQuery parses a typed line, terms and qualifiers; image terms
+// (@file) are refused: they would read files of the server.
+func parseWebQuery(line string) (search.Request, error) {
 	args := SplitQuery(line)
 	if len(args) == 0 {
-		return nil, badf("nothing to search for: type some words")
+		return search.Request{}, badf("nothing to search for: type some words")
 	}
-	terms, err := search.ParseQuery(args)
+	req, err := search.ParseRequest(args)
 	if err != nil {
-		return nil, badf("%v", err)
+		return req, badf("%v", err)
 	}
-	if search.HasImage(terms) {
-		return nil, badf("@file terms are not taken from the web: drop or paste an image, or use \"similar images\"")
+	if search.HasImage(req.Terms) {
+		return req, badf("@file terms are not taken from the web: drop or paste an image, or use \"similar images\"")
 	}
-	return terms, nil
+	return req, nil
 }
 
 func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
@@ -246,14 +262,28 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	terms, err := parseWebQuery(line)
+	req, err := parseWebQuery(line)
 	if err != nil {
 		fail(w, err)
 		return
 	}
+	opts.Filter = req.Filter
+	if len(req.Terms) == 0 {
+		if opts.Order == search.ByScore && r.URL.Query().Get("sort") != "" {
+			fail(w, badf("sort=score needs words to score by: the qualifiers %q list by date", req.Filter.String()))
+			return
+		}
+		rk, err := s.list(opts)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		s.answer(w, line, start, rk)
+		return
+	}
 	// Read, close the index, run the model, then read again to rank: a
 	// build's commit never waits for the model.
-	p, err := search.NewPlan(terms)
+	p, err := search.NewPlan(req.Terms)
 	if err == nil {
 		err = s.view(p.Read)
 	}
@@ -276,10 +306,26 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 }
 
 // ranked is an answer as read from the index: the results and the
-// folders kept offline, to mark the results they hold.
+// folders kept offline, to mark the results they hold; listing when the
+// results are listed by date (qualifiers and no term).
 type ranked struct {
 	res     []search.Result
 	offline []store.Offline
+	listing bool
+}
+
+// list lists the records opts.Filter keeps, by date, in a read session.
+func (s *Server) list(opts search.Options) (ranked, error) {
+	rk := ranked{listing: true}
+	err := s.view(func(snap *store.Snapshot) error {
+		var err error
+		if rk.res, err = search.List(snap, opts); err != nil {
+			return err
+		}
+		rk.offline, err = snap.Offline()
+		return err
+	})
+	return rk, err
 }
 
 // rank ranks the index for q, made for an index of identity have, in a

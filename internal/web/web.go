@@ -74,6 +74,9 @@ type Options struct {
 	// encoded image (PNG or JPEG), for the thumbnails and the viewer of
 	// video frames; without it they answer 404 (the video still plays).
 	FrameStill func(ctx context.Context, video string, t float64) ([]byte, error)
+	// Meta gives the records' metadata in a read session, for the
+	// qualifiers of a query (search.Options.Meta); nil = none.
+	Meta func(*store.Snapshot) search.Metadata
 }
 
 // MaxUpload is the largest image body POST /api/search/image accepts.

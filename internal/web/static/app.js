@@ -10,14 +10,89 @@ const state = { mode: "", q: "", id: "", k: PAGE, results: [], blob: null, seq: 
 function params() {
   const u = new URLSearchParams(location.search);
   return { q: u.get("q") || "", similar: u.get("similar") || "", under: u.get("under") || "",
-           threshold: u.get("threshold") || "", k: parseInt(u.get("k") || "", 10) || PAGE };
+           threshold: u.get("threshold") || "", sort: u.get("sort") || "score",
+           k: parseInt(u.get("k") || "", 10) || PAGE };
 }
 
 function filters() {
   const f = new URLSearchParams();
   if ($("under").value.trim()) f.set("under", $("under").value.trim());
   if ($("threshold").value !== "") f.set("threshold", $("threshold").value);
+  if ($("sort").value !== "score") f.set("sort", $("sort").value);
   return f;
+}
+
+// Qualifiers live in the query line (q), so the URL is the whole state:
+// the chips only read and edit them there.
+const QUAL = /(^|\s)(after|before|year|place|near|camera|kind):("[^"]*"|\S+)/gi;
+
+function qualifiers(line) {
+  return [...line.matchAll(QUAL)].map((m) => ({ key: m[2].toLowerCase(), value: m[3].replace(/^"|"$/g, ""), text: m[0].trim() }));
+}
+
+// withQualifier sets key: in line to value (none when value is empty),
+// dropping the key's other occurrences.
+function withQualifier(line, key, value) {
+  let out = line.replace(QUAL, (m, sp, k) => (k.toLowerCase() === key ? sp : m)).replace(/\s+/g, " ").trim();
+  if (value) out = (out + " " + key + ":" + (/\s/.test(value) ? '"' + value + '"' : value)).trim();
+  return out;
+}
+
+function dayAfter(d) {
+  const t = new Date(d + "T00:00:00Z");
+  t.setUTCDate(t.getUTCDate() + 1);
+  return t.toISOString().slice(0, 10);
+}
+
+function dayBefore(d) {
+  const t = new Date(d + "T00:00:00Z");
+  t.setUTCDate(t.getUTCDate() - 1);
+  return t.toISOString().slice(0, 10);
+}
+
+// chips shows the query's qualifiers, each with a button that removes it,
+// and fills the date and place editors from them.
+function chips() {
+  const line = $("q").value;
+  const active = $("active");
+  active.replaceChildren();
+  for (const x of qualifiers(line)) {
+    const c = document.createElement("span");
+    c.className = "qual";
+    c.textContent = x.text;
+    const del = document.createElement("button");
+    del.type = "button";
+    del.textContent = "✕";
+    del.setAttribute("aria-label", "Remove " + x.text);
+    del.addEventListener("click", () => edit(line.replace(x.text, "").replace(/\s+/g, " ").trim()));
+    c.append(del);
+    active.append(c);
+  }
+  const q = Object.fromEntries(qualifiers(line).map((x) => [x.key, x.value]));
+  $("from").value = /^\d{4}-\d{2}-\d{2}$/.test(q.after || "") ? q.after : "";
+  $("to").value = /^\d{4}-\d{2}-\d{2}$/.test(q.before || "") ? dayBefore(q.before) : "";
+  $("place").value = q.place || "";
+}
+
+// edit replaces the query line and searches it (the URL follows).
+function edit(line) {
+  $("q").value = line;
+  chips();
+  if (!line) return;
+  Object.assign(state, { mode: "text", q: line, k: PAGE });
+  run("push");
+}
+
+function applyDate() {
+  let line = withQualifier($("q").value, "after", $("from").value);
+  line = withQualifier(line, "before", $("to").value ? dayAfter($("to").value) : "");
+  $("date-chip").open = false;
+  edit(line);
+}
+
+function applyPlace() {
+  $("place-chip").open = false;
+  edit(withQualifier($("q").value, "place", $("place").value.trim()));
 }
 
 // pageURL is the address of the current search, to bookmark and share.
@@ -81,6 +156,7 @@ async function runSearch(push, seq) {
   if (seq !== state.seq) return; // a newer search started meanwhile
   if (push === "push") history.pushState(null, "", pageURL());
   else if (push === "replace") history.replaceState(null, "", pageURL());
+  state.listing = !!ans.listing;
   render(ans.results);
   const what = { similar: state.label ? "Similar to " + state.label + ": " : "Similar images: ", image: "By image: " }[state.mode] || "";
   $("hint").textContent = what + ans.results.length + " results in " + ans.took_ms.toFixed(1) + " ms";
@@ -111,7 +187,8 @@ function cell(r, i) {
   b.type = "button";
   b.setAttribute("role", "listitem");
   b.dataset.index = i;
-  b.title = r.score.toFixed(4) + "  " + r.path + (r.offline ? "  (offline: its disk is away)" : "");
+  const score = state.listing ? "" : r.score.toFixed(4) + "  ";
+  b.title = score + r.path + (r.offline ? "  (offline: its disk is away)" : "");
   if (r.offline) b.classList.add("offline");
   const img = document.createElement("img");
   img.src = r.thumb;
@@ -119,7 +196,7 @@ function cell(r, i) {
   img.loading = i < 24 ? "eager" : "lazy";
   const label = document.createElement("span");
   label.className = "label";
-  label.textContent = r.score.toFixed(3) + " · " + baseName(r.path) + (r.offline ? " · offline" : "");
+  label.textContent = (state.listing ? "" : r.score.toFixed(3) + " · ") + baseName(r.path) + (r.offline ? " · offline" : "");
   b.append(img, label);
   if (r.video) {
     // A video's frame: a play mark with the time it plays from.
@@ -152,7 +229,7 @@ function openViewer(i) {
   }
   $("full").alt = baseName(r.path);
   $("path").textContent = r.path;
-  $("score").textContent = "score " + r.score.toFixed(4) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
+  $("score").textContent = (state.listing ? "" : "score " + r.score.toFixed(4)) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
   if (!$("viewer").open) $("viewer").showModal();
 }
 
@@ -161,6 +238,7 @@ function similar() {
   $("viewer").close();
   Object.assign(state, { mode: "similar", id: r.id, k: PAGE, label: baseName(r.path) });
   $("q").value = "";
+  chips();
   run("push");
 }
 
@@ -183,6 +261,7 @@ function searchBlob(blob) {
   if (!blob || !blob.type.startsWith("image/")) { message("drop or paste an image file"); return; }
   Object.assign(state, { mode: "image", blob: blob, k: PAGE });
   $("q").value = "";
+  chips();
   run("");
 }
 
@@ -191,6 +270,8 @@ function fromURL() {
   $("q").value = p.q;
   $("under").value = p.under;
   $("threshold").value = p.threshold;
+  $("sort").value = ["score", "date", "-date"].includes(p.sort) ? p.sort : "score";
+  chips();
   state.k = p.k;
   if (p.q) Object.assign(state, { mode: "text", q: p.q });
   else if (p.similar) Object.assign(state, { mode: "similar", id: p.similar, label: "" });
@@ -295,6 +376,11 @@ function init() {
     run("push");
   });
   $("more").addEventListener("click", more);
+  $("q").addEventListener("input", chips);
+  $("date-apply").addEventListener("click", applyDate);
+  $("place-apply").addEventListener("click", applyPlace);
+  $("place").addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); applyPlace(); } });
+  $("sort").addEventListener("change", () => { if (state.mode) { state.k = PAGE; run("push"); } });
   new IntersectionObserver((es) => { if (es.some((x) => x.isIntersecting) && !$("more").hidden) more(); }).observe($("more"));
   $("close").addEventListener("click", () => $("viewer").close());
   $("copy").addEventListener("click", copyPath);

@@ -1,0 +1,100 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserChips drives the filter chips in headless Chromium: they show
+// the query's qualifiers, the place and date editors and a chip's ✕ edit
+// the qualifiers in the query line, the URL follows (q and sort), and a
+// query of qualifiers alone shows no scores.
+func TestBrowserChips(t *testing.T) {
+	exe := chromium(t)
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	e, _, chamonix := datedEnv(t)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 760))
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	eval := func(expr string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return v
+	}
+	// settled waits for the URL's q to be line and the grid to show the
+	// answer of /api/search for it.
+	settled := func(what, line, sort string) {
+		t.Helper()
+		v := url.Values{"q": {line}}
+		if sort != "" {
+			v.Set("sort", sort)
+		}
+		n := len(e.search(t, "/api/search?"+v.Encode()).Results)
+		expr := `new URLSearchParams(location.search).get('q') === ` + jsString(line) +
+			` && (new URLSearchParams(location.search).get('sort') || '') === ` + jsString(sort) +
+			` && document.getElementById('grid').getAttribute('aria-busy') === 'false' && document.querySelectorAll('#grid .cell').length === ` + strconv.Itoa(n)
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+			t.Fatalf("%s: want ?q=%q sort=%q and %d results; the page has %s, %s cells: %v", what, line, sort, n,
+				eval(`location.search`), eval(`String(document.querySelectorAll('#grid .cell').length)`), err)
+		}
+	}
+
+	do("open", chromedp.Navigate(e.ts.URL+"/?q="+url.QueryEscape("a photo year:2019")), chromedp.WaitVisible(chromedp.ID("q")))
+	settled("shared URL", "a photo year:2019", "")
+	if c := eval(`[...document.querySelectorAll('#active .qual')].map(c => c.firstChild.textContent).join(',')`); c != "year:2019" {
+		t.Errorf("chips %q, want year:2019", c)
+	}
+
+	do("place", chromedp.Click(chromedp.CSS("#place-chip summary")), chromedp.SendKeys(chromedp.ID("place"), "chamonix"),
+		chromedp.Click(chromedp.ID("place-apply")))
+	settled("place chip", "a photo year:2019 place:chamonix", "")
+
+	do("date", chromedp.Click(chromedp.CSS("#date-chip summary")), chromedp.SetValue(chromedp.ID("from"), "2019-01-02"),
+		chromedp.SetValue(chromedp.ID("to"), "2019-01-03"), chromedp.Click(chromedp.ID("date-apply")))
+	settled("date chip", "a photo year:2019 place:chamonix after:2019-01-02 before:2019-01-04", "")
+	if f, to := eval(`document.getElementById('from').value`), eval(`document.getElementById('to').value`); f != "2019-01-02" || to != "2019-01-03" {
+		t.Errorf("date editor shows %s to %s after the edit, want 2019-01-02 to 2019-01-03", f, to)
+	}
+
+	do("remove year", chromedp.Click(chromedp.CSS(`#active .qual button[aria-label="Remove year:2019"]`)))
+	settled("✕ on year:2019", "a photo place:chamonix after:2019-01-02 before:2019-01-04", "")
+
+	do("sort", chromedp.SetValue(chromedp.ID("sort"), "-date"), chromedp.Evaluate[chromedp.Void](`document.getElementById('sort').dispatchEvent(new Event('change'))`))
+	settled("sort by date", "a photo place:chamonix after:2019-01-02 before:2019-01-04", "-date")
+
+	do("listing", chromedp.Navigate(e.ts.URL+"/?q=place%3Achamonix"))
+	settled("qualifiers alone", "place:chamonix", "")
+	if n := eval(`String(document.querySelectorAll('#grid .cell').length)`); n != strconv.Itoa(len(chamonix)) {
+		t.Errorf("place:chamonix shows %s photos, want %d", n, len(chamonix))
+	}
+	if l := eval(`document.querySelector('#grid .cell .label').textContent`); l == "" || l[0] >= '0' && l[0] <= '9' || l[0] == '-' {
+		t.Errorf("a listing's label %q shows a score", l)
+	}
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

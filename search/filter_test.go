@@ -1,0 +1,478 @@
+package search
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+func parseFilter(t testing.TB, q string) Filter {
+	t.Helper()
+	r, err := ParseRequest([]string{q})
+	if err != nil {
+		t.Fatalf("%q: %v", q, err)
+	}
+	return r.Filter
+}
+
+// TestFilterMatch: each qualifier against records that pass and fail it,
+// at its boundaries, and records without metadata.
+func TestFilterMatch(t *testing.T) {
+	at := func(date string) *store.Meta {
+		return &store.Meta{Taken: day(date), TakenSource: store.TakenEXIF}
+	}
+	chamonix := &store.Meta{HasGPS: true, Lat: 45.9237, Lon: 6.8694, City: "Chamonix-Mont-Blanc", Region: "Auvergne-Rhône-Alpes", Country: "France", CountryCode: "FR"}
+	zurich := &store.Meta{HasGPS: true, Lat: 47.3769, Lon: 8.5417, City: "Zürich", Region: "Zurich", Country: "Switzerland", CountryCode: "CH"}
+	pentax := &store.Meta{Make: "RICOH IMAGING COMPANY, LTD.", Model: "PENTAX K-1"}
+	pentax10 := &store.Meta{Make: "PENTAX Corporation", Model: "PENTAX K10D"}
+	for _, tc := range []struct {
+		q    string
+		path string
+		m    *store.Meta
+		want bool
+	}{
+		{"after:2019-06-01", "/a.jpg", at("2019-06-01"), true},
+		{"after:2019-06-01", "/a.jpg", at("2019-05-31"), false},
+		{"before:2019-09", "/a.jpg", at("2019-08-31"), true},
+		{"before:2019-09", "/a.jpg", at("2019-09-01"), false},
+		{"after:2019-06-01 before:2019-09", "/a.jpg", at("2019-07-14"), true},
+		{"year:2019", "/a.jpg", at("2019-12-31"), true},
+		{"year:2019", "/a.jpg", at("2020-01-01"), false},
+		{"year:2017..2018", "/a.jpg", at("2017-01-01"), true},
+		{"year:2016 year:2018", "/a.jpg", at("2017-06-01"), false},
+		{"year:2016 year:2018", "/a.jpg", at("2018-06-01"), true},
+		{"year:1970", "/a.jpg", &store.Meta{TakenSource: store.TakenMtime}, true}, // Taken 0 is a date
+		{"year:1970", "/a.jpg", &store.Meta{}, false},                             // no date at all
+		{"year:2019", "/a.jpg", nil, false},
+		{"place:chamonix", "/a.jpg", chamonix, true},
+		{"place:CHAMONIX", "/a.jpg", chamonix, true},
+		{"place:mont-blanc", "/a.jpg", chamonix, true},
+		{"place:rhone", "/a.jpg", chamonix, true}, // accent-insensitive, in the region
+		{"place:cham", "/a.jpg", chamonix, false}, // whole words only
+		{"place:fr", "/a.jpg", chamonix, true},    // the country code
+		{"place:france", "/a.jpg", zurich, false},
+		{"place:zurich", "/a.jpg", zurich, true},
+		{"place:paris place:zürich", "/a.jpg", zurich, true},
+		{"place:paris", "/a.jpg", nil, false},
+		{"near:45.92,6.87,1km", "/a.jpg", chamonix, true},
+		{"near:45.92,6.87,10km", "/a.jpg", zurich, false},
+		{"near:47,8,100km", "/a.jpg", zurich, true},
+		{"near:47,8,10km", "/a.jpg", &store.Meta{City: "Zürich"}, false}, // no GPS
+		{`camera:"pentax k-1"`, "/a.jpg", pentax, true},
+		{`camera:k-1`, "/a.jpg", pentax, true},
+		{`camera:pentax`, "/a.jpg", pentax10, true},
+		{`camera:"pentax k-1"`, "/a.jpg", pentax10, false},
+		{`camera:ricoh`, "/a.jpg", pentax, true},
+		{`camera:pentax`, "/a.jpg", &store.Meta{}, false},
+		{"kind:photo", "/v/trip.mp4#t=83.4", nil, false},
+		{"kind:photo", "/a.jpg", nil, true},
+		{"kind:video", "/v/trip.mp4#t=83.4", nil, true},
+		{"kind:video", "/a.jpg", &store.Meta{}, false},
+		{"kind:photo|video", "/a.jpg", nil, true},
+		{"kind:video year:2019", "/v/trip.mp4#t=1", at("2019-02-02"), true},
+		{"kind:video year:2019", "/a.jpg", at("2019-02-02"), false},
+		{"place:chamonix year:2019", "/a.jpg", chamonix, false}, // no date
+	} {
+		f := parseFilter(t, tc.q)
+		if got := f.Match(tc.path, tc.m); got != tc.want {
+			t.Errorf("%s on %s %+v: %v, want %v", tc.q, tc.path, tc.m, got, tc.want)
+		}
+	}
+}
+
+// TestDistanceKm: great-circle distances against known values (within the
+// 0.5% a sphere allows), across the antimeridian and the poles.
+func TestDistanceKm(t *testing.T) {
+	for _, tc := range []struct {
+		lat1, lon1, lat2, lon2, km float64
+	}{
+		{48.8566, 2.3522, 51.5074, -0.1278, 343.9},    // Paris–London
+		{-33.8688, 151.2093, 40.7128, -74.006, 15989}, // Sydney–New York
+		{0, 179.9, 0, -179.9, 22.24},                  // across the antimeridian
+		{90, 0, -90, 0, 20015},                        // pole to pole
+		{45.92, 6.87, 45.92, 6.87, 0},
+	} {
+		got := distanceKm(tc.lat1, tc.lon1, tc.lat2, tc.lon2)
+		if math.Abs(got-tc.km) > 0.005*tc.km+1e-9 {
+			t.Errorf("(%g,%g)–(%g,%g) = %.1f km, want %.1f", tc.lat1, tc.lon1, tc.lat2, tc.lon2, got, tc.km)
+		}
+	}
+}
+
+// fakeMeta is the metadata of some records, as the store serves it.
+type fakeMeta map[string]store.Meta
+
+func (f fakeMeta) EachMeta(fn func(string, store.Meta) error) error {
+	paths := make([]string, 0, len(f))
+	for p := range f {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		if err := fn(p, f[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f fakeMeta) Meta(p string) (store.Meta, bool, error) { m, ok := f[p]; return m, ok, nil }
+
+func (f fakeMeta) source() func(*store.Snapshot) Metadata {
+	return func(*store.Snapshot) Metadata { return f }
+}
+
+// bruteFiltered is the reference of a filtered search: every record the
+// filter keeps scored exactly, best first (ties by vector id), k paths.
+func bruteFiltered(s *store.Snapshot, q []float32, k int, f Filter, md fakeMeta, under []string) []Result {
+	q, _ = unit(q)
+	type scored struct {
+		id    store.VecID
+		score float32
+		paths []string
+	}
+	byVec := map[store.VecID]*scored{}
+	s.Files("", func(p string, file store.File) error {
+		var m *store.Meta
+		if x, ok := md[p]; ok {
+			m = &x
+		}
+		if file.Vec == 0 || !underAny(p, under) || !f.Match(p, m) {
+			return nil
+		}
+		if byVec[file.Vec] == nil {
+			byVec[file.Vec] = &scored{id: file.Vec, score: dot32(q, s.Vector(file.Vec))}
+		}
+		byVec[file.Vec].paths = append(byVec[file.Vec].paths, p)
+		return nil
+	})
+	var all []*scored
+	for _, v := range byVec {
+		slices.Sort(v.paths)
+		all = append(all, v)
+	}
+	slices.SortFunc(all, func(a, b *scored) int {
+		if better(cand{id: a.id, score: a.score}, cand{id: b.id, score: b.score}) {
+			return -1
+		}
+		return 1
+	})
+	var out []Result
+	for _, v := range all {
+		for _, p := range v.paths {
+			if len(out) < k {
+				out = append(out, Result{Path: p, Score: v.score, ID: v.id})
+			}
+		}
+	}
+	return out
+}
+
+// yearMeta dates file i of fill (and its duplicate) in 2019 when keep(i)
+// is true and in 2010 otherwise; the duplicate of file i is dated 2019
+// when dupKeep(i), whatever its original says, so that a vector's paths
+// can differ.
+func yearMeta(n int, keep, dupKeep func(i int) bool) fakeMeta {
+	md := fakeMeta{}
+	for i := range n {
+		y := "2010-05-05"
+		if keep(i) {
+			y = "2019-05-05"
+		}
+		md[pathOf(i)] = store.Meta{Taken: day(y), TakenSource: store.TakenEXIF}
+		if i%10 == 0 {
+			if dupKeep != nil && dupKeep(i) {
+				y = "2019-05-05"
+			}
+			md[dupOf(i)] = store.Meta{Taken: day(y), TakenSource: store.TakenEXIF}
+		}
+	}
+	return md
+}
+
+func pathOf(i int) string { return "/d" + strconv.Itoa(i%3) + "/f" + strconv.Itoa(i) + ".jpg" }
+func dupOf(i int) string  { return "/dup/f" + strconv.Itoa(i) + ".jpg" }
+
+// TestFilterBeforeRank: on an index where the global top k holds no
+// record the filter keeps, the filtered search returns the k best of the
+// records it keeps, equal to an exhaustive reference, both when many
+// records match (the scan's best are tested) and when few do (one pass
+// marks them), with a duplicate listed only by its matching path.
+func TestFilterBeforeRank(t *testing.T) {
+	const n, dim, k = 3 * lazyDepth, 32, 10
+	path := fill(t, n, dim, 7)
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	f := parseFilter(t, "year:2019")
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name          string
+		keep, dupKeep func(i int) bool // of the files near centre 2; the query is near centre 0
+		many          bool
+		far           bool // the query points away from centre 2: the scan's kept best hold no match
+	}{
+		{"many", func(i int) bool { return i%4 == 2 }, func(i int) bool { return i%20 == 10 }, true, false},
+		{"many far", func(i int) bool { return i%4 == 2 }, nil, true, true},
+		{"few", func(i int) bool { return i%4 == 2 && i%997 == 2 }, func(i int) bool { return i%2000 == 10 }, false, false},
+		{"none", func(i int) bool { return false }, nil, false, false},
+	} {
+		md := yearMeta(n, tc.keep, tc.dupKeep)
+		rd.View(func(s *store.Snapshot) error {
+			q := s.Vector(1) // file 0: centre 0
+			q = slices.Clone(q)
+			for i := range q {
+				q[i] += float32(r.NormFloat64() * 0.01)
+			}
+			if tc.far {
+				for i, x := range s.Vector(3) { // file 2: centre 2
+					q[i] -= 2 * x
+				}
+			}
+			plain, err := Search(s, q, Options{K: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range plain {
+				if m, ok := md[x.Path]; ok && f.Match(x.Path, &m) {
+					t.Fatalf("%s: the global top %d holds %s, which matches: the test shows nothing", tc.name, k, x.Path)
+				}
+			}
+			chunks, _ := s.Chunks()
+			run := newFilterRun(s, Options{Filter: f, Meta: md.source()})
+			if depth, _ := run.depth(chunks, nil, k); (depth > 0) != tc.many {
+				t.Errorf("%s: depth %d, want the first way %v", tc.name, depth, tc.many)
+			}
+			for _, exact := range []bool{false, true} {
+				got, err := Search(s, q, Options{K: k, Filter: f, Meta: md.source(), Exact: exact})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := bruteFiltered(s, q, k, f, md, nil)
+				if !sameResults(got, want) {
+					t.Errorf("%s (exact %v):\n got %v\nwant %v", tc.name, exact, got, want)
+				}
+				if tc.name != "none" && len(got) != k {
+					t.Errorf("%s: %d results, want %d", tc.name, len(got), k)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+func sameResults(a, b []Result) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Path != b[i].Path || a[i].Score != b[i].Score {
+			return false
+		}
+	}
+	return true
+}
+
+// TestFilterRandomSelectivity: filters keeping from none to every record,
+// with and without Under, with K from 1 to 200, against the reference
+// (either way, and the fallback from the first to the second).
+func TestFilterRandomSelectivity(t *testing.T) {
+	const n, dim = 2*lazyDepth + 500, 16
+	path := fillSpread(t, n, dim, 11, 0.3)
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	f := parseFilter(t, "year:2019")
+	r := rand.New(rand.NewPCG(5, 6))
+	rd.View(func(s *store.Snapshot) error {
+		for trial := range 24 {
+			every := []int{1, 2, 7, 50, 300, 3000, 100000}[trial%7]
+			md := yearMeta(n, func(i int) bool { return (i*7919+trial)%every == 0 }, func(i int) bool { return i%(20*every) == 10 })
+			k := []int{1, 10, 200}[trial%3]
+			var under []string
+			if trial%4 == 3 {
+				under = []string{"/d1", "/dup"}
+			}
+			q := randVec(r, dim, 1)
+			got, err := Search(s, q, Options{K: k, Filter: f, Meta: md.source(), Under: under})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := bruteFiltered(s, q, k, f, md, under); !sameResults(got, want) {
+				t.Errorf("trial %d (1 in %d, k %d, under %v):\n got %v\nwant %v", trial, every, k, under, got, want)
+			}
+		}
+		return nil
+	})
+}
+
+// TestKindFilter: kind:video keeps the frames of videos only, with no
+// metadata at all (the kind is in the path).
+func TestKindFilter(t *testing.T) {
+	path := t.TempDir() + "/s.db"
+	w, err := store.OpenWriter(path, store.Identity{Model: "fake", Dim: 8}, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	var b store.Batch
+	for i := range 40 {
+		p := "/p/" + strconv.Itoa(i) + ".jpg"
+		if i%5 == 0 {
+			p = "/v/clip.mp4" + store.FrameSep + strconv.Itoa(i)
+		}
+		b.Put(p, store.File{Hash: [32]byte{byte(i), 1}}, randVec(r, 8, 1))
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	rd.View(func(s *store.Snapshot) error {
+		for _, kind := range []string{"kind:video", "kind:photo"} {
+			f := parseFilter(t, kind)
+			got, err := Search(s, randVec(r, 8, 1), Options{K: 100, Filter: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int{"kind:video": 8, "kind:photo": 32}[kind]; len(got) != want {
+				t.Errorf("%s: %d results, want %d", kind, len(got), want)
+			}
+			for _, x := range got {
+				if !f.KeepsPath(x.Path) {
+					t.Errorf("%s: %s listed", kind, x.Path)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// listIndex writes /p/0.jpg … /p/9.jpg, a failed /p/bad.jpg and the frame
+// /v/clip.mp4#t=1, with metadata dating /p/i.jpg on day 10+i of 2019
+// (none for /p/3.jpg), 2021 for the frame, and a date for the failed file.
+func listIndex(t *testing.T) (*store.Reader, fakeMeta) {
+	path := t.TempDir() + "/s.db"
+	w, err := store.OpenWriter(path, store.Identity{Model: "fake", Dim: 8}, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	md := fakeMeta{}
+	var b store.Batch
+	for i := range 10 {
+		p := "/p/" + strconv.Itoa(i) + ".jpg"
+		b.Put(p, store.File{Hash: [32]byte{byte(i), 2}}, randVec(r, 8, 1))
+		if i != 3 {
+			md[p] = store.Meta{Taken: day("2019-01-10") + int64(i)*86400, TakenSource: store.TakenEXIF}
+		}
+	}
+	b.Put("/p/bad.jpg", store.File{Err: "truncated", Kind: store.FailCorrupt}, nil)
+	md["/p/bad.jpg"] = store.Meta{Taken: day("2019-01-30"), TakenSource: store.TakenEXIF}
+	b.Put("/v/clip.mp4"+store.FrameSep+"1", store.File{Hash: [32]byte{99}}, randVec(r, 8, 1))
+	md["/v/clip.mp4"+store.FrameSep+"1"] = store.Meta{Taken: day("2021-03-03"), TakenSource: store.TakenVideo}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	return rd, md
+}
+
+func resultPaths(res []Result) []string {
+	var ps []string
+	for _, r := range res {
+		ps = append(ps, r.Path)
+	}
+	return ps
+}
+
+// TestList: a query of qualifiers only lists the records they keep by
+// date, newest first by default, oldest first for ByDate, records without
+// a date last; a failed file is never listed; K bounds the list.
+func TestList(t *testing.T) {
+	rd, md := listIndex(t)
+	rd.View(func(s *store.Snapshot) error {
+		for _, tc := range []struct {
+			q     string
+			order Order
+			k     int
+			want  []string
+		}{
+			{"year:2019", ByScore, 3, []string{"/p/9.jpg", "/p/8.jpg", "/p/7.jpg"}},
+			{"year:2019", ByDateDesc, 3, []string{"/p/9.jpg", "/p/8.jpg", "/p/7.jpg"}},
+			{"year:2019", ByDate, 4, []string{"/p/0.jpg", "/p/1.jpg", "/p/2.jpg", "/p/4.jpg"}},
+			{"after:2019-01-17", ByDate, 10, []string{"/p/7.jpg", "/p/8.jpg", "/p/9.jpg", "/v/clip.mp4#t=1"}},
+			{"kind:video", ByScore, 10, []string{"/v/clip.mp4#t=1"}},
+			// kind alone reads no metadata: the undated record is listed, last.
+			{"kind:photo", ByDate, 11, []string{"/p/0.jpg", "/p/1.jpg", "/p/2.jpg", "/p/4.jpg", "/p/5.jpg", "/p/6.jpg", "/p/7.jpg", "/p/8.jpg", "/p/9.jpg", "/p/3.jpg"}},
+			{"kind:photo|video", ByDateDesc, 2, []string{"/v/clip.mp4#t=1", "/p/9.jpg"}},
+			{"year:2020", ByScore, 10, nil},
+		} {
+			got, err := List(s, Options{K: tc.k, Filter: parseFilter(t, tc.q), Order: tc.order, Meta: md.source()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(resultPaths(got), tc.want) {
+				t.Errorf("%s %v k=%d: %v, want %v", tc.q, tc.order, tc.k, resultPaths(got), tc.want)
+			}
+			for _, x := range got {
+				if x.ID == 0 {
+					t.Errorf("%s: %s listed without its vector id", tc.q, x.Path)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestSortByDate: the K best matches, then ordered by date (undated last);
+// the set of results is the one a sort by score gives.
+func TestSortByDate(t *testing.T) {
+	rd, md := listIndex(t)
+	rd.View(func(s *store.Snapshot) error {
+		q := randVec(rand.New(rand.NewPCG(8, 8)), 8, 1)
+		best, err := Search(s, q, Options{K: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, order := range []Order{ByDate, ByDateDesc} {
+			got, err := Search(s, q, Options{K: 6, Order: order, Meta: md.source()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameSet(resultPaths(got), resultPaths(best)) {
+				t.Errorf("%v: %v, want the paths of %v", order, resultPaths(got), resultPaths(best))
+			}
+			for i := 1; i < len(got); i++ {
+				if c := byDate(got[i-1].Meta, got[i].Meta, order); c > 0 {
+					t.Errorf("%v: %s before %s", order, got[i-1].Path, got[i].Path)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
