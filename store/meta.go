@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -346,4 +347,33 @@ func (t *wtx) mergeMeta(rec mergeRec) error {
 		return err
 	}
 	return bk.Put([]byte(rec.path), rec.meta)
+}
+
+// TakenTime is the capture time as a time.Time: in a fixed zone of the
+// camera's offset when known, else in UTC standing for the wall clock;
+// false when there is no time.
+func (m Meta) TakenTime() (time.Time, bool) {
+	if m.TakenSource == "" {
+		return time.Time{}, false
+	}
+	t := time.Unix(m.Taken, int64(m.TakenNs)).UTC()
+	if !m.HasOffset {
+		return t, true
+	}
+	off := int(m.Offset) * 60
+	return time.Unix(m.Taken-int64(off), int64(m.TakenNs)).In(time.FixedZone("", off)), true
+}
+
+// TakenText is the capture time in RFC 3339 ("2019-07-01T12:34:56.05+10:00"),
+// without a zone when the offset is unknown ("2019-07-01T12:34:56"); "" when
+// there is no time.
+func (m Meta) TakenText() string {
+	t, ok := m.TakenTime()
+	switch {
+	case !ok:
+		return ""
+	case m.HasOffset:
+		return t.Format(time.RFC3339Nano)
+	}
+	return t.Format("2006-01-02T15:04:05.999999999")
 }

@@ -173,3 +173,20 @@ func TestCheckMeta(t *testing.T) {
 		}
 	}
 }
+
+func TestTakenText(t *testing.T) {
+	for _, c := range []struct {
+		m    Meta
+		want string
+	}{
+		{Meta{}, ""},
+		{Meta{Taken: 1561984496, TakenNs: 50000000, Offset: 600, HasOffset: true, TakenSource: TakenEXIF}, "2019-07-01T12:34:56.05+10:00"},
+		{Meta{Taken: 1561984496, Offset: -210, HasOffset: true, TakenSource: TakenEXIF}, "2019-07-01T12:34:56-03:30"},
+		{Meta{Taken: 1561984496, TakenSource: TakenEXIF}, "2019-07-01T12:34:56"},
+		{Meta{Taken: 0, TakenSource: TakenMtime, HasOffset: true}, "1970-01-01T00:00:00Z"},
+	} {
+		if got := c.m.TakenText(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.m, got, c.want)
+		}
+	}
+}
