@@ -21,7 +21,7 @@ func init() { subcommands = append(subcommands, newSearchCmd) }
 
 func newSearchCmd() *cobra.Command {
 	var k int
-	var asJSON, pathsOnly, null, exact, preview bool
+	var asJSON, pathsOnly, null, exact, preview, long bool
 	var threshold float32
 	var under, images []string
 	c := &cobra.Command{
@@ -118,10 +118,16 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 			if err != nil {
 				return err
 			}
+			hits := markOffline(res, offline)
+			if asJSON || long {
+				if err := addMeta(g.db, hits); err != nil { // photometa.go
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			switch {
 			case asJSON:
-				return json.NewEncoder(out).Encode(markOffline(res, offline))
+				return json.NewEncoder(out).Encode(hits)
 			case null:
 				for _, x := range res {
 					fmt.Fprint(out, x.Path, "\x00")
@@ -131,10 +137,14 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 					fmt.Fprintln(out, x.Path)
 				}
 			case preview:
-				return printPreviews(cmd, markOffline(res, offline))
+				return printPreviews(cmd, hits)
 			default:
-				for _, x := range markOffline(res, offline) {
-					fmt.Fprintln(out, x.line())
+				for _, x := range hits {
+					l := x.line()
+					if long {
+						l = x.lineLong()
+					}
+					fmt.Fprintln(out, l)
 				}
 			}
 			return nil
@@ -142,7 +152,8 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 	}
 	f := c.Flags()
 	f.IntVarP(&k, "k", "k", 10, "number of results")
-	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build)`)
+	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build; "taken", "taken_source", "place", "gps", "camera" from the file when known)`)
+	f.BoolVar(&long, "long", false, "add the capture date (~ before a modification time) and place columns: score<TAB>path<TAB>date<TAB>place")
 	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line (for xargs)")
 	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0)")
 	f.Float32Var(&threshold, "threshold", 0, "drop results with a cosine below this")
@@ -158,7 +169,8 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 // away at the last build (its file may not be readable now).
 type hit struct {
 	search.Result
-	Offline bool `json:"offline,omitempty"`
+	Offline  bool `json:"offline,omitempty"`
+	metaJSON      // photometa.go: filled for --json and --long
 }
 
 // markOffline marks the results that lie in an offline folder.
@@ -166,7 +178,7 @@ func markOffline(res []search.Result, offline []store.Offline) []hit {
 	out := make([]hit, len(res))
 	for i, r := range res {
 		_, off := store.OfflineFor(offline, r.Path)
-		out[i] = hit{r, off}
+		out[i] = hit{Result: r, Offline: off}
 	}
 	return out
 }
@@ -174,6 +186,15 @@ func markOffline(res []search.Result, offline []store.Offline) []hit {
 // line is the plain output of a hit: score<TAB>path, and <TAB>(offline).
 func (h hit) line() string {
 	l := fmt.Sprintf("%.4f\t%s", h.Score, h.Path)
+	if h.Offline {
+		l += "\t(offline)"
+	}
+	return l
+}
+
+// lineLong is line with the --long columns before the offline mark.
+func (h hit) lineLong() string {
+	l := fmt.Sprintf("%.4f\t%s", h.Score, h.Path) + h.longColumns()
 	if h.Offline {
 		l += "\t(offline)"
 	}

@@ -23,8 +23,9 @@ type statusJSON struct {
 	DBBytes   int64            `json:"db_bytes"`
 	Device    string           `json:"device"` // where the last build ran the model ("" = unknown)
 	LastBuild *store.LastBuild `json:"last_build"`
-	Folders   []string         `json:"folders"` // every folder or tar shard ever indexed, by any build or merge
-	Offline   []store.Offline  `json:"offline"` // folders whose disk was away at the last build, their entries kept
+	Folders   []string         `json:"folders"`  // every folder or tar shard ever indexed, by any build or merge
+	Offline   []store.Offline  `json:"offline"`  // folders whose disk was away at the last build, their entries kept
+	Metadata  metaStats        `json:"metadata"` // dates, GPS and places read from the files (photometa.go)
 }
 
 func newStatusCmd() *cobra.Command {
@@ -48,8 +49,13 @@ works while a build is running.`,
 			var id store.Identity
 			offline := []store.Offline{}
 			folders := []string{}
+			var ms metaStats
 			err = r.View(func(s *store.Snapshot) error {
 				id = s.Identity()
+				var err error
+				if ms, err = readMetaStats(s); err != nil {
+					return err
+				}
 				roots, err := s.Roots()
 				if err != nil {
 					return err
@@ -85,7 +91,7 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline})
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Metadata: ms})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
@@ -124,6 +130,7 @@ works while a build is running.`,
 					fmt.Fprintf(out, "arithmetic:  %s products, weights %s (the index accepts any --precision and --weights of this model)\n", p, w)
 				}
 			}
+			printMetaStats(out, ms, st.Images)
 			if len(folders) > 0 {
 				fmt.Fprintf(out, "folders:     %s\n", strings.Join(folders, ", "))
 			}
