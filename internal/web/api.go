@@ -31,6 +31,9 @@ type Result struct {
 	// result ("" when its disk was there at the last build): its
 	// thumbnail and image are not served until the disk is back.
 	Offline string `json:"offline,omitempty"`
+	// *PhotoMeta is the date, place and camera (photometa.go), nil when
+	// the index holds none.
+	*PhotoMeta
 }
 
 // Answer is the body of /api/search, /api/similar and /api/search/image.
@@ -142,6 +145,10 @@ func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk
 		id := s.ids.id(x.Path)
 		o, _ := store.OfflineFor(rk.offline, x.Path)
 		a.Results = append(a.Results, Result{ID: id, Path: x.Path, Score: x.Score, Thumb: "/thumb/" + id, Image: "/image/" + id, Offline: o.Dir})
+	}
+	if err := s.addPhotoMeta(a.Results); err != nil {
+		fail(w, err)
+		return
 	}
 	a.TookMS = float64(time.Since(start).Microseconds()) / 1000
 	writeJSON(w, http.StatusOK, a)
