@@ -76,13 +76,39 @@ func load() (*table, error) {
 
 // Version names the table's sources and their versions. An index records
 // it with the places it resolved, so that a binary with another table
-// resolves them again.
+// resolves them again. It reads only the table's header: a build that
+// looks up no place never decodes the table.
 func Version() (string, error) {
-	t, err := load()
+	versionOnce.Do(func() { version, errVersion = readVersion(tableGz) })
+	return version, errVersion
+}
+
+var (
+	versionOnce sync.Once
+	version     string
+	errVersion  error
+)
+
+func readVersion(gz []byte) (string, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %v", errTable, err)
 	}
-	return t.version, nil
+	head := make([]byte, 8+binary.MaxVarintLen64+1024)
+	n, err := io.ReadFull(zr, head)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return "", fmt.Errorf("%w: %v", errTable, err)
+	}
+	head = head[:n]
+	if !bytes.HasPrefix(head, []byte("CLIPGEO1")) {
+		return "", fmt.Errorf("%w: bad magic", errTable)
+	}
+	r := reader{b: head[8:]}
+	v := r.str()
+	if r.err != nil {
+		return "", fmt.Errorf("%w: %v", errTable, r.err)
+	}
+	return v, nil
 }
 
 // Nearest returns the populated place nearest to lat, lon (WGS84 degrees)

