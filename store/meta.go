@@ -84,20 +84,31 @@ func appendStr(b []byte, s string) []byte {
 
 // interner shares the strings of decoded records: a collection has a few
 // cameras and places, so EachMeta allocates almost nothing per record.
-type interner map[string]string
+// Records in path order repeat their neighbour's values (a folder is one
+// trip with one camera), so each field first compares with the value it
+// had in the previous record, without hashing.
+type interner struct {
+	m    map[string]string
+	last [8]string // by field: 0 source, 1 make, 2 model, 3 lens, 4 city, 5 region, 6 country, 7 code
+}
 
-func (in interner) get(b []byte) string {
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+func (in *interner) get(field int, b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	if s, ok := in[string(b)]; ok { // no allocation for the lookup
-		return s
+	if string(b) == in.last[field] { // no allocation for the comparison
+		return in.last[field]
 	}
-	if len(in) >= 1<<16 {
-		return string(b) // a pathological index: stop growing the table
+	s, ok := in.m[string(b)] // nor for the lookup
+	if !ok {
+		s = string(b)
+		if len(in.m) < 1<<16 { // a pathological index: stop growing the table
+			in.m[s] = s
+		}
 	}
-	s := string(b)
-	in[s] = s
+	in.last[field] = s
 	return s
 }
 
@@ -148,7 +159,7 @@ func (d *metaDecoder) bytes() []byte {
 	return s
 }
 
-func decodeMeta(v []byte, in interner) (Meta, error) {
+func decodeMeta(v []byte, in *interner) (Meta, error) {
 	var m Meta
 	if len(v) < 3 || v[0] != metaVersion {
 		return m, ErrCorrupt
@@ -157,7 +168,7 @@ func decodeMeta(v []byte, in interner) (Meta, error) {
 	d := metaDecoder{b: v[3:]}
 	switch {
 	case src == 0xff:
-		m.TakenSource = in.get(d.bytes())
+		m.TakenSource = in.get(0, d.bytes())
 	case int(src) < len(takenSources):
 		m.TakenSource = takenSources[src]
 	default:
@@ -187,9 +198,14 @@ func decodeMeta(v []byte, in interner) (Meta, error) {
 		return m, ErrCorrupt
 	}
 	m.Width, m.Height = int(w), int(h)
-	for _, p := range []*string{&m.Make, &m.Model, &m.Lens, &m.City, &m.Region, &m.Country, &m.CountryCode} {
-		*p = in.get(d.bytes())
-	}
+	// Field by field (a loop over pointers would move m to the heap).
+	m.Make = in.get(1, d.bytes())
+	m.Model = in.get(2, d.bytes())
+	m.Lens = in.get(3, d.bytes())
+	m.City = in.get(4, d.bytes())
+	m.Region = in.get(5, d.bytes())
+	m.Country = in.get(6, d.bytes())
+	m.CountryCode = in.get(7, d.bytes())
 	if d.bad || len(d.b) != 0 {
 		return m, ErrCorrupt
 	}
@@ -248,7 +264,7 @@ func (s *Snapshot) Meta(path string) (Meta, bool, error) {
 	if v == nil {
 		return Meta{}, false, nil
 	}
-	m, err := decodeMeta(v, interner{})
+	m, err := decodeMeta(v, newInterner())
 	if err != nil {
 		return m, false, fmt.Errorf("metadata record of %s: %w", path, err)
 	}
@@ -262,7 +278,7 @@ func (s *Snapshot) EachMeta(fn func(path string, m Meta) error) error {
 	if bk == nil {
 		return nil
 	}
-	in := interner{}
+	in := newInterner()
 	c := bk.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		m, err := decodeMeta(v, in)
@@ -307,7 +323,7 @@ func (s *Snapshot) checkMeta(bad func(format string, a ...any)) {
 		return
 	}
 	files := s.tx.Bucket(bFiles)
-	in := interner{}
+	in := newInterner()
 	bk.ForEach(func(k, v []byte) error {
 		_, err := decodeMeta(v, in)
 		fv := files.Get(k)
@@ -339,7 +355,7 @@ func (t *wtx) mergeMeta(rec mergeRec) error {
 	if err := t.meta.Delete(kPlaces); err != nil {
 		return err
 	}
-	if _, err := decodeMeta(rec.meta, interner{}); err != nil {
+	if _, err := decodeMeta(rec.meta, newInterner()); err != nil {
 		return fmt.Errorf("metadata record of %s: %w", rec.path, err)
 	}
 	bk, err := t.tx.CreateBucketIfNotExists(bPhotoMeta)

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,16 +25,16 @@ var metaSamples = []Meta{
 func TestMetaRoundTrip(t *testing.T) {
 	for _, m := range metaSamples {
 		b := encodeMeta(m)
-		got, err := decodeMeta(b, interner{})
+		got, err := decodeMeta(b, newInterner())
 		if err != nil || got != m {
 			t.Errorf("round trip %+v = %+v, %v", m, got, err)
 		}
 		for n := 0; n < len(b); n++ {
-			if _, err := decodeMeta(b[:n], interner{}); !errors.Is(err, ErrCorrupt) {
+			if _, err := decodeMeta(b[:n], newInterner()); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("%+v cut to %d bytes decodes (%v)", m, n, err)
 			}
 		}
-		if _, err := decodeMeta(append(b, 0), interner{}); !errors.Is(err, ErrCorrupt) {
+		if _, err := decodeMeta(append(b, 0), newInterner()); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%+v with a trailing byte decodes", m)
 		}
 	}
@@ -44,9 +45,9 @@ func FuzzDecodeMeta(f *testing.F) {
 		f.Add(encodeMeta(m))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeMeta(b, interner{})
+		m, err := decodeMeta(b, newInterner())
 		if err == nil {
-			if again, err := decodeMeta(encodeMeta(m), interner{}); err != nil || (again != m && !(m.Lat != m.Lat || m.Lon != m.Lon || m.Alt != m.Alt)) {
+			if again, err := decodeMeta(encodeMeta(m), newInterner()); err != nil || (again != m && !(m.Lat != m.Lat || m.Lon != m.Lon || m.Alt != m.Alt)) {
 				t.Fatalf("re-encode of %+v: %+v, %v", m, again, err)
 			}
 		}
@@ -189,4 +190,68 @@ func TestTakenText(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", c.m, got, c.want)
 		}
 	}
+}
+
+// BenchmarkEachMeta reads the metadata of n records, against reading their
+// file records (Files) in the same run: the cost of a metadata filter over
+// the whole index compared with the walk any listing already pays.
+// CLIPIDX_BENCH_RECORDS sets n (default 100,000; the filter's target is
+// 1,000,000).
+func BenchmarkEachMeta(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("CLIPIDX_BENCH_RECORDS"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	path := filepath.Join(b.TempDir(), "i.db")
+	w, err := OpenWriter(path, testID, WriterOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cities := []string{"Paris", "Chamonix-Mont-Blanc", "Sydney", "Bondi Beach", "Tokyo", "Nairobi"}
+	var batch Batch
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf("/photos/%04d/%02d/IMG_%07d.jpg", 2000+i%25, i%12+1, i)
+		batch.Put(p, File{Size: int64(i), Hash: hashOf(p)}, vec(uint64(i), 8))
+		m := Meta{Taken: 946684800 + int64(i)*600, TakenSource: TakenEXIF, Make: "Apple", Model: "iPhone " + fmt.Sprint(8+i%7), Width: 4032, Height: 3024}
+		if i%3 == 0 {
+			m.HasGPS, m.Lat, m.Lon = true, float64(i%180)-90, float64(i%360)-180
+			m.City, m.Country, m.CountryCode = cities[i%len(cities)], "Somewhere", "SW"
+		}
+		batch.PutMeta(p, m)
+		if batch.Len() >= 20000 {
+			if err := w.Commit(&batch); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	if err := w.Commit(&batch); err != nil {
+		b.Fatal(err)
+	}
+	closeW(b, w)
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	b.Run("EachMeta", func(b *testing.B) {
+		for b.Loop() {
+			hits := 0
+			r.View(func(s *Snapshot) error {
+				return s.EachMeta(func(_ string, m Meta) error {
+					if m.HasGPS && m.Taken > 1e9 {
+						hits++
+					}
+					return nil
+				})
+			})
+		}
+	})
+	b.Run("Files", func(b *testing.B) {
+		for b.Loop() {
+			r.View(func(s *Snapshot) error {
+				return s.Files("", func(string, File) error { return nil })
+			})
+		}
+	})
 }
