@@ -274,7 +274,13 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 		heifs[c.path] = c.heif
 	}
 	// Third-party files: this package's test images and Go's.
-	for _, pattern := range []string{"testdata/images/*", "testdata/heif/*.heic", "testdata/heif/*.avif", filepath.Join(runtime.GOROOT(), "src", "image", "testdata", "*")} {
+	patterns := []string{"testdata/images/*", "testdata/heif/*.heic", "testdata/heif/*.avif", filepath.Join(runtime.GOROOT(), "src", "image", "testdata", "*")}
+	if dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "golang.org/x/image").Output(); err == nil {
+		patterns = append(patterns, filepath.Join(strings.TrimSpace(string(dir)), "testdata", "*"))
+	} else if os.Getenv("CI") == "true" {
+		t.Fatalf("golang.org/x/image's test images not found: %v", err)
+	}
+	for _, pattern := range patterns {
 		ms, _ := filepath.Glob(pattern)
 		for _, p := range ms {
 			if ext := filepath.Ext(p); ext == ".heic" || ext == ".avif" {
@@ -284,7 +290,7 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 		}
 	}
 	read := exiftoolRead(t, tool, paths)
-	withGPS, withDate := 0, 0
+	withGPS, withDate, compared := 0, 0, 0
 	for _, p := range paths {
 		e, ok := read[p]
 		if !ok {
@@ -297,6 +303,7 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 		if f, _ := sniff(data, p); f == fmtUnknown {
 			continue
 		}
+		compared++
 		got, want := ReadMeta(data), wantMeta(t, p, e, heifs[p])
 		if !sameMeta(got, want) {
 			t.Errorf("%s:\n got  %+v\n want %+v (exiftool)", filepath.Base(p), got, want)
@@ -307,6 +314,10 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 		if !got.Taken.IsZero() {
 			withDate++
 		}
+	}
+	t.Logf("%d files compared with exiftool", compared)
+	if compared < 50 {
+		t.Errorf("only %d files compared: the third-party images were not found", compared)
 	}
 	if withGPS < 6 || withDate < 6 {
 		t.Errorf("only %d files with GPS and %d with a date: the corpus was not written", withGPS, withDate)
