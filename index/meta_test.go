@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -262,5 +264,64 @@ func TestMetaPlacesUpgrade(t *testing.T) {
 	ms, version := readMetas(t, db)
 	if want, _ := geo.Version(); version != want || ms[p].City != "Nairobi" || ms[p].CountryCode != "KE" || e.calls.Load() != calls {
 		t.Errorf("after the upgrade: version %q, %+v, %d model calls", version, ms[p], e.calls.Load()-calls)
+	}
+}
+
+// TestMetaUpgradeInterrupted: a build stopped while it reads the metadata
+// of an upgraded index keeps what it read, the index stays sound, and the
+// next build reads the rest, still without the model.
+func TestMetaUpgradeInterrupted(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	w, err := store.OpenWriter(db, fakeID, store.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch store.Batch
+	const n = 40
+	for i := range n {
+		p := filepath.Join(d, fmt.Sprintf("%02d.png", i))
+		data := exifPNG(fmt.Sprintf("2010:01:%02d 10:00:00", i%28+1), false, 0, 0, fmt.Sprint(i))
+		write(t, p, string(data))
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch.Put(p, store.File{Size: st.Size(), MtimeNs: st.ModTime().UnixNano(), Hash: sha256.Sum256(data)}, expectVec(data))
+	}
+	if err := w.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := &fakeEnc{}
+	o := opts(e)
+	o.Workers = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Progress = func(ev Event) {
+		if ev.Phase == "meta" && ev.Done == 10 {
+			cancel()
+		}
+	}
+	if _, err := Build(ctx, db, []string{d}, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted build: %v", err)
+	}
+	verify(t, db)
+	ms, _ := readMetas(t, db)
+	if len(ms) < 10 || len(ms) >= n {
+		t.Errorf("after the interruption %d of %d records have metadata, want at least the 10 read and not all", len(ms), n)
+	}
+	if _, err := Build(context.Background(), db, []string{d}, opts(e)); err != nil {
+		t.Fatal(err)
+	}
+	if ms, _ = readMetas(t, db); len(ms) != n || e.calls.Load() != 0 {
+		t.Errorf("after the next build %d of %d records have metadata, %d model calls", len(ms), n, e.calls.Load())
+	}
+	for p, m := range ms {
+		if m.TakenSource != store.TakenEXIF {
+			t.Errorf("%s: %+v", p, m)
+		}
 	}
 }
