@@ -6,11 +6,17 @@ import "github.com/clipidx/clipidx/store"
 // its file was taken (the fields of `clipidx search --json`); the viewer
 // shows it. Absent fields are unknown.
 type PhotoMeta struct {
-	Taken       string      `json:"taken,omitempty"`        // RFC 3339, with the camera's offset when known
-	TakenSource string      `json:"taken_source,omitempty"` // exif, video or mtime
-	Place       *Place      `json:"place,omitempty"`
-	GPS         *[2]float64 `json:"gps,omitempty"`    // latitude, longitude
-	Camera      string      `json:"camera,omitempty"` // make and model, then the lens
+	Taken       string `json:"taken,omitempty"`        // RFC 3339, with the camera's offset when known
+	TakenSource string `json:"taken_source,omitempty"` // exif, video or mtime
+	Place       *Place `json:"place,omitempty"`
+	GPS         *GPS   `json:"gps,omitempty"`
+	Camera      string `json:"camera,omitempty"` // make and model, then the lens
+}
+
+// GPS is a WGS84 position in degrees, as `clipidx search --json` gives it.
+type GPS struct {
+	Lat float64 `json:"lat"`
+	Lon float64 `json:"lon"`
 }
 
 // Place is the nearest populated place to a result's GPS position.
@@ -27,7 +33,7 @@ func photoMeta(m store.Meta) *PhotoMeta {
 		p.Place = &Place{m.City, m.Region, m.Country}
 	}
 	if m.HasGPS {
-		p.GPS = &[2]float64{m.Lat, m.Lon}
+		p.GPS = &GPS{m.Lat, m.Lon}
 	}
 	cam := m.Model
 	if m.Make != "" && !startsWithFold(m.Model, m.Make) {

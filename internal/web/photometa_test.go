@@ -36,7 +36,7 @@ func TestAnswerPhotoMeta(t *testing.T) {
 			t.Errorf("%s: no metadata", r.Path)
 		case r.Path == p:
 			if m.Taken != "2019-07-14T16:05:12+10:00" || m.TakenSource != "exif" || m.Place == nil || m.Place.City != "Bondi Beach" ||
-				m.GPS == nil || m.GPS[0] != -33.8908 || m.Camera != "Apple iPhone 8 · back camera" {
+				m.GPS == nil || m.GPS.Lat != -33.8908 || m.Camera != "Apple iPhone 8 · back camera" {
 				t.Errorf("%s: %+v %+v", r.Path, m, m.Place)
 			}
 		case m.TakenSource != "mtime" || m.Place != nil || m.GPS != nil:

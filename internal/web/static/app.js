@@ -141,7 +141,7 @@ function photoLine(r) {
     parts.push(r.taken_source === "mtime" ? d + " (file date)" : d);
   }
   if (r.place) parts.push([r.place.city, r.place.region, r.place.country].filter(Boolean).join(", "));
-  else if (r.gps) parts.push(r.gps[0].toFixed(4) + ", " + r.gps[1].toFixed(4));
+  else if (r.gps) parts.push(r.gps.lat.toFixed(4) + ", " + r.gps.lon.toFixed(4));
   if (r.camera) parts.push(r.camera);
   return parts.join(" · ");
 }
