@@ -38,6 +38,8 @@
 //     ffmpeg run as child processes: video frames as packed RGB) are leaves:
 //     they import no other clipidx package. internal/mmap, the one file-mapping helper, is a leaf
 //     that the model loaders (clipnpu/core, clipnpu/bundle) share.
+//     internal/geo, the embedded place table (GPS → city, region, country),
+//     is a leaf that index uses at build time.
 //   - clipnpu's runtime packages take a model folder, token ids and pixel
 //     tensors, never paths of images or strings of text: core is a leaf; hf
 //     (the loader) imports only core; cpu imports core and internal/gemm, never the NPU

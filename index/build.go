@@ -253,6 +253,7 @@ type result struct {
 	vec    []float32
 	dup    bool // content claimed by another file of this run: take its outcome
 	video  *videoResult
+	meta   *store.Meta // read from the same bytes (meta.go)
 }
 
 // Build brings the index at dbPath up to date with the images under roots
@@ -415,6 +416,12 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 			if cerr := b.maybeCommit(true); cerr != nil {
 				return b.sum, errors.Join(err, cerr)
 			}
+		}
+		return b.sum, err
+	}
+	if err := b.completeMeta(ctx, wk); err != nil { // meta.go
+		if ctx.Err() != nil {
+			return b.finish(ctx, abs, nil, nil)
 		}
 		return b.sum, err
 	}
@@ -693,6 +700,7 @@ func (b *builder) prepare(j job) result {
 		return r
 	}
 	r.hash = sha256.Sum256(data)
+	r.meta = fileMeta(data, j.mtimeNs)
 	r.act = classify(j.old, j.size, j.mtimeNs, &r.hash, func(h store.Hash) bool { return b.known[h] }, b.retry())
 	if r.act != actEmbed {
 		return r
@@ -871,6 +879,9 @@ func (b *builder) record(r result) {
 	} else {
 		b.pending++
 		b.batch.Put(r.path, f, r.vec)
+		if r.meta != nil {
+			b.batch.PutMeta(r.path, *r.meta)
+		}
 		switch {
 		case r.act == actTouch:
 			b.sum.Unchanged++

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/clipidx/clipidx/internal/video"
 	"github.com/clipidx/clipidx/store"
@@ -139,18 +140,21 @@ func (b *builder) prepareVideo(j job) result {
 	r.hash = h
 	if same := framesOf(h, r.video.old, b.known); same != nil {
 		r.act, r.video.frames = actTouch, same
+		r.meta = b.probeMeta(j)
 		return r
 	}
 	if same := b.recordedVideo(h); same != nil {
 		r.act, r.video.frames = actReuse, same
+		r.meta = b.probeMeta(j)
 		return r
 	}
 	r.act = actEmbed
-	frames, _, err := b.opts.Video.Sample(b.ctx, j.path)
+	frames, info, err := b.opts.Video.Sample(b.ctx, j.path)
 	if err != nil {
 		r.err = err
 		return r
 	}
+	r.meta = videoMeta(info, j.mtimeNs)
 	for _, fr := range frames {
 		vf := vframe{t: fr.Time, hash: frameHash(h, fr.Time)}
 		if !b.known[vf.hash] {
@@ -308,6 +312,9 @@ func (b *builder) recordVideo(r result) {
 			f.Hash = fr.hash
 			b.batch.Put(p, f, fr.vec) // a nil vec reuses the vector of fr.hash
 			b.pending++
+			if r.meta != nil {
+				b.batch.PutMeta(p, *r.meta)
+			}
 		}
 		for _, o := range v.old {
 			if !keep[o.path] {
@@ -356,3 +363,41 @@ func (b *builder) countRemoved(p string, counted map[string]bool) bool {
 	counted[v] = true
 	return true
 }
+
+// VideoProber is a VideoSampler that can also read a video's container
+// without decoding it (video.Sampler does): a video whose frames are kept
+// or reused is probed for its creation time and size, so that its frames'
+// metadata follows it.
+type VideoProber interface {
+	Probe(ctx context.Context, path string) (video.Info, error)
+}
+
+// probeMeta is the metadata of a video whose frames are kept or reused:
+// from a probe where the sampler can, else only the file's time. A probe
+// that fails leaves the frames' metadata as the file's time too (the
+// frames themselves are sound).
+func (b *builder) probeMeta(j job) *store.Meta {
+	var in video.Info
+	if p, ok := b.opts.Video.(VideoProber); ok {
+		in, _ = p.Probe(b.ctx, j.path)
+	}
+	return videoMeta(in, j.mtimeNs)
+}
+
+// videoMeta is the Meta of a video's frames: the container's creation time
+// (containers keep UTC: it is shown on the build's local clock, as a
+// file's time is), else the file's modification time; the size a player
+// shows.
+func videoMeta(in video.Info, mtimeNs int64) *store.Meta {
+	m := fileMeta(nil, mtimeNs)
+	if !in.Created.IsZero() {
+		t := in.Created.In(time.Local)
+		_, off := t.Zone()
+		m.Taken, m.TakenNs, m.TakenSource = t.Unix()+int64(off), int32(t.Nanosecond()), store.TakenVideo
+		m.Offset, m.HasOffset = int16(off/60), true
+	}
+	m.Width, m.Height = in.DisplayWidth, in.DisplayHeight
+	return m
+}
+
+var _ VideoProber = (*video.Sampler)(nil)

@@ -294,3 +294,65 @@ func TestBuildVideoWithin(t *testing.T) {
 	build(v)
 	wantRecords(t, db, dir, "a.png")
 }
+
+// datedSampler is fakeSampler with a creation time and a probe, as
+// video.Sampler has.
+type datedSampler struct {
+	fakeSampler
+	created time.Time
+	probes  atomic.Int64
+}
+
+func (s *datedSampler) Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error) {
+	fr, _, err := s.fakeSampler.Sample(ctx, path)
+	return fr, video.Info{Created: s.created, DisplayWidth: 4, DisplayHeight: 4}, err
+}
+
+func (s *datedSampler) Probe(ctx context.Context, path string) (video.Info, error) {
+	s.probes.Add(1)
+	return video.Info{Created: s.created, DisplayWidth: 4, DisplayHeight: 4}, nil
+}
+
+// TestBuildVideoMeta: a video's frames carry its creation time (on the
+// build's local clock, source "video") and displayed size, and keep them
+// when the video is renamed (its frames reused without a decode).
+func TestBuildVideoMeta(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	write(t, filepath.Join(dir, "v.mp4"), "FAKEVIDEO 0,4 dated")
+	created := time.Date(2019, 7, 14, 6, 5, 12, 0, time.UTC)
+	s := &datedSampler{created: created}
+	check := func(paths ...string) {
+		t.Helper()
+		r, err := store.OpenReader(db, store.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.View(func(sn *store.Snapshot) error {
+			for _, p := range paths {
+				m, ok, err := sn.Meta(filepath.Join(dir, p))
+				if err != nil || !ok {
+					t.Fatalf("%s: no metadata (%v)", p, err)
+				}
+				_, off := created.In(time.Local).Zone()
+				if m.TakenSource != store.TakenVideo || m.Taken != created.Unix()+int64(off) || m.Width != 4 || m.Height != 4 {
+					t.Errorf("%s: metadata %+v, want the creation time %v from the video", p, m, created)
+				}
+			}
+			return nil
+		})
+	}
+	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(&fakeEnc{}, s)); err != nil {
+		t.Fatal(err)
+	}
+	check("v.mp4#t=0", "v.mp4#t=4")
+	rename(t, filepath.Join(dir, "v.mp4"), filepath.Join(dir, "w.mp4"))
+	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(&fakeEnc{}, s)); err != nil {
+		t.Fatal(err)
+	}
+	check("w.mp4#t=0", "w.mp4#t=4")
+	if s.calls.Load() != 1 || s.probes.Load() != 1 {
+		t.Errorf("%d decodes and %d probes, want 1 decode and a probe for the rename", s.calls.Load(), s.probes.Load())
+	}
+}

@@ -21,6 +21,8 @@ const (
 	opDelete
 	opSample // see sample.go
 	opShard
+	opMeta // see meta.go
+	opPlaces
 )
 
 type op struct {
@@ -29,6 +31,7 @@ type op struct {
 	file   File
 	vec    []float32
 	sample *Sample
+	meta   *Meta
 }
 
 // Put records path as indexed with content f.Hash. When vec is nil the
@@ -85,6 +88,9 @@ func (w *wtx) apply(o op) error {
 		if err := w.deleteSample(o.path); err != nil {
 			return err
 		}
+		if err := w.deleteMeta(o.path); err != nil {
+			return err
+		}
 		return w.files.Delete([]byte(o.path))
 	case opPut:
 		old, ok, err := w.getFile(o.path)
@@ -122,6 +128,9 @@ func (w *wtx) apply(o op) error {
 			w.images++
 		} else {
 			w.failed++
+			if err := w.deleteMeta(o.path); err != nil { // a failed file has no metadata
+				return err
+			}
 		}
 		return w.files.Put([]byte(o.path), encodeFile(f))
 	default:

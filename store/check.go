@@ -26,7 +26,8 @@ import (
 //   - each live slot has a vecs entry; each free id is dead; the meta
 //     counters match the records;
 //   - each sample record decodes, belongs to a file record, and its
-//     caption vector, if any, is a unit vector of the index's dimension.
+//     caption vector, if any, is a unit vector of the index's dimension;
+//   - each metadata record decodes and belongs to an indexed file.
 func (s *Snapshot) Check(allowQueued bool) error {
 	if perrs := checkPages(s.tx.DB().Path()); len(perrs) > 0 {
 		return fmt.Errorf("page structure: %w", errors.Join(perrs...))
@@ -167,6 +168,7 @@ func (s *Snapshot) Check(allowQueued bool) error {
 		return nil
 	})
 	s.checkSamples(bad)
+	s.checkMeta(bad)
 	return errors.Join(errs...)
 }
 

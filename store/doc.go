@@ -18,6 +18,17 @@
 //	gc      vector id → nothing: vectors that lost their last file (slot no
 //	        longer live, values kept for reuse); GC frees them
 //
+// Optional buckets, created by the first write that needs them (an index
+// without them is a valid schema-1 index; readers treat them as empty):
+//
+//	samples    path → Sample of a webdataset sample (sample.go)
+//	shards     tar shard path → stat when last read whole (sample.go)
+//	photometa  path → Meta: capture time, GPS, camera, pixel size and place
+//	           names of an indexed file (meta.go: version byte, flags,
+//	           varints, float64 GPS only when present, length-prefixed
+//	           texts); the meta bucket's "places" key names the place
+//	           table the names came from
+//
 // A chunk value is [live bitmap ChunkSlots/8 bytes][hi: ChunkSlots·D u16]
 // [lo: ChunkSlots·D u16]. Each float32 component is split into its upper 16
 // bits rounded half up (a bfloat16, "hi") and its lower 16 bits ("lo"), so

@@ -201,6 +201,7 @@ type mergeRec struct {
 	file   File
 	vec    []float32 // exact, unit (nil for a failure)
 	sample []byte    // encoded Sample, or nil
+	meta   []byte    // encoded Meta, or nil
 }
 
 // mergeOne copies every record of the index in into w, mergeCommit records
@@ -243,6 +244,11 @@ func (w *Writer) mergeOne(in string, sum *MergeSummary) error {
 						return fmt.Errorf("sample record of %s: %w", p, err)
 					}
 					rec.sample = append([]byte(nil), v...)
+				}
+			}
+			if pm := s.tx.Bucket(bPhotoMeta); pm != nil && !f.Failed() {
+				if v := pm.Get([]byte(p)); v != nil {
+					rec.meta = append([]byte(nil), v...)
 				}
 			}
 			recs = append(recs, rec)
@@ -323,6 +329,9 @@ func (t *wtx) mergeRecord(rec mergeRec, sum *MergeSummary) error {
 		return err
 	}
 	if err := t.deleteSample(rec.path); err != nil {
+		return err
+	}
+	if err := t.mergeMeta(rec); err != nil {
 		return err
 	}
 	if rec.sample != nil {

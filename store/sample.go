@@ -118,6 +118,8 @@ func (b *Batch) DeleteShard(path string) {
 // applyExtra applies the operations on the optional buckets.
 func (w *wtx) applyExtra(o op) error {
 	switch o.kind {
+	case opMeta, opPlaces:
+		return w.applyMeta(o)
 	case opSample:
 		s := *o.sample
 		if s.Text != nil {

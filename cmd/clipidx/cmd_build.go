@@ -182,6 +182,10 @@ indexes. A --shard build refuses an index that holds records of other shares
 						bar.describe("indexing")
 						bar.setTotal(e.Total)
 						bar.set(e.Done)
+					case "meta":
+						bar.describe("reading dates, places and cameras")
+						bar.setTotal(e.Total)
+						bar.set(e.Done)
 					case "remove":
 						bar.describe("removing deleted files")
 					}

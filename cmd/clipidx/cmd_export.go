@@ -26,8 +26,13 @@ path order, for the tools that take over from clipidx:
   --format clip-retrieval OUT   the embeddings folder clip-retrieval writes:
       OUT/img_emb/img_emb_{P}.npy       L2-normalised rows, '<f2' (--dtype f32: '<f4')
       OUT/text_emb/text_emb_{P}.npy     caption vectors (build --captions), row for row
-      OUT/metadata/metadata_{P}.parquet image_path, caption, sha256, mtime and the
-                                        samples' JSON fields (url, key, width, ...)
+      OUT/metadata/metadata_{P}.parquet image_path, caption, sha256, mtime, the
+                                        photo metadata (taken, taken_source,
+                                        gps_latitude/longitude/altitude, city,
+                                        region, country, country_code,
+                                        camera_make, camera_model, lens,
+                                        pixel_width/height; null when unknown)
+                                        and the samples' JSON fields (url, key, ...)
     then: autofaiss build_index --embeddings OUT/img_emb --index_path knn.index \
             --index_infos_path infos.json --metric_type ip
   --format faiss-flat OUT.index  a FAISS IndexFlatIP file (float32) and

@@ -23,7 +23,7 @@ func init() { subcommands = append(subcommands, newSearchCmd) }
 func newSearchCmd() *cobra.Command {
 	var k int
 	var sortBy string
-	var asJSON, pathsOnly, null, exact, preview, frames bool
+	var asJSON, pathsOnly, null, exact, preview, frames, long bool
 	var threshold float32
 	var under, images []string
 	c := &cobra.Command{
@@ -161,8 +161,13 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			hits := markOffline(res, offline, listing)
+			if asJSON || long {
+				if err := addMeta(g.db, hits); err != nil { // photometa.go
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
 			switch {
 			case asJSON:
 				return json.NewEncoder(out).Encode(hits)
@@ -178,7 +183,11 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 				return printPreviews(cmd, hits)
 			default:
 				for _, x := range hits {
-					fmt.Fprintln(out, x.line())
+					l := x.line()
+					if long {
+						l = x.lineLong()
+					}
+					fmt.Fprintln(out, l)
 				}
 			}
 			return nil
@@ -186,7 +195,8 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 	}
 	f := c.Flags()
 	f.IntVarP(&k, "k", "k", 10, "number of results")
-	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build; a video frame adds "video": its file and "time": seconds)`)
+	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build; a video frame adds "video": its file and "time": seconds; "taken", "taken_source", "place", "gps", "camera" from the file when known)`)
+	f.BoolVar(&long, "long", false, "add the capture date (~ before a modification time) and place columns: score<TAB>path<TAB>date<TAB>place (a listing of qualifiers alone: path<TAB>date<TAB>place)")
 	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line (for xargs)")
 	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0)")
 	f.Float32Var(&threshold, "threshold", 0, "drop results with a cosine below this")
@@ -209,10 +219,11 @@ const listK = 100
 // (qualifiers only) has no score.
 type hit struct {
 	search.Result
-	Score   *float32 `json:"score,omitempty"`
-	Offline bool     `json:"offline,omitempty"`
-	Video   string   `json:"video,omitempty"` // a frame's video file
-	Time    *float64 `json:"time,omitempty"`  // a frame's time in seconds
+	Score    *float32 `json:"score,omitempty"`
+	Offline  bool     `json:"offline,omitempty"`
+	Video    string   `json:"video,omitempty"` // a frame's video file
+	Time     *float64 `json:"time,omitempty"`  // a frame's time in seconds
+	metaJSON          // photometa.go: filled for --json and --long
 }
 
 // markOffline marks the results that lie in an offline folder.
@@ -245,6 +256,19 @@ func (h hit) line() string {
 	l := fmt.Sprintf("%.4f\t%s", h.Result.Score, h.Path)
 	if h.Score == nil {
 		l = takenText(h.Meta) + "\t" + h.Path
+	}
+	if h.Offline {
+		l += "\t(offline)"
+	}
+	return l
+}
+
+// lineLong is line with the --long columns before the offline mark; a
+// listing's date is then a --long column: path<TAB>date<TAB>place.
+func (h hit) lineLong() string {
+	l := fmt.Sprintf("%.4f\t%s", h.Result.Score, h.Path) + h.longColumns()
+	if h.Score == nil {
+		l = h.Path + h.longColumns()
 	}
 	if h.Offline {
 		l += "\t(offline)"

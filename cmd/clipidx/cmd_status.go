@@ -25,9 +25,10 @@ type statusJSON struct {
 	DBBytes   int64            `json:"db_bytes"`
 	Device    string           `json:"device"` // where the last build ran the model ("" = unknown)
 	LastBuild *store.LastBuild `json:"last_build"`
-	Folders   []string         `json:"folders"` // every folder or tar shard ever indexed, by any build or merge
-	Offline   []store.Offline  `json:"offline"` // folders whose disk was away at the last build, their entries kept
-	Build     store.BuildState `json:"build"`   // a build running now (any process), or the last one's progress
+	Folders   []string         `json:"folders"`  // every folder or tar shard ever indexed, by any build or merge
+	Offline   []store.Offline  `json:"offline"`  // folders whose disk was away at the last build, their entries kept
+	Build     store.BuildState `json:"build"`    // a build running now (any process), or the last one's progress
+	Metadata  metaStats        `json:"metadata"` // dates, GPS and places read from the files (photometa.go)
 }
 
 func newStatusCmd() *cobra.Command {
@@ -53,8 +54,13 @@ works while a build is running.`,
 			offline := []store.Offline{}
 			folders := []string{}
 			var prog *store.Progress
+			var ms metaStats
 			err = r.View(func(s *store.Snapshot) error {
 				id = s.Identity()
+				var err error
+				if ms, err = readMetaStats(s); err != nil {
+					return err
+				}
 				if prog, err = s.Progress(); err != nil {
 					return err
 				}
@@ -95,7 +101,7 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build})
+				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms})
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
@@ -138,6 +144,7 @@ works while a build is running.`,
 					fmt.Fprintf(out, "arithmetic:  %s products, weights %s (the index accepts any --precision and --weights of this model)\n", p, w)
 				}
 			}
+			printMetaStats(out, ms, st.Images)
 			if len(folders) > 0 {
 				fmt.Fprintf(out, "folders:     %s\n", strings.Join(folders, ", "))
 			}

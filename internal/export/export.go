@@ -356,6 +356,7 @@ type block struct {
 	rows     []row
 	hi, lo   [][]byte        // halves of each row's vector (aliasing the map)
 	samples  []*store.Sample // nil for a plain file
+	metas    []*store.Meta   // nil without photo metadata
 	img, txt []byte          // encoded rows
 	done     chan struct{}   // closed when img and txt are ready
 }
@@ -407,7 +408,7 @@ func (p *pipeline) run(rows []row) error {
 // read looks up the vectors and samples of a block.
 func (p *pipeline) read(b *block) error {
 	n := len(b.rows)
-	b.hi, b.lo, b.samples = make([][]byte, n), make([][]byte, n), make([]*store.Sample, n)
+	b.hi, b.lo, b.samples, b.metas = make([][]byte, n), make([][]byte, n), make([]*store.Sample, n), make([]*store.Meta, n)
 	for i, r := range b.rows {
 		hi, lo, ok := p.s.VectorHalves(r.file.Vec)
 		if !ok {
@@ -420,6 +421,13 @@ func (p *pipeline) read(b *block) error {
 		}
 		if ok {
 			b.samples[i] = &smp
+		}
+		pm, ok, err := p.s.Meta(r.path)
+		if err != nil {
+			return err
+		}
+		if ok {
+			b.metas[i] = &pm
 		}
 	}
 	return nil
@@ -477,7 +485,7 @@ func (p *pipeline) write(order <-chan *block) error {
 			}
 		}
 		for i, r := range b.rows {
-			if err = p.meta.add(r.path, r.file, b.samples[i]); err != nil {
+			if err = p.meta.add(r.path, r.file, b.samples[i], b.metas[i]); err != nil {
 				break
 			}
 		}

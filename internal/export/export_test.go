@@ -53,7 +53,16 @@ func fixture(t *testing.T, seed uint64) (string, []string) {
 		paths = append(paths, p)
 	}
 	for i := range 9 {
-		put(fmt.Sprintf("/photos/a/%03d.jpg", i), fmt.Sprintf("photo %d", i))
+		p := fmt.Sprintf("/photos/a/%03d.jpg", i)
+		put(p, fmt.Sprintf("photo %d", i))
+		if i%4 != 3 { // photo metadata on most, not all
+			m := store.Meta{Taken: 1561984496 + int64(i)*86400, TakenSource: store.TakenEXIF, Make: "PENTAX", Model: "PENTAX K-1", Width: 7360, Height: 4912}
+			if i%2 == 0 {
+				m.HasGPS, m.Lat, m.Lon, m.City, m.Region, m.Country, m.CountryCode = true, 45.9237, 6.8694+float64(i), "Chamonix-Mont-Blanc", "Auvergne-Rhône-Alpes", "France", "FR"
+				m.HasOffset, m.Offset = true, 120
+			}
+			b.PutMeta(p, m)
+		}
 	}
 	put("/photos/b/copy.jpg", "photo 3") // same bytes as 003.jpg: its own row, the same vector
 	b.Put("/photos/b/broken.jpg", store.File{Size: 3, Err: "decode: bad"}, nil)
@@ -303,7 +312,8 @@ func checkMetadata(t *testing.T, db string, metas, paths []string) {
 		for _, c := range cols {
 			types[c["name"].(string)] = fmt.Sprint(c["type"], "/", c["logical"])
 		}
-		for name, want := range map[string]string{"image_path": "BYTE_ARRAY/STRING", "caption": "BYTE_ARRAY/STRING", "sha256": "BYTE_ARRAY/STRING",
+		for name, want := range map[string]string{"taken": "BYTE_ARRAY/STRING", "gps_latitude": "DOUBLE/<nil>", "pixel_width": "INT64/INTEGER", "city": "BYTE_ARRAY/STRING",
+			"image_path": "BYTE_ARRAY/STRING", "caption": "BYTE_ARRAY/STRING", "sha256": "BYTE_ARRAY/STRING",
 			"mtime": "INT64/TIMESTAMP", "url": "BYTE_ARRAY/STRING", "width": "INT64/INTEGER", "score": "DOUBLE/<nil>", "ok": "BOOLEAN/<nil>", "exif": "BYTE_ARRAY/STRING"} {
 			if types[name] != want {
 				t.Errorf("%s: column %s is %s, want %s", m, name, types[name], want)
@@ -321,6 +331,7 @@ func checkMetadata(t *testing.T, db string, metas, paths []string) {
 			if r["image_path"] != p || r["sha256"] != hex.EncodeToString(f.Hash[:]) || fmt.Sprint(r["mtime"]) != fmt.Sprint(f.MtimeNs) {
 				t.Errorf("row %d = %v, want %s with its hash and mtime %d", i, r, p, f.MtimeNs)
 			}
+			checkPhotoColumns(t, i, p, r, s)
 			smp, ok, _ := s.Sample(p)
 			if !ok {
 				if r["caption"] != nil || r["url"] != nil {
@@ -528,4 +539,28 @@ func TestUnder(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// checkPhotoColumns compares the photo metadata columns of row i with the
+// index's record (null where it holds none).
+func checkPhotoColumns(t *testing.T, i int, p string, r map[string]any, s *store.Snapshot) {
+	t.Helper()
+	m, ok, err := s.Meta(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"taken": nil, "taken_source": nil, "camera_make": nil, "camera_model": nil, "pixel_width": nil,
+		"gps_latitude": nil, "gps_longitude": nil, "city": nil, "country_code": nil, "lens": nil}
+	if ok {
+		want["taken"], want["taken_source"], want["camera_make"], want["camera_model"], want["pixel_width"] = m.TakenText(), m.TakenSource, m.Make, m.Model, fmt.Sprint(m.Width)
+		if m.HasGPS {
+			want["gps_latitude"], want["gps_longitude"], want["city"], want["country_code"] = fmt.Sprint(m.Lat), fmt.Sprint(m.Lon), m.City, m.CountryCode
+		}
+	}
+	for col, w := range want {
+		got := r[col]
+		if (w == nil) != (got == nil) || w != nil && fmt.Sprint(got) != fmt.Sprint(w) {
+			t.Errorf("row %d (%s): %s = %v, want %v", i, p, col, got, w)
+		}
+	}
 }

@@ -89,7 +89,8 @@ func decodeJSON(b []byte) map[string]any {
 }
 
 func fixedColumn(name string) bool {
-	return name == colPath || name == colCaption || name == colSHA256 || name == colMtime
+	_, photo := photoColumns[name]
+	return name == colPath || name == colCaption || name == colSHA256 || name == colMtime || photo
 }
 
 // observe adds the fields of one sample's JSON.
@@ -110,6 +111,7 @@ func (m *metaSchema) build() {
 		colSHA256:  parquet.String(),
 		colMtime:   parquet.Timestamp(parquet.Nanosecond),
 	}
+	addPhotoColumns(g) // photometa.go
 	for k, kd := range m.fields {
 		var n parquet.Node
 		switch kd {
@@ -156,7 +158,7 @@ func (m *metaSchema) newWriter(out io.Writer) *metaWriter {
 }
 
 // add appends the row of one exported file.
-func (mw *metaWriter) add(path string, f store.File, smp *store.Sample) error {
+func (mw *metaWriter) add(path string, f store.File, smp *store.Sample, pm *store.Meta) error {
 	m := mw.m
 	row := make(parquet.Row, len(m.index))
 	for _, i := range m.index {
@@ -173,6 +175,7 @@ func (mw *metaWriter) add(path string, f store.File, smp *store.Sample) error {
 	set(colPath, parquet.ByteArrayValue([]byte(path)), false)
 	set(colSHA256, parquet.ByteArrayValue([]byte(hex.EncodeToString(f.Hash[:]))), false)
 	set(colMtime, parquet.Int64Value(f.MtimeNs), false)
+	setPhoto(set, pm)
 	if smp != nil {
 		set(colCaption, parquet.ByteArrayValue([]byte(smp.Caption)), true)
 		for k, v := range decodeJSON(smp.JSON) {

@@ -35,6 +35,9 @@ type Result struct {
 	// served) and Time the frame's time in seconds.
 	Video string   `json:"video,omitempty"`
 	Time  *float64 `json:"time,omitempty"`
+	// *PhotoMeta is the date, place and camera (photometa.go), nil when
+	// the index holds none.
+	*PhotoMeta
 }
 
 // Answer is the body of /api/search, /api/similar and /api/search/image.
@@ -161,6 +164,10 @@ func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk
 			res.Video, res.Time = "/video/"+id, &t
 		}
 		a.Results = append(a.Results, res)
+	}
+	if err := s.addPhotoMeta(a.Results); err != nil {
+		fail(w, err)
+		return
 	}
 	a.TookMS = float64(time.Since(start).Microseconds()) / 1000
 	writeJSON(w, http.StatusOK, a)

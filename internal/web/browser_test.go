@@ -191,6 +191,10 @@ func TestBrowser(t *testing.T) {
 	if p := eval(`document.getElementById('path').textContent`); p != want1.Path {
 		t.Errorf("viewer shows %q, want %s", p, want1.Path)
 	}
+	// The fixture images carry no date: the viewer gives the file's.
+	if m, want := eval(`document.getElementById('meta').textContent`), want1.Taken[:10]+" "+want1.Taken[11:16]+" (file date)"; m != want {
+		t.Errorf("viewer metadata %q, want %q", m, want)
+	}
 	shot("2-viewer.png")
 
 	// Similar images, from the stored vector of the opened one.

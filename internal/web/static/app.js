@@ -230,7 +230,23 @@ function openViewer(i) {
   $("full").alt = baseName(r.path);
   $("path").textContent = r.path;
   $("score").textContent = (state.listing ? "" : "score " + r.score.toFixed(4)) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
+  $("meta").textContent = photoLine(r);
   if (!$("viewer").open) $("viewer").showModal();
+}
+
+// photoLine is the date, place and camera of a result, as the viewer
+// shows them: "2019-07-14 16:05 · Bondi Beach, New South Wales, Australia ·
+// Apple iPhone 8"; a date from the file's modification time is marked.
+function photoLine(r) {
+  const parts = [];
+  if (r.taken) {
+    const d = r.taken.slice(0, 10) + " " + r.taken.slice(11, 16);
+    parts.push(r.taken_source === "mtime" ? d + " (file date)" : d);
+  }
+  if (r.place) parts.push([r.place.city, r.place.region, r.place.country].filter(Boolean).join(", "));
+  else if (r.gps) parts.push(r.gps.lat.toFixed(4) + ", " + r.gps.lon.toFixed(4));
+  if (r.camera) parts.push(r.camera);
+  return parts.join(" · ");
 }
 
 function similar() {

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+// This file prints the photo metadata the index keeps (store.Meta): the
+// --json fields and --long columns of search, and the lines of status.
+
+// metaJSON is what --json adds to a search result; every field is left
+// out when the index knows nothing of it.
+type metaJSON struct {
+	Taken       string      `json:"taken,omitempty"`        // RFC 3339, with the camera's offset when known
+	TakenSource string      `json:"taken_source,omitempty"` // exif, video or mtime
+	Place       *placeJSON  `json:"place,omitempty"`
+	GPS         *gpsJSON    `json:"gps,omitempty"`
+	Camera      *cameraJSON `json:"camera,omitempty"`
+	Width       int         `json:"width,omitempty"` // pixels, as displayed
+	Height      int         `json:"height,omitempty"`
+}
+
+type placeJSON struct {
+	City        string `json:"city,omitempty"`
+	Region      string `json:"region,omitempty"`
+	Country     string `json:"country,omitempty"`
+	CountryCode string `json:"country_code,omitempty"`
+}
+
+type gpsJSON struct {
+	Lat float64  `json:"lat"`
+	Lon float64  `json:"lon"`
+	Alt *float64 `json:"alt,omitempty"` // metres above sea level
+}
+
+type cameraJSON struct {
+	Make  string `json:"make,omitempty"`
+	Model string `json:"model,omitempty"`
+	Lens  string `json:"lens,omitempty"`
+}
+
+// metaOf is the printed form of m.
+func metaOf(m store.Meta) metaJSON {
+	j := metaJSON{Taken: m.TakenText(), TakenSource: m.TakenSource, Width: m.Width, Height: m.Height}
+	if m.City != "" || m.Country != "" {
+		j.Place = &placeJSON{m.City, m.Region, m.Country, m.CountryCode}
+	}
+	if m.HasGPS {
+		j.GPS = &gpsJSON{Lat: m.Lat, Lon: m.Lon}
+		if m.HasAlt {
+			alt := m.Alt
+			j.GPS.Alt = &alt
+		}
+	}
+	if m.Make != "" || m.Model != "" || m.Lens != "" {
+		j.Camera = &cameraJSON{m.Make, m.Model, m.Lens}
+	}
+	return j
+}
+
+// addMeta fills the metadata of each hit from the index at db.
+func addMeta(db string, hits []hit) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	return viewIndex(db)(func(s *store.Snapshot) error {
+		for i := range hits {
+			m, ok, err := s.Meta(hits[i].Path)
+			if err != nil {
+				return err
+			}
+			if ok {
+				hits[i].metaJSON = metaOf(m)
+			}
+		}
+		return nil
+	})
+}
+
+// longColumns are the --long columns of a hit: the capture date and time
+// (the camera's wall clock; "~" before a file's modification time) and the
+// place, "-" when unknown.
+func (h hit) longColumns() string {
+	date := "-"
+	if t := h.Taken; len(t) >= 16 {
+		date = t[:10] + " " + t[11:16]
+		if h.TakenSource == store.TakenMtime {
+			date = "~" + date
+		}
+	}
+	place := "-"
+	if p := h.Place; p != nil {
+		var parts []string
+		for _, s := range []string{p.City, p.Country} {
+			if s != "" {
+				parts = append(parts, s)
+			}
+		}
+		place = strings.Join(parts, ", ")
+	}
+	return "\t" + date + "\t" + place
+}
+
+// metaStats is what status says of the photo metadata.
+type metaStats struct {
+	Records  int    `json:"records"`                // records with metadata
+	First    string `json:"first,omitempty"`        // earliest capture time (RFC 3339)
+	Last     string `json:"last,omitempty"`         // latest
+	FromEXIF int    `json:"from_file"`              // capture time read from the file (EXIF or the container)
+	Mtime    int    `json:"from_mtime"`             // capture time is the file's modification time
+	GPS      int    `json:"gps"`                    // records with a GPS position
+	Places   string `json:"places_table,omitempty"` // the place table the names come from
+}
+
+// readMetaStats summarises the metadata of every record.
+func readMetaStats(s *store.Snapshot) (metaStats, error) {
+	var st metaStats
+	var first, last store.Meta
+	err := s.EachMeta(func(_ string, m store.Meta) error {
+		st.Records++
+		switch m.TakenSource {
+		case "":
+		case store.TakenMtime:
+			st.Mtime++
+		default:
+			st.FromEXIF++
+		}
+		if m.TakenSource != "" {
+			if st.Mtime+st.FromEXIF == 1 || m.Taken < first.Taken {
+				first = m
+			}
+			if st.Mtime+st.FromEXIF == 1 || m.Taken > last.Taken {
+				last = m
+			}
+		}
+		if m.HasGPS {
+			st.GPS++
+		}
+		return nil
+	})
+	st.First, st.Last, st.Places = first.TakenText(), last.TakenText(), s.PlacesVersion()
+	return st, err
+}
+
+// printMetaStats prints the status lines of the photo metadata.
+func printMetaStats(out interface{ Write([]byte) (int, error) }, st metaStats, images int) {
+	if st.Records == 0 {
+		fmt.Fprintln(out, "dates:       none recorded yet (the next clipidx build reads them, without the model)")
+		return
+	}
+	if st.First != "" {
+		fmt.Fprintf(out, "dates:       %s to %s (%d from the files, %d from modification times)\n",
+			shortTime(st.First), shortTime(st.Last), st.FromEXIF, st.Mtime)
+	}
+	fmt.Fprintf(out, "gps:         %d of %d %s\n", st.GPS, images, plural(images, "image", "images"))
+}
+
+// shortTime is an RFC 3339 time as "2006-01-02 15:04".
+func shortTime(s string) string {
+	if len(s) >= 16 {
+		return s[:10] + " " + s[11:16]
+	}
+	return s
+}

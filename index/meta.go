@@ -1,0 +1,188 @@
+package index
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/clipidx/clipidx/internal/geo"
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/store"
+)
+
+// This file keeps each record's metadata (store.Meta: capture time, GPS,
+// camera, pixel size, place names) without the model. A file read for its
+// content hash (new, changed, renamed, touched) has its metadata read from
+// the same bytes in prepare and recorded with it. After the pass,
+// completeMeta reads the metadata of unchanged records that have none (an
+// index written before metadata existed gains it on its next build, with
+// no model run and no re-embedding), and resolves again the place names of
+// every record with GPS when the embedded place table is not the one the
+// index names.
+
+// fileMeta is the metadata of a file's bytes; with no capture time in the
+// file, its modification time (in this machine's zone) stands in.
+func fileMeta(data []byte, mtimeNs int64) *store.Meta {
+	pm := preprocess.ReadMeta(data)
+	m := &store.Meta{
+		HasGPS: pm.HasGPS, Lat: pm.Lat, Lon: pm.Lon, HasAlt: pm.HasAlt, Alt: pm.Alt,
+		Make: pm.Make, Model: pm.Model, Lens: pm.Lens, Width: pm.Width, Height: pm.Height,
+	}
+	switch {
+	case !pm.Taken.IsZero():
+		m.Taken, m.TakenNs, m.TakenSource = pm.Taken.Unix(), int32(pm.Taken.Nanosecond()), store.TakenEXIF
+		if pm.HasOffset {
+			m.Offset, m.HasOffset = int16(pm.Offset), true
+		}
+	case mtimeNs != 0:
+		t := time.Unix(0, mtimeNs).In(time.Local)
+		_, off := t.Zone()
+		m.Taken, m.TakenNs, m.TakenSource = t.Unix()+int64(off), int32(t.Nanosecond()), store.TakenMtime
+		m.Offset, m.HasOffset = int16(off/60), true
+	}
+	resolvePlace(m)
+	return m
+}
+
+// resolvePlace sets the place names of m from its GPS position (cleared
+// without one, or far from any place). It reports whether they changed.
+func resolvePlace(m *store.Meta) bool {
+	var p geo.Place
+	if m.HasGPS {
+		if q, _, ok, err := geo.Nearest(m.Lat, m.Lon); err == nil && ok {
+			p = q
+		}
+	}
+	if m.City == p.City && m.Region == p.Region && m.Country == p.Country && m.CountryCode == p.CountryCode {
+		return false
+	}
+	m.City, m.Region, m.Country, m.CountryCode = p.City, p.Region, p.Country, p.CountryCode
+	return true
+}
+
+// completeMeta reads the metadata of the indexed files under the walk that
+// have none, then brings the place names up to the embedded table.
+func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
+	var todo []found
+	places, err := geo.Version()
+	if err != nil {
+		return err
+	}
+	var stale bool
+	err = b.w.View(func(s *store.Snapshot) error {
+		stale = s.PlacesVersion() != places
+		for _, f := range wk.files {
+			rec, ok, err := s.File(f.path)
+			if err != nil {
+				return err
+			}
+			if !ok || rec.Failed() {
+				continue
+			}
+			if _, has, err := s.Meta(f.path); err != nil {
+				return err
+			} else if !has {
+				todo = append(todo, f)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.readMissingMeta(ctx, todo); err != nil {
+		return err
+	}
+	if !stale {
+		return nil
+	}
+	// Every record, not only those under the roots: the version is the
+	// index's. Only the records whose names change are written.
+	type change struct {
+		path string
+		m    store.Meta
+	}
+	var changes []change
+	err = b.w.View(func(s *store.Snapshot) error {
+		return s.EachMeta(func(p string, m store.Meta) error {
+			if resolvePlace(&m) {
+				changes = append(changes, change{p, m})
+			}
+			return ctx.Err()
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		b.batch.PutMeta(c.path, c.m)
+		b.pending++
+		if err := b.maybeCommit(false); err != nil {
+			return err
+		}
+	}
+	b.batch.SetPlacesVersion(places)
+	b.pending++
+	return b.maybeCommit(true)
+}
+
+// readMissingMeta reads the files of todo on the workers and records their
+// metadata. A file that changed since the walk, or cannot be read now, is
+// left for the next build (its record is not this step's to change).
+func (b *builder) readMissingMeta(ctx context.Context, todo []found) error {
+	if len(todo) == 0 {
+		return nil
+	}
+	type done struct {
+		path string
+		m    *store.Meta
+	}
+	in := make(chan found)
+	out := make(chan done, b.opts.Workers)
+	var wg sync.WaitGroup
+	for range b.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range in {
+				var m *store.Meta
+				if st, err := os.Stat(f.path); err == nil && st.Size() == f.size && st.ModTime().UnixNano() == f.mtimeNs && f.size <= b.opts.MaxFileBytes {
+					if data, err := os.ReadFile(f.path); err == nil && int64(len(data)) == f.size {
+						m = fileMeta(data, f.mtimeNs)
+					}
+				}
+				out <- done{f.path, m}
+			}
+		}()
+	}
+	go func() {
+		defer close(in)
+		for _, f := range todo {
+			select {
+			case in <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(out) }()
+	n := 0
+	for d := range out {
+		n++
+		if d.m != nil {
+			b.batch.PutMeta(d.path, *d.m)
+			b.pending++
+		}
+		b.event(Event{Phase: "meta", Done: n, Total: len(todo), Path: d.path})
+		if err := b.maybeCommit(false); err != nil {
+			for range out { // let the workers finish
+			}
+			return err
+		}
+	}
+	if err := b.maybeCommit(true); err != nil {
+		return err
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,94 @@
+package web
+
+import "github.com/clipidx/clipidx/store"
+
+// PhotoMeta is what an answer's result says of when, where and with what
+// its file was taken (the fields of `clipidx search --json`); the viewer
+// shows it. Absent fields are unknown.
+type PhotoMeta struct {
+	Taken       string `json:"taken,omitempty"`        // RFC 3339, with the camera's offset when known
+	TakenSource string `json:"taken_source,omitempty"` // exif, video or mtime
+	Place       *Place `json:"place,omitempty"`
+	GPS         *GPS   `json:"gps,omitempty"`
+	Camera      string `json:"camera,omitempty"` // make and model, then the lens
+}
+
+// GPS is a WGS84 position in degrees, as `clipidx search --json` gives it.
+type GPS struct {
+	Lat float64 `json:"lat"`
+	Lon float64 `json:"lon"`
+}
+
+// Place is the nearest populated place to a result's GPS position.
+type Place struct {
+	City    string `json:"city,omitempty"`
+	Region  string `json:"region,omitempty"`
+	Country string `json:"country,omitempty"`
+}
+
+// photoMeta is the printed form of m.
+func photoMeta(m store.Meta) *PhotoMeta {
+	p := &PhotoMeta{Taken: m.TakenText(), TakenSource: m.TakenSource}
+	if m.City != "" || m.Country != "" {
+		p.Place = &Place{m.City, m.Region, m.Country}
+	}
+	if m.HasGPS {
+		p.GPS = &GPS{m.Lat, m.Lon}
+	}
+	cam := m.Model
+	if m.Make != "" && !startsWithFold(m.Model, m.Make) {
+		cam = joinNonEmpty(" ", m.Make, m.Model) // "Apple iPhone 8", but not "PENTAX PENTAX K-1"
+	}
+	p.Camera = joinNonEmpty(" · ", cam, m.Lens)
+	return p
+}
+
+func startsWithFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		a, b := s[i], prefix[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if out != "" {
+			out += sep
+		}
+		out += p
+	}
+	return out
+}
+
+// addPhotoMeta fills the metadata of the results from the index (a short
+// read of its own; an error leaves them without).
+func (s *Server) addPhotoMeta(res []Result) error {
+	return s.view(func(snap *store.Snapshot) error {
+		for i := range res {
+			m, ok, err := snap.Meta(res[i].Path)
+			if err != nil {
+				return err
+			}
+			if ok {
+				res[i].PhotoMeta = photoMeta(m)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,395 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The photometa bucket (optional, see sample.go) holds the Meta of each
+// record that has one, path → encoded Meta; the meta bucket's "places" key
+// names the place table its place names came from (see PlacesVersion).
+var (
+	bPhotoMeta = []byte("photometa")
+	kPlaces    = []byte("places")
+)
+
+func init() { optionalBuckets = append(optionalBuckets, bPhotoMeta) }
+
+const (
+	metaVersion = 1
+
+	metaOffset = 1 << iota // flag bits
+	metaGPS
+	metaAlt
+)
+
+// takenSources are the TakenSource values encoded as one byte (index); any
+// other value is stored as its text after the byte 0xff.
+var takenSources = []string{"", TakenEXIF, TakenVideo, TakenMtime}
+
+// encodeMeta lays out m compactly (EachMeta decodes a million of them for
+// one filtered search): version, flags, source, varint times, the GPS
+// position as float64 bits only when present, then length-prefixed texts.
+func encodeMeta(m Meta) []byte {
+	b := make([]byte, 0, 48+len(m.Make)+len(m.Model)+len(m.Lens)+len(m.City)+len(m.Region)+len(m.Country)+len(m.CountryCode))
+	var flags byte
+	if m.HasOffset {
+		flags |= metaOffset
+	}
+	if m.HasGPS {
+		flags |= metaGPS
+	}
+	if m.HasAlt {
+		flags |= metaAlt
+	}
+	b = append(b, metaVersion, flags)
+	src := byte(0xff)
+	for i, s := range takenSources {
+		if s == m.TakenSource {
+			src = byte(i)
+		}
+	}
+	b = append(b, src)
+	if src == 0xff {
+		b = appendStr(b, m.TakenSource)
+	}
+	b = binary.AppendVarint(b, m.Taken)
+	b = binary.AppendUvarint(b, uint64(uint32(m.TakenNs)))
+	if m.HasOffset {
+		b = binary.AppendVarint(b, int64(m.Offset))
+	}
+	if m.HasGPS {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m.Lat))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m.Lon))
+	}
+	if m.HasAlt {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m.Alt))
+	}
+	b = binary.AppendUvarint(b, uint64(max(m.Width, 0)))
+	b = binary.AppendUvarint(b, uint64(max(m.Height, 0)))
+	for _, s := range []string{m.Make, m.Model, m.Lens, m.City, m.Region, m.Country, m.CountryCode} {
+		b = appendStr(b, s)
+	}
+	return b
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// interner shares the strings of decoded records: a collection has a few
+// cameras and places, so EachMeta allocates almost nothing per record.
+// Records in path order repeat their neighbour's values (a folder is one
+// trip with one camera), so each field first compares with the value it
+// had in the previous record, without hashing.
+type interner struct {
+	m    map[string]string
+	last [8]string // by field: 0 source, 1 make, 2 model, 3 lens, 4 city, 5 region, 6 country, 7 code
+}
+
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+func (in *interner) get(field int, b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if string(b) == in.last[field] { // no allocation for the comparison
+		return in.last[field]
+	}
+	s, ok := in.m[string(b)] // nor for the lookup
+	if !ok {
+		s = string(b)
+		if len(in.m) < 1<<16 { // a pathological index: stop growing the table
+			in.m[s] = s
+		}
+	}
+	in.last[field] = s
+	return s
+}
+
+// metaDecoder reads one encoded Meta.
+type metaDecoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *metaDecoder) uv() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *metaDecoder) v() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *metaDecoder) f64() float64 {
+	if len(d.b) < 8 {
+		d.bad = true
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *metaDecoder) bytes() []byte {
+	n := d.uv()
+	if d.bad || n > uint64(len(d.b)) {
+		d.bad = true
+		return nil
+	}
+	s := d.b[:n]
+	d.b = d.b[n:]
+	return s
+}
+
+func decodeMeta(v []byte, in *interner) (Meta, error) {
+	var m Meta
+	if len(v) < 3 || v[0] != metaVersion {
+		return m, ErrCorrupt
+	}
+	flags, src := v[1], v[2]
+	d := metaDecoder{b: v[3:]}
+	switch {
+	case src == 0xff:
+		m.TakenSource = in.get(0, d.bytes())
+	case int(src) < len(takenSources):
+		m.TakenSource = takenSources[src]
+	default:
+		return m, ErrCorrupt
+	}
+	m.Taken = d.v()
+	ns := d.uv()
+	if ns >= 1e9 {
+		return m, ErrCorrupt
+	}
+	m.TakenNs = int32(ns)
+	if flags&metaOffset != 0 {
+		o := d.v()
+		if o < math.MinInt16 || o > math.MaxInt16 {
+			return m, ErrCorrupt
+		}
+		m.Offset, m.HasOffset = int16(o), true
+	}
+	if flags&metaGPS != 0 {
+		m.HasGPS, m.Lat, m.Lon = true, d.f64(), d.f64()
+	}
+	if flags&metaAlt != 0 {
+		m.HasAlt, m.Alt = true, d.f64()
+	}
+	w, h := d.uv(), d.uv()
+	if w > math.MaxInt32 || h > math.MaxInt32 {
+		return m, ErrCorrupt
+	}
+	m.Width, m.Height = int(w), int(h)
+	// Field by field (a loop over pointers would move m to the heap).
+	m.Make = in.get(1, d.bytes())
+	m.Model = in.get(2, d.bytes())
+	m.Lens = in.get(3, d.bytes())
+	m.City = in.get(4, d.bytes())
+	m.Region = in.get(5, d.bytes())
+	m.Country = in.get(6, d.bytes())
+	m.CountryCode = in.get(7, d.bytes())
+	if d.bad || len(d.b) != 0 {
+		return m, ErrCorrupt
+	}
+	return m, nil
+}
+
+// PutMeta records the metadata of path (recorded by a Put of the same
+// batch or an earlier one; Commit fails otherwise). A record's metadata
+// goes with it: Delete, and a Put that records a failure, drop it.
+func (b *Batch) PutMeta(path string, m Meta) {
+	b.ops = append(b.ops, op{kind: opMeta, path: path, meta: &m})
+}
+
+// SetPlacesVersion records which place table the place names of the
+// records come from (see Snapshot.PlacesVersion).
+func (b *Batch) SetPlacesVersion(v string) {
+	b.ops = append(b.ops, op{kind: opPlaces, path: v})
+}
+
+// applyMeta applies opMeta and opPlaces.
+func (w *wtx) applyMeta(o op) error {
+	if o.kind == opPlaces {
+		return w.meta.Put(kPlaces, []byte(o.path))
+	}
+	if w.files.Get([]byte(o.path)) == nil {
+		return fmt.Errorf("metadata of %s: no file record", o.path)
+	}
+	bk, err := w.tx.CreateBucketIfNotExists(bPhotoMeta)
+	if err != nil {
+		return err
+	}
+	return bk.Put([]byte(o.path), encodeMeta(*o.meta))
+}
+
+// deleteMeta drops the metadata of path, if any.
+func (w *wtx) deleteMeta(path string) error {
+	return deleteIn(w.tx, bPhotoMeta, path)
+}
+
+func deleteIn(tx *bolt.Tx, bucket []byte, path string) error {
+	if bk := tx.Bucket(bucket); bk != nil {
+		return bk.Delete([]byte(path))
+	}
+	return nil
+}
+
+// Meta returns the metadata recorded for path; false when there is none
+// (a failed file, or an index no build since the metadata was added has
+// completed).
+func (s *Snapshot) Meta(path string) (Meta, bool, error) {
+	bk := s.tx.Bucket(bPhotoMeta)
+	if bk == nil {
+		return Meta{}, false, nil
+	}
+	v := bk.Get([]byte(path))
+	if v == nil {
+		return Meta{}, false, nil
+	}
+	m, err := decodeMeta(v, newInterner())
+	if err != nil {
+		return m, false, fmt.Errorf("metadata record of %s: %w", path, err)
+	}
+	return m, true, nil
+}
+
+// EachMeta calls fn for every record with metadata, in path order. The
+// strings of m may be shared between calls (never modified).
+func (s *Snapshot) EachMeta(fn func(path string, m Meta) error) error {
+	bk := s.tx.Bucket(bPhotoMeta)
+	if bk == nil {
+		return nil
+	}
+	in := newInterner()
+	c := bk.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		m, err := decodeMeta(v, in)
+		if err != nil {
+			return fmt.Errorf("metadata record of %s: %w", k, err)
+		}
+		if err := fn(string(k), m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HasMeta calls fn with the path of every record with metadata, in path
+// order, without decoding it.
+func (s *Snapshot) HasMeta(fn func(path string) error) error {
+	bk := s.tx.Bucket(bPhotoMeta)
+	if bk == nil {
+		return nil
+	}
+	c := bk.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if err := fn(string(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PlacesVersion names the place table the recorded place names come from,
+// "" when none was recorded (an index from before the metadata, or merged):
+// a build with another table resolves the places again.
+func (s *Snapshot) PlacesVersion() string {
+	return string(s.tx.Bucket(bMeta).Get(kPlaces))
+}
+
+// checkMeta reports metadata records that do not decode or have no file
+// record, or belong to a failed file (see Check).
+func (s *Snapshot) checkMeta(bad func(format string, a ...any)) {
+	bk := s.tx.Bucket(bPhotoMeta)
+	if bk == nil {
+		return
+	}
+	files := s.tx.Bucket(bFiles)
+	in := newInterner()
+	bk.ForEach(func(k, v []byte) error {
+		_, err := decodeMeta(v, in)
+		fv := files.Get(k)
+		switch {
+		case err != nil:
+			bad("metadata %s: %v", k, err)
+		case fv == nil:
+			bad("metadata %s: no file record", k)
+		default:
+			if f, err := decodeFile(fv); err == nil && f.Failed() {
+				bad("metadata %s: the file is recorded as failed", k)
+			}
+		}
+		return nil
+	})
+}
+
+// mergeMeta copies the metadata a merged record carries (or drops the
+// output's, which described the record it replaces). The place names come
+// along as they are and the output forgets its places version, so that
+// its next build resolves them again with its own table.
+func (t *wtx) mergeMeta(rec mergeRec) error {
+	if err := t.deleteMeta(rec.path); err != nil {
+		return err
+	}
+	if rec.meta == nil {
+		return nil
+	}
+	if err := t.meta.Delete(kPlaces); err != nil {
+		return err
+	}
+	if _, err := decodeMeta(rec.meta, newInterner()); err != nil {
+		return fmt.Errorf("metadata record of %s: %w", rec.path, err)
+	}
+	bk, err := t.tx.CreateBucketIfNotExists(bPhotoMeta)
+	if err != nil {
+		return err
+	}
+	return bk.Put([]byte(rec.path), rec.meta)
+}
+
+// TakenTime is the capture time as a time.Time: in a fixed zone of the
+// camera's offset when known, else in UTC standing for the wall clock;
+// false when there is no time.
+func (m Meta) TakenTime() (time.Time, bool) {
+	if m.TakenSource == "" {
+		return time.Time{}, false
+	}
+	t := time.Unix(m.Taken, int64(m.TakenNs)).UTC()
+	if !m.HasOffset {
+		return t, true
+	}
+	off := int(m.Offset) * 60
+	return time.Unix(m.Taken-int64(off), int64(m.TakenNs)).In(time.FixedZone("", off)), true
+}
+
+// TakenText is the capture time in RFC 3339 ("2019-07-01T12:34:56.05+10:00"),
+// without a zone when the offset is unknown ("2019-07-01T12:34:56"); "" when
+// there is no time.
+func (m Meta) TakenText() string {
+	t, ok := m.TakenTime()
+	switch {
+	case !ok:
+		return ""
+	case m.HasOffset:
+		return t.Format(time.RFC3339Nano)
+	}
+	return t.Format("2006-01-02T15:04:05.999999999")
+}

@@ -1,0 +1,257 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var metaSamples = []Meta{
+	{},
+	{Taken: 1561939200, TakenNs: 123000000, Offset: -420, HasOffset: true, TakenSource: TakenEXIF,
+		HasGPS: true, Lat: -33.8688, Lon: 151.2093, HasAlt: true, Alt: -12.5,
+		Make: "PENTAX", Model: "PENTAX K-1", Lens: "smc PENTAX-FA 31mm F1.8 AL Limited", Width: 7360, Height: 4912,
+		City: "Sydney", Region: "New South Wales", Country: "Australia", CountryCode: "AU"},
+	{Taken: -86400 * 365, TakenSource: TakenMtime, Offset: 60, HasOffset: true, Width: 1, Height: 2},
+	{Taken: 1e12, TakenSource: "custom source", HasGPS: true, Lat: 90, Lon: -180},
+	{Taken: 5, TakenSource: TakenVideo, Make: "Ünïcode ✓"},
+}
+
+func TestMetaRoundTrip(t *testing.T) {
+	for _, m := range metaSamples {
+		b := encodeMeta(m)
+		got, err := decodeMeta(b, newInterner())
+		if err != nil || got != m {
+			t.Errorf("round trip %+v = %+v, %v", m, got, err)
+		}
+		for n := 0; n < len(b); n++ {
+			if _, err := decodeMeta(b[:n], newInterner()); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%+v cut to %d bytes decodes (%v)", m, n, err)
+			}
+		}
+		if _, err := decodeMeta(append(b, 0), newInterner()); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%+v with a trailing byte decodes", m)
+		}
+	}
+}
+
+func FuzzDecodeMeta(f *testing.F) {
+	for _, m := range metaSamples {
+		f.Add(encodeMeta(m))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeMeta(b, newInterner())
+		if err == nil {
+			if again, err := decodeMeta(encodeMeta(m), newInterner()); err != nil || (again != m && !(m.Lat != m.Lat || m.Lon != m.Lon || m.Alt != m.Alt)) {
+				t.Fatalf("re-encode of %+v: %+v, %v", m, again, err)
+			}
+		}
+	})
+}
+
+// TestMetaLife: metadata follows its record through put, change, failure,
+// delete, merge and check; EachMeta lists it in path order.
+func TestMetaLife(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "i.db")
+	w := openW(t, path)
+	var b Batch
+	for i, p := range []string{"/p/c.jpg", "/p/a.jpg", "/p/b.jpg"} {
+		b.Put(p, File{Size: 1, Hash: hashOf(p)}, vec(uint64(i), 8))
+		b.PutMeta(p, metaSamples[1+i])
+	}
+	b.SetPlacesVersion("table 1")
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	err := w.View(func(s *Snapshot) error {
+		if v := s.PlacesVersion(); v != "table 1" {
+			t.Errorf("places version %q", v)
+		}
+		return s.EachMeta(func(p string, m Meta) error {
+			order = append(order, p)
+			if want := map[string]Meta{"/p/c.jpg": metaSamples[1], "/p/a.jpg": metaSamples[2], "/p/b.jpg": metaSamples[3]}[p]; m != want {
+				t.Errorf("%s: %+v, want %+v", p, m, want)
+			}
+			return nil
+		})
+	})
+	if err != nil || fmt.Sprint(order) != "[/p/a.jpg /p/b.jpg /p/c.jpg]" {
+		t.Fatalf("EachMeta order %v, %v", order, err)
+	}
+	// A failure and a delete drop the metadata; a PutMeta without a file
+	// record fails the commit.
+	b.Reset()
+	b.Put("/p/a.jpg", File{Size: 2, Err: "decode: bad"}, nil)
+	b.Delete("/p/b.jpg")
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.PutMeta("/p/none.jpg", metaSamples[1])
+	if err := w.Commit(&b); err == nil {
+		t.Error("metadata of a path with no record was committed")
+	}
+	err = w.View(func(s *Snapshot) error {
+		for p, want := range map[string]bool{"/p/a.jpg": false, "/p/b.jpg": false, "/p/c.jpg": true, "/p/none.jpg": false} {
+			if _, ok, err := s.Meta(p); ok != want || err != nil {
+				t.Errorf("Meta(%s) = %v, %v; want %v", p, ok, err, want)
+			}
+		}
+		return s.Check(true) // the deleted file's vector waits for GC
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeW(t, w)
+
+	// Merge carries the metadata and forgets the places version.
+	out := filepath.Join(dir, "out.db")
+	if _, err := Merge(out, []string{path}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader(out, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	err = r.View(func(s *Snapshot) error {
+		m, ok, err := s.Meta("/p/c.jpg")
+		if !ok || err != nil || m != metaSamples[1] {
+			t.Errorf("merged metadata %+v, %v, %v", m, ok, err)
+		}
+		if v := s.PlacesVersion(); v != "" {
+			t.Errorf("merged index keeps places version %q", v)
+		}
+		return s.Check(false)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckMeta: a damaged metadata record and one without a file are
+// reported.
+func TestCheckMeta(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "i.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/p/a.jpg", File{Size: 1, Hash: hashOf("a")}, vec(1, 8))
+	b.PutMeta("/p/a.jpg", metaSamples[1])
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	closeW(t, w)
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bPhotoMeta)
+		if err := bk.Put([]byte("/p/a.jpg"), []byte{1, 0}); err != nil {
+			return err
+		}
+		return bk.Put([]byte("/p/ghost.jpg"), encodeMeta(metaSamples[2]))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	err = r.View(func(s *Snapshot) error { return s.Check(false) })
+	for _, want := range []string{"metadata /p/a.jpg", "metadata /p/ghost.jpg: no file record"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check: %v; want %q", err, want)
+		}
+	}
+}
+
+func TestTakenText(t *testing.T) {
+	for _, c := range []struct {
+		m    Meta
+		want string
+	}{
+		{Meta{}, ""},
+		{Meta{Taken: 1561984496, TakenNs: 50000000, Offset: 600, HasOffset: true, TakenSource: TakenEXIF}, "2019-07-01T12:34:56.05+10:00"},
+		{Meta{Taken: 1561984496, Offset: -210, HasOffset: true, TakenSource: TakenEXIF}, "2019-07-01T12:34:56-03:30"},
+		{Meta{Taken: 1561984496, TakenSource: TakenEXIF}, "2019-07-01T12:34:56"},
+		{Meta{Taken: 0, TakenSource: TakenMtime, HasOffset: true}, "1970-01-01T00:00:00Z"},
+	} {
+		if got := c.m.TakenText(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.m, got, c.want)
+		}
+	}
+}
+
+// BenchmarkEachMeta reads the metadata of n records, against reading their
+// file records (Files) in the same run: the cost of a metadata filter over
+// the whole index compared with the walk any listing already pays.
+// CLIPIDX_BENCH_RECORDS sets n (default 100,000; the filter's target is
+// 1,000,000).
+func BenchmarkEachMeta(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("CLIPIDX_BENCH_RECORDS"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	path := filepath.Join(b.TempDir(), "i.db")
+	w, err := OpenWriter(path, testID, WriterOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cities := []string{"Paris", "Chamonix-Mont-Blanc", "Sydney", "Bondi Beach", "Tokyo", "Nairobi"}
+	var batch Batch
+	for i := 0; i < n; i++ {
+		p := fmt.Sprintf("/photos/%04d/%02d/IMG_%07d.jpg", 2000+i%25, i%12+1, i)
+		batch.Put(p, File{Size: int64(i), Hash: hashOf(p)}, vec(uint64(i), 8))
+		m := Meta{Taken: 946684800 + int64(i)*600, TakenSource: TakenEXIF, Make: "Apple", Model: "iPhone " + fmt.Sprint(8+i%7), Width: 4032, Height: 3024}
+		if i%3 == 0 {
+			m.HasGPS, m.Lat, m.Lon = true, float64(i%180)-90, float64(i%360)-180
+			m.City, m.Country, m.CountryCode = cities[i%len(cities)], "Somewhere", "SW"
+		}
+		batch.PutMeta(p, m)
+		if batch.Len() >= 20000 {
+			if err := w.Commit(&batch); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	if err := w.Commit(&batch); err != nil {
+		b.Fatal(err)
+	}
+	closeW(b, w)
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	b.Run("EachMeta", func(b *testing.B) {
+		for b.Loop() {
+			hits := 0
+			r.View(func(s *Snapshot) error {
+				return s.EachMeta(func(_ string, m Meta) error {
+					if m.HasGPS && m.Taken > 1e9 {
+						hits++
+					}
+					return nil
+				})
+			})
+		}
+	})
+	b.Run("Files", func(b *testing.B) {
+		for b.Loop() {
+			r.View(func(s *Snapshot) error {
+				return s.Files("", func(string, File) error { return nil })
+			})
+		}
+	})
+}
