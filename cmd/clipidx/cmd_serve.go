@@ -131,6 +131,7 @@ and runs the query shown again when new results land.`,
 			hs := web.HTTPServer(srv)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			wf.video.ffmpeg = ffmpegDir // the watcher reads videos with serve's ffmpeg
 			stopWatch, err := serveWatch(ctx, watchOn, wf, cmd)
 			if err != nil {
 				return err

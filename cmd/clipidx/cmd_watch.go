@@ -29,6 +29,7 @@ type watchFlags struct {
 	rescan, settle, idleUnload time.Duration
 	noEvents, exif, asJSON     bool
 	batch, workers             int
+	video                      videoFlags // as build's: videos are indexed the same way
 }
 
 func (f *watchFlags) register(c *cobra.Command) {
@@ -37,6 +38,7 @@ func (f *watchFlags) register(c *cobra.Command) {
 	fl.DurationVar(&f.settle, "settle", watch.DefaultSettle, "a changed file is indexed once its size and time have not changed for this long (a copy in progress waits)")
 	fl.DurationVar(&f.idleUnload, "idle-unload", 10*time.Minute, "release the model after this long without work; it loads again when files change (0 = keep it)")
 	fl.BoolVar(&f.noEvents, "no-events", false, "do not watch for events: rescan only, every --rescan")
+	f.video.registerSampling(fl)
 }
 
 func (f *watchFlags) check() error {
@@ -99,6 +101,7 @@ is work and is released after --idle-unload without any.`,
 	f := c.Flags()
 	f.BoolVar(&wf.asJSON, "json", false, `print one JSON object a build: {"time","changed","added","updated","unchanged","reused","removed","failed","offline","error"} ("changed": paths looked at, 0 = a full build)`)
 	f.BoolVar(&wf.exif, "exif", true, "turn photos upright by their EXIF orientation (as the index was built)")
+	f.StringVar(&wf.video.ffmpeg, "ffmpeg", envOr("CLIPIDX_FFMPEG", ""), "folder holding ffprobe and ffmpeg, for videos (default: found on PATH) [env CLIPIDX_FFMPEG]")
 	f.IntVar(&wf.batch, "batch", 0, "images per model pass (0 = what the device prefers)")
 	f.IntVar(&wf.workers, "workers", 0, "goroutines reading and decoding images ahead of the model (0 = one per core)")
 	return c
@@ -200,7 +203,8 @@ type watchLine struct {
 func runWatch(ctx context.Context, roots []string, wf watchFlags, command string, out, errw io.Writer) error {
 	im := &idleModel{idle: wf.idleUnload}
 	defer im.close()
-	var mu sync.Mutex // out and errw are written from the watcher and its builds
+	var mu sync.Mutex   // out and errw are written from the watcher and its builds
+	var toldVideos bool // the note on videos skipped for want of ffmpeg, said once
 	say := func(w io.Writer, format string, a ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -263,6 +267,12 @@ func runWatch(ctx context.Context, roots []string, wf watchFlags, command string
 					say(errw, "offline: %s, %d %s kept", off.Dir, off.Entries, plural(off.Entries, "entry", "entries"))
 				}
 			}
+			if sum != nil && sum.VideosSkipped > 0 && !toldVideos && !wf.asJSON {
+				toldVideos = true
+				mu.Lock()
+				printVideoNotes(errw, &index.Summary{VideosSkipped: sum.VideosSkipped})
+				mu.Unlock()
+			}
 			if line.Error != "" && !wf.asJSON {
 				say(errw, "build failed (a full rescan follows in a minute): %s", line.Error)
 			}
@@ -297,22 +307,28 @@ func watchBuild(ctx context.Context, im *idleModel, roots, within []string, wf w
 	if batch <= 0 {
 		batch = info.ImageBatch
 	}
+	sampler, framePre, err := wf.video.sampler(proc)
+	if err != nil {
+		return nil, err
+	}
 	return index.Build(ctx, g.db, roots, index.Options{
-		Encoder:        m,
-		Ready:          func() error { return m.Load(clipnpu.ImageTower) },
-		Preprocess:     proc.Bytes,
-		Reach:          preprocess.Formats(), // what proc.Bytes decodes
-		Identity:       indexIdentity(m.Describe(wf.exif)),
-		BatchSize:      batch,
-		Workers:        wf.workers,
-		PixelsPerImage: 3 * info.ImageSize * info.ImageSize,
-		Device:         info.Device,
-		DeviceNote:     info.DeviceNote,
-		Weights:        info.Rounded,
-		Precision:      g.precision,
-		Within:         within,
-		LockWait:       wait,
-		Command:        command,
+		Video:           sampler,
+		PreprocessFrame: framePre,
+		Encoder:         m,
+		Ready:           func() error { return m.Load(clipnpu.ImageTower) },
+		Preprocess:      proc.Bytes,
+		Reach:           preprocess.Formats(), // what proc.Bytes decodes
+		Identity:        indexIdentity(m.Describe(wf.exif)),
+		BatchSize:       batch,
+		Workers:         wf.workers,
+		PixelsPerImage:  3 * info.ImageSize * info.ImageSize,
+		Device:          info.Device,
+		DeviceNote:      info.DeviceNote,
+		Weights:         info.Rounded,
+		Precision:       g.precision,
+		Within:          within,
+		LockWait:        wait,
+		Command:         command,
 	})
 }
 

@@ -25,6 +25,12 @@ type videoFlags struct {
 
 func (v *videoFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&v.ffmpeg, "ffmpeg", envOr("CLIPIDX_FFMPEG", ""), "folder holding ffprobe and ffmpeg (default: found on PATH) [env CLIPIDX_FFMPEG]")
+	v.registerSampling(f)
+}
+
+// registerSampling registers the sampling flags without --ffmpeg (serve
+// has its own, which its watcher shares).
+func (v *videoFlags) registerSampling(f *pflag.FlagSet) {
 	f.DurationVar(&v.interval, "video-interval", video.DefaultInterval, "longest stretch of a video without a sampled frame (widened to duration/--video-frames for long videos)")
 	f.IntVar(&v.frames, "video-frames", video.DefaultMaxFrames, "most frames sampled from one video")
 	f.Float64Var(&v.scene, "video-scene", video.DefaultScene, "ffmpeg scene-change score (0..1) above which a frame is sampled; 0 samples by --video-interval alone")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/internal/video/videotest"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -112,7 +113,10 @@ func TestWatchEndToEnd(t *testing.T) {
 	}
 
 	// Changes: a new folder of copies (reused, no model run), a new
-	// distinct image, a rename, a deletion.
+	// distinct image, a video, a rename, a deletion.
+	clip := filepath.Join(t.TempDir(), "clip.mp4")
+	videotest.Cuts(t, videotest.Tools(t), clip, "160x120", 2, "red", "blue")
+	copyFile(t, clip, filepath.Join(photos, "new", "clip.mp4"))
 	copyFile(t, filepath.Join(photos, "checker_320x240.png"), filepath.Join(photos, "new", "a.png"))
 	copyFile(t, filepath.Join(photos, "gradient_256.png"), filepath.Join(photos, "new", "deep", "b.png"))
 	if err := os.Rename(filepath.Join(photos, "wide_300x200.png"), filepath.Join(photos, "wide.png")); err != nil {
@@ -126,11 +130,12 @@ func TestWatchEndToEnd(t *testing.T) {
 		if l.Changed == 0 {
 			t.Errorf("a full build (%+v) where events should have led to a partial one", l)
 		}
-		if st := statusOf(t, bin, g); st.Images == want {
+		if st := statusOf(t, bin, g); st.Videos == 1 && st.Frames > 0 && st.Images == want+st.Frames {
+			want += st.Frames // frames are counted in images
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the index never reached %d images", want)
+			t.Fatalf("the index never reached %d images and the video's frames: %+v", want, statusOf(t, bin, g))
 		}
 	}
 	st := statusOf(t, bin, g)
@@ -143,8 +148,8 @@ func TestWatchEndToEnd(t *testing.T) {
 	out, errs, code := e2eRun(t, bin, append(g, "build", "--json", photos)...)
 	var b buildJSON
 	json.Unmarshal([]byte(out), &b)
-	if code != 0 || b.Unchanged != want || b.Added+b.Updated+b.Reused+b.Removed != 0 {
-		t.Errorf("manual build during watch: exit %d, %+v, %s; want %d unchanged", code, b, errs, want)
+	if files := n + 2; code != 0 || b.Unchanged != files || b.Added+b.Updated+b.Reused+b.Removed != 0 { // the video is one file
+		t.Errorf("manual build during watch: exit %d, %+v, %s; want %d unchanged", code, b, errs, files)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
