@@ -343,7 +343,7 @@ func TestKindFilter(t *testing.T) {
 	rd.View(func(s *store.Snapshot) error {
 		for _, kind := range []string{"kind:video", "kind:photo"} {
 			f := parseFilter(t, kind)
-			got, err := Search(s, randVec(r, 8, 1), Options{K: 100, Filter: f})
+			got, err := Search(s, randVec(r, 8, 1), Options{K: 100, Filter: f, Frames: true}) // every frame, not one a video
 			if err != nil {
 				t.Fatal(err)
 			}

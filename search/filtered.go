@@ -332,9 +332,16 @@ func List(s *store.Snapshot, opts Options) ([]Result, error) {
 	}
 	slices.SortStableFunc(recs, func(a, b rec) int { return byDate(a.meta, b.meta, order) })
 	var out []Result
+	seen := map[string]bool{} // videos listed (by their first frame in this order), unless opts.Frames
 	for _, x := range recs {
 		if len(out) == k {
 			break
+		}
+		if v, _, ok := store.SplitFrame(x.path); ok && !opts.Frames {
+			if seen[v] {
+				continue
+			}
+			seen[v] = true
 		}
 		f, ok, err := s.File(x.path)
 		if err != nil {

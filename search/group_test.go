@@ -79,6 +79,21 @@ func TestGroupVideosSortByDate(t *testing.T) {
 				}
 			}
 		}
+		// A listing (qualifiers alone) groups frames too: the video once,
+		// every frame with Frames.
+		req, err := ParseRequest([]string{"kind:video"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, frames := range []bool{false, true} {
+			got, err := List(s, Options{K: 20, Filter: req.Filter, Meta: md.source(), Frames: frames})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{false: 1, true: 12}[frames]; len(got) != want {
+				t.Errorf("kind:video listing, Frames %v: %d results %v, want %d", frames, len(got), resultPaths(got), want)
+			}
+		}
 		return nil
 	})
 }
