@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
@@ -34,7 +35,8 @@ func TestSearchRejectsNonFiniteThreshold(t *testing.T) {
 }
 
 // TestSearchQualifiersEndToEnd: qualifiers in the query on a built index:
-// a qualifier alone lists records (date<TAB>path, no score in --json); with
+// a qualifier alone lists records (date<TAB>path, the file's time where
+// it has no capture date; no score in --json); with
 // a text it keeps matching results only; a malformed or unknown qualifier
 // is a usage error naming it (exit 2) and never a text; --sort score with
 // no term to score by is refused.
@@ -60,8 +62,16 @@ func TestSearchQualifiersEndToEnd(t *testing.T) {
 		t.Fatalf("search kind:photo: exit %d, %d lines for %d files: %q %s", code, len(lines), len(entries), out, errs)
 	}
 	for _, l := range lines {
-		if !strings.HasPrefix(l, "-\t"+photos) { // no metadata: no date
-			t.Errorf("listing line %q, want -<TAB>path", l)
+		// The fixtures carry no capture date: each is listed with its
+		// file's modification time, on the local clock.
+		date, path, _ := strings.Cut(l, "\t")
+		st, err := os.Stat(path)
+		if err != nil || !strings.HasPrefix(path, photos) {
+			t.Errorf("listing line %q: not a file of %s (%v)", l, photos, err)
+			continue
+		}
+		if want := st.ModTime().In(time.Local).Format(time.DateTime); date != want {
+			t.Errorf("listing line %q, want %s<TAB>path (the file's time)", l, want)
 		}
 	}
 	out, _, _ = run("search", "kind:photo", "--json")
