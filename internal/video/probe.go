@@ -47,6 +47,13 @@ type Info struct {
 	// DisplayWidth and DisplayHeight are the size a player shows: the
 	// sample aspect and the rotation applied.
 	DisplayWidth, DisplayHeight int
+	// KeyframeGap is the longest keyframe spacing in seconds over the
+	// first 30 s, read by Sample from the packet flags (0 when not read:
+	// Probe alone, KeyframeMax negative, or unreadable), and
+	// KeyframesOnly tells that Sample decoded keyframes only, the gap
+	// being within Options.KeyframeMax.
+	KeyframeGap   float64
+	KeyframesOnly bool
 	// Created is the container's creation time (format tag creation_time,
 	// UTC), zero when absent or unreadable.
 	Created time.Time

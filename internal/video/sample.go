@@ -25,6 +25,7 @@ const (
 	DefaultShort     = 448
 	DefaultMaxPixels = 100_000_000
 	DefaultDupDiff   = 3.0
+	DefaultKeyframe  = 2 * time.Second
 )
 
 // Options tune the sampling; the zero value of each field takes its
@@ -57,6 +58,17 @@ type Options struct {
 	// frame kept by less than this mean absolute difference (0..255 per
 	// channel; default 3); negative keeps every frame.
 	DupDiff float64
+	// KeyframeMax is the longest keyframe spacing at which Sample decodes
+	// keyframes only (default 2 s; negative always decodes every frame).
+	// The spacing is read from the packet flags of the first 30 s, without
+	// decoding. On the keyframe path the scene score compares consecutive
+	// keyframes and the interval and gap rules count keyframe times, so a
+	// cut is found at the first keyframe after it: at most KeyframeMax
+	// late. Phones write a keyframe every 1 or 2 s; 2 s keeps that delay
+	// to two of the 1 s minimum gap while skipping 29 of 30 decodes of a
+	// 1 s GOP at 30 fps. Past it (streaming encodes: 4 to 10 s) a cut
+	// would be found too late, and every frame is decoded.
+	KeyframeMax time.Duration
 	// TimeLimit bounds the decoding of one video (default 1 minute plus
 	// twice its duration); ProbeLimit bounds ffprobe (default 30 s).
 	TimeLimit, ProbeLimit time.Duration
@@ -83,6 +95,9 @@ func (o *Options) defaults() {
 	}
 	if o.DupDiff == 0 {
 		o.DupDiff = DefaultDupDiff
+	}
+	if o.KeyframeMax == 0 {
+		o.KeyframeMax = DefaultKeyframe
 	}
 }
 
@@ -137,7 +152,8 @@ func FrameSize(info Info, short int) (w, h int) {
 // rotation: the selection (first frame, scene changes, the interval, the
 // minimum gap), showinfo for each frame's time, and the scale to w x h
 // with square pixels. Exported so tests (and users) can write the same
-// frames as images with ffmpeg.
+// frames as images with ffmpeg (with "-skip_frame nokey" before "-i" when
+// info.KeyframesOnly).
 func (s *Sampler) Filter(info Info) string {
 	o := s.opts
 	iv, gap := o.Interval.Seconds(), o.MinGap.Seconds()
@@ -156,6 +172,8 @@ func (s *Sampler) Filter(info Info) string {
 
 // Sample probes path and returns its frames where the picture changes
 // (see Options), near-identical neighbours dropped, with the video's Info.
+// When the keyframes come at least every KeyframeMax only they are
+// decoded (Info.KeyframesOnly), and the frames have their times.
 // Errors wrap ErrNotVideo, ErrNoVideoStream, ErrTooLarge, ErrTimeLimit,
 // ErrFFmpeg, or the context's error when ctx ends.
 func (s *Sampler) Sample(ctx context.Context, path string) ([]Frame, Info, error) {
@@ -167,6 +185,15 @@ func (s *Sampler) Sample(ctx context.Context, path string) ([]Frame, Info, error
 		return nil, info, fmt.Errorf("%w: %dx%d is %.0f megapixels, the limit is %.0f", ErrTooLarge,
 			info.Width, info.Height, float64(px)/1e6, float64(s.opts.MaxPixels)/1e6)
 	}
+	if s.opts.KeyframeMax > 0 {
+		info.KeyframeGap = s.keyframeGap(ctx, path)
+		if err := ctx.Err(); err != nil {
+			return nil, info, err
+		}
+		// 2 % over the limit still counts: 60 frames at 29.97 fps
+		// are 2.002 s.
+		info.KeyframesOnly = info.KeyframeGap > 0 && info.KeyframeGap <= 1.02*s.opts.KeyframeMax.Seconds()
+	}
 	frames, err := s.decode(ctx, path, info)
 	if err != nil {
 		return nil, info, err
@@ -176,7 +203,8 @@ func (s *Sampler) Sample(ctx context.Context, path string) ([]Frame, Info, error
 
 var ptsRE = regexp.MustCompile(`\bpts_time:\s*(-?[0-9.eE+-]+)`)
 
-// decode runs ffmpeg with Filter and reads the frames from its output and
+// decode runs ffmpeg with Filter (over keyframes only when
+// info.KeyframesOnly) and reads the frames from its output and
 // their times from showinfo's log lines.
 func (s *Sampler) decode(ctx context.Context, path string, info Info) ([]Frame, error) {
 	limit := s.opts.TimeLimit
@@ -186,9 +214,13 @@ func (s *Sampler) decode(ctx context.Context, path string, info Info) ([]Frame, 
 	dctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	w, h := FrameSize(info, s.opts.Short)
-	cmd := exec.CommandContext(dctx, s.tools.FFmpeg, "-nostdin", "-hide_banner", "-nostats", "-loglevel", "info",
-		"-i", path, "-map", "0:v:0", "-an", "-sn", "-dn", "-vf", s.Filter(info), "-vsync", "vfr",
+	args := []string{"-nostdin", "-hide_banner", "-nostats", "-loglevel", "info"}
+	if info.KeyframesOnly {
+		args = append(args, "-skip_frame", "nokey")
+	}
+	args = append(args, "-i", path, "-map", "0:v:0", "-an", "-sn", "-dn", "-vf", s.Filter(info), "-vsync", "vfr",
 		"-frames:v", strconv.Itoa(s.opts.MaxFrames+1), "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+	cmd := exec.CommandContext(dctx, s.tools.FFmpeg, args...)
 	killGroup(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -53,6 +53,12 @@ func TestSampleHangAndCrash(t *testing.T) {
 	}
 	if b, rerr := os.ReadFile(pidFile); rerr == nil {
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		// A killed process may take a moment to be torn down (its
+		// state R, then Z) after Sample returns; one still there after
+		// 5 s was not killed.
+		for end := time.Now().Add(5 * time.Second); pid > 0 && alive(pid) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
 		if pid > 0 && alive(pid) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("the hanging ffmpeg's child %d outlived the time limit", pid)

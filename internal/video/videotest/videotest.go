@@ -45,6 +45,13 @@ func FFmpeg(t testing.TB, tools *video.Tools, args ...string) {
 // secs seconds (a cut at each change), size WxH at 25 fps.
 func Cuts(t testing.TB, tools *video.Tools, path, size string, secs float64, colours ...string) {
 	t.Helper()
+	CutsWith(t, tools, path, size, secs, nil, colours...)
+}
+
+// CutsWith is Cuts with extra output options (keyframe spacing: "-g",
+// "25") before the path.
+func CutsWith(t testing.TB, tools *video.Tools, path, size string, secs float64, extra []string, colours ...string) {
+	t.Helper()
 	var args []string
 	var chain strings.Builder
 	for i, c := range colours {
@@ -53,7 +60,8 @@ func Cuts(t testing.TB, tools *video.Tools, path, size string, secs float64, col
 	}
 	chain.WriteString("concat=n=" + itoa(len(colours)) + ":v=1:a=0[v]")
 	args = append(args, "-filter_complex", chain.String(), "-map", "[v]", "-c:v", "libx264", "-preset", "ultrafast",
-		"-pix_fmt", "yuv420p", path)
+		"-pix_fmt", "yuv420p")
+	args = append(append(args, extra...), path)
 	FFmpeg(t, tools, args...)
 }
 
