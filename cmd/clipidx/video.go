@@ -21,6 +21,7 @@ type videoFlags struct {
 	frames    int
 	scene     float64
 	timeLimit time.Duration
+	keyframes time.Duration // video.Options.KeyframeMax; < 0 decodes every frame
 }
 
 func (v *videoFlags) register(f *pflag.FlagSet) {
@@ -34,14 +35,15 @@ func (v *videoFlags) registerSampling(f *pflag.FlagSet) {
 	f.DurationVar(&v.interval, "video-interval", video.DefaultInterval, "longest stretch of a video without a sampled frame (widened to duration/--video-frames for long videos)")
 	f.IntVar(&v.frames, "video-frames", video.DefaultMaxFrames, "most frames sampled from one video")
 	f.Float64Var(&v.scene, "video-scene", video.DefaultScene, "ffmpeg scene-change score (0..1) above which a frame is sampled; 0 samples by --video-interval alone")
+	f.DurationVar(&v.keyframes, "video-keyframes", video.DefaultKeyframe, "decode only the keyframes of a video whose keyframes come at least this often (phones: every 1-2 s), scoring scene changes between them; 0 decodes every frame")
 	f.DurationVar(&v.timeLimit, "video-timeout", 0, "time limit for decoding one video (0 = 1 minute plus twice its duration)")
 }
 
 // sampler finds ffmpeg and returns the index options for videos; without
 // ffmpeg it returns nil (videos are skipped) and why.
 func (v *videoFlags) sampler(proc *preprocess.Processor) (index.VideoSampler, func(image.Image) ([]float32, error), error) {
-	if v.frames < 1 || v.interval < 0 || v.timeLimit < 0 || v.scene < 0 || v.scene > 1 {
-		return nil, nil, usageError("--video-frames takes a count ≥ 1, --video-scene a score in [0, 1], --video-interval and --video-timeout a duration ≥ 0")
+	if v.frames < 1 || v.interval < 0 || v.timeLimit < 0 || v.keyframes < 0 || v.scene < 0 || v.scene > 1 {
+		return nil, nil, usageError("--video-frames takes a count ≥ 1, --video-scene a score in [0, 1], --video-interval, --video-keyframes and --video-timeout a duration ≥ 0")
 	}
 	tools, err := video.Find(v.ffmpeg)
 	if err != nil {
@@ -54,7 +56,11 @@ func (v *videoFlags) sampler(proc *preprocess.Processor) (index.VideoSampler, fu
 	if scene == 0 {
 		scene = -1 // none by score
 	}
-	s := video.New(tools, video.Options{Interval: v.interval, MaxFrames: v.frames, Scene: scene, TimeLimit: v.timeLimit})
+	keyframes := v.keyframes
+	if keyframes == 0 {
+		keyframes = -1 // every frame
+	}
+	s := video.New(tools, video.Options{Interval: v.interval, MaxFrames: v.frames, Scene: scene, TimeLimit: v.timeLimit, KeyframeMax: keyframes})
 	pre := func(img image.Image) ([]float32, error) {
 		px := proc.Image(img)
 		if px == nil {
