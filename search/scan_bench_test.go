@@ -265,18 +265,21 @@ func index1M(b *testing.B, n, dim int) string {
 	return path
 }
 
-// fillUniform writes n random unit vectors, one file each.
+// fillUniform writes n random unit vectors, one file each, with its
+// metadata (see benchMeta) in the same batch.
 func fillUniform(b *testing.B, path string, n, dim int) {
 	w, err := store.OpenWriter(path, store.Identity{Model: "bench-random", Dim: dim}, store.WriterOptions{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	r := rand.New(rand.NewPCG(1, 1))
+	r, g := rand.New(rand.NewPCG(1, 1)), newBenchMeta()
 	var batch store.Batch
 	for i := range n {
 		h := sha256.Sum256(binary.LittleEndian.AppendUint64(nil, uint64(i)))
-		batch.Put(fmt.Sprintf("/bench/%09d.jpg", i), store.File{Size: 1, Hash: h}, randVec(r, dim, 1))
+		p := fmt.Sprintf("/bench/%09d.jpg", i)
+		batch.Put(p, store.File{Size: 1, Hash: h}, randVec(r, dim, 1))
+		batch.PutMeta(p, g.next())
 		if batch.Len() == 1<<14 || i == n-1 {
 			if err := w.Commit(&batch); err != nil {
 				b.Fatal(err)
