@@ -123,32 +123,8 @@ func displaySize(data []byte, f format) (int, int) {
 // jpegFrameSize reads the size from a JPEG's frame header, whatever its
 // coding (jpegPictureSize accepts only the codings a preview may use).
 func jpegFrameSize(j []byte) (w, h int, ok bool) {
-	for i := 2; i+4 <= len(j); {
-		if j[i] != 0xff {
-			return 0, 0, false
-		}
-		m := j[i+1]
-		switch {
-		case m == 0xff:
-			i++
-			continue
-		case m == 0x01 || (m >= 0xd0 && m <= 0xd7):
-			i += 2
-			continue
-		case m == 0xda || m == 0xd9:
-			return 0, 0, false
-		}
-		n := int(binary.BigEndian.Uint16(j[i+2:]))
-		if n < 2 || i+2+n > len(j) {
-			return 0, 0, false
-		}
-		if m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc && n >= 8 {
-			h, w = int(binary.BigEndian.Uint16(j[i+5:])), int(binary.BigEndian.Uint16(j[i+7:]))
-			return w, h, w > 0 && h > 0
-		}
-		i += 2 + n
-	}
-	return 0, 0, false
+	w, h, _, ok = jpegFrame(j)
+	return w, h, ok
 }
 
 // readEXIF fills the fields of m still empty from a TIFF-structured EXIF

@@ -147,9 +147,20 @@ func jpegPictureSize(j []byte) (w, h int, ok bool) {
 	if len(j) < 4 || j[0] != 0xff || j[1] != 0xd8 {
 		return 0, 0, false
 	}
+	w, h, sof, ok := jpegFrame(j)
+	if !ok || sof > 0xc2 { // lossless, hierarchical or arithmetic frames
+		return 0, 0, false
+	}
+	return w, h, true
+}
+
+// jpegFrame walks a JPEG's markers from after SOI to its frame header
+// (SOFn) and returns the size and the marker; ok is false without one
+// before the scan, or when it is malformed.
+func jpegFrame(j []byte) (w, h int, sof byte, ok bool) {
 	for i := 2; i+4 <= len(j); {
 		if j[i] != 0xff {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		m := j[i+1]
 		switch {
@@ -160,25 +171,22 @@ func jpegPictureSize(j []byte) (w, h int, ok bool) {
 			i += 2
 			continue
 		case m == 0xda || m == 0xd9:
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		n := int(binary.BigEndian.Uint16(j[i+2:]))
 		if n < 2 || i+2+n > len(j) {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
-		if m == 0xc0 || m == 0xc1 || m == 0xc2 {
+		if m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc {
 			if n < 8 {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
 			h, w = int(binary.BigEndian.Uint16(j[i+5:])), int(binary.BigEndian.Uint16(j[i+7:]))
-			return w, h, w > 0 && h > 0
-		}
-		if m >= 0xc3 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc {
-			return 0, 0, false // lossless, hierarchical or arithmetic frames
+			return w, h, m, w > 0 && h > 0
 		}
 		i += 2 + n
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
 }
 
 // tiffWalker visits the IFDs of a TIFF-structured RAW file.
