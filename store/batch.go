@@ -63,16 +63,21 @@ type wtx struct {
 	dim                                               int
 	chunk                                             map[uint32][]byte // modified chunk copies, written at flush
 	images, failed, vectors                           int64             // counter deltas
+	dirty                                             map[VecID]struct{} // see dirtyVec; nil outside Writer.update
 }
 
 func newWtx(tx *bolt.Tx, dim int) *wtx {
-	return &wtx{
+	w := &wtx{
 		tx: tx, dim: dim,
 		meta: tx.Bucket(bMeta), files: tx.Bucket(bFiles), refs: tx.Bucket(bRefs),
 		hashes: tx.Bucket(bHashes), vecs: tx.Bucket(bVecs), chunks: tx.Bucket(bChunks),
 		free: tx.Bucket(bFree), gc: tx.Bucket(bGC),
 		chunk: map[uint32][]byte{},
 	}
+	if d, ok := colDirty.Load(tx); ok {
+		w.dirty = d.(map[VecID]struct{})
+	}
+	return w
 }
 
 func (w *wtx) apply(o op) error {
@@ -118,6 +123,7 @@ func (w *wtx) apply(o op) error {
 			if err := w.refs.Put(refKey(f.Vec, o.path), nil); err != nil {
 				return err
 			}
+			w.dirtyVec(f.Vec)
 			// A vector queued for GC is alive again: searchable once more.
 			if key := u64(uint64(f.Vec)); has(w.gc, key) {
 				if err := w.gc.Delete(key); err != nil {
@@ -160,6 +166,7 @@ func (w *wtx) unref(path string, old File) error {
 	if err := w.refs.Delete(refKey(old.Vec, path)); err != nil {
 		return err
 	}
+	w.dirtyVec(old.Vec)
 	prefix := u64(uint64(old.Vec))
 	if k, _ := w.refs.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
 		return nil // still used by another file

@@ -87,6 +87,17 @@ func TestTruncatedIndex(t *testing.T) {
 	}
 }
 
+// onlyColumn reports whether every line of a Check error is about the
+// metadata column.
+func onlyColumn(err error) bool {
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if !strings.Contains(l, "metadata column") {
+			return false
+		}
+	}
+	return true
+}
+
 // randomize overwrites bytes [from, to) of the file at path with seeded
 // random bytes.
 func randomize(t *testing.T, path string, from, to int64, seed uint64) {
@@ -135,13 +146,15 @@ func TestDamagedPages(t *testing.T) {
 		randomize(t, path, tc.from, tc.to, uint64(i))
 		if err := Check(path); err != nil {
 			caught++
-			w, err := OpenWriter(path, testID, WriterOptions{Reindex: true})
-			if err != nil {
-				t.Errorf("%s: Check reports %v, but Reindex fails: %v", tc.name, firstLine(err), err)
+			w, err2 := OpenWriter(path, testID, WriterOptions{Reindex: true})
+			if err2 != nil {
+				t.Errorf("%s: Check reports %v, but Reindex fails: %v", tc.name, firstLine(err), err2)
 				continue
 			}
-			if w.Backup() == "" {
-				t.Errorf("%s: Reindex kept the damaged file", tc.name)
+			// Damage to the metadata column alone is mended in place (it
+			// derives from the records); any other damage moves the file aside.
+			if w.Backup() == "" && !onlyColumn(err) {
+				t.Errorf("%s: Reindex kept the damaged file (%v)", tc.name, firstLine(err))
 			}
 			closeW(t, w)
 			mustCheck(t, path, false)

@@ -271,6 +271,8 @@ func (w *Writer) open() error {
 			// Starting over is the way out of a damaged index: look.
 			if cerr := (&Snapshot{tx: tx, id: have}).Check(true); cerr != nil {
 				err = fmt.Errorf("%w: %v", ErrCorrupt, cerr)
+			} else {
+				err = repairColumn(tx)
 			}
 		}
 		if err != nil && opts.Reindex && !errors.Is(err, ErrCorrupt) {
@@ -308,7 +310,17 @@ func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
 		return err
 	}
 	db.NoSync = w.opts.NoSync
-	err = guard(func() error { return db.Update(fn) })
+	err = guard(func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			dirty := map[VecID]struct{}{}
+			colDirty.Store(tx, dirty)
+			defer colDirty.Delete(tx)
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return syncColumn(tx, dirty)
+		})
+	})
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}

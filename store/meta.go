@@ -237,11 +237,13 @@ func (w *wtx) applyMeta(o op) error {
 	if err != nil {
 		return err
 	}
+	w.dirtyPath(o.path)
 	return bk.Put([]byte(o.path), encodeMeta(*o.meta))
 }
 
 // deleteMeta drops the metadata of path, if any.
 func (w *wtx) deleteMeta(path string) error {
+	w.dirtyPath(path)
 	return deleteIn(w.tx, bPhotoMeta, path)
 }
 
@@ -362,6 +364,7 @@ func (t *wtx) mergeMeta(rec mergeRec) error {
 	if err != nil {
 		return err
 	}
+	t.dirtyPath(rec.path)
 	return bk.Put([]byte(rec.path), rec.meta)
 }
 

@@ -1,0 +1,521 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The metacol bucket (optional) is the metadata a filter reads, laid out
+// by vector beside the chunks: a filtered search over a million records
+// reads about 33 MB of fixed-size columns instead of decoding a million
+// photometa records. It is derived data, kept by every write of a Writer
+// in the same transaction as the records it derives from:
+//
+//	"stamp"         u64: the transaction that last brought it up to date
+//	"c" ‖ u32 BE    chunk number → ColumnChunk of its ChunkSlots vectors
+//	"p" ‖ u32 BE    place id → city, region, country, code (length-prefixed)
+//	"m" ‖ u32 BE    camera id → make, model (length-prefixed)
+//
+// A reader trusts it only when the stamp is the transaction it reads
+// (Snapshot.MetaColumn): a write by a clipidx from before the column, which
+// leaves the stamp behind, makes readers fall back on the records, and the
+// next Writer transaction rebuilds the column whole.
+var (
+	bMetaCol  = []byte("metacol")
+	kColStamp = []byte("stamp")
+)
+
+func init() { optionalBuckets = append(optionalBuckets, bMetaCol) }
+
+// The flags of a vector in the column (ColumnChunk.Flags).
+const (
+	// ColMeta: every file of the vector has metadata, the same in every
+	// field a filter reads (date, place, camera, position).
+	ColMeta = 1 << iota
+	// ColDate: a capture time (TakenSource not empty).
+	ColDate
+	// ColGPS: a position.
+	ColGPS
+	// ColPhoto: a file of the vector is a photo; ColVideo: a frame.
+	ColPhoto
+	ColVideo
+	// ColMixed: its files differ (some without metadata, other values, or
+	// photos and frames): a filter must read each file's record.
+	ColMixed
+)
+
+const (
+	colVersion = 1
+	colFlagsAt = 1
+	colTakenAt = colFlagsAt + ChunkSlots
+	colPlaceAt = colTakenAt + 8*ChunkSlots
+	colCamAt   = colPlaceAt + 4*ChunkSlots
+	colLatAt   = colCamAt + 4*ChunkSlots
+	colLonAt   = colLatAt + 8*ChunkSlots
+	colSize    = colLonAt + 8*ChunkSlots
+)
+
+// ColumnChunk is the column of one chunk: slot i describes vector
+// First+i. It aliases the database map: valid inside the View.
+type ColumnChunk []byte
+
+// Flags of slot i (Col* bits); 0 for a slot without files.
+func (c ColumnChunk) Flags(i int) uint8 { return c[colFlagsAt+i] }
+
+// Taken is slot i's capture time (Meta.Taken), valid with ColDate.
+func (c ColumnChunk) Taken(i int) int64 {
+	return int64(binary.LittleEndian.Uint64(c[colTakenAt+8*i:]))
+}
+
+// Place is slot i's place id (1-based into MetaColumn.Places; 0 = none).
+func (c ColumnChunk) Place(i int) uint32 {
+	return binary.LittleEndian.Uint32(c[colPlaceAt+4*i:])
+}
+
+// Camera is slot i's camera id (1-based into MetaColumn.Cameras; 0 = none).
+func (c ColumnChunk) Camera(i int) uint32 {
+	return binary.LittleEndian.Uint32(c[colCamAt+4*i:])
+}
+
+// Position is slot i's GPS position, valid with ColGPS.
+func (c ColumnChunk) Position(i int) (lat, lon float64) {
+	return math.Float64frombits(binary.LittleEndian.Uint64(c[colLatAt+8*i:])),
+		math.Float64frombits(binary.LittleEndian.Uint64(c[colLonAt+8*i:]))
+}
+
+// ColumnPlace is a place of the column's dictionary.
+type ColumnPlace struct{ City, Region, Country, CountryCode string }
+
+// ColumnCamera is a camera of the column's dictionary.
+type ColumnCamera struct{ Make, Model string }
+
+// MetaColumn is the metadata column of a snapshot (see metacol).
+type MetaColumn struct {
+	bk      *bolt.Bucket
+	Places  []ColumnPlace  // id-1 → place
+	Cameras []ColumnCamera // id-1 → camera
+}
+
+// MetaColumn returns the snapshot's metadata column; nil when the index
+// has none up to date (an index from before it, or last written by a
+// clipidx that did not keep it): read the records then.
+func (s *Snapshot) MetaColumn() (*MetaColumn, error) { return columnAt(s.tx, uint64(s.tx.ID())) }
+
+// columnAt returns the column of tx when its stamp is stamp; nil otherwise.
+func columnAt(tx *bolt.Tx, stamp uint64) (*MetaColumn, error) {
+	bk := tx.Bucket(bMetaCol)
+	if bk == nil || getU64(bk.Get(kColStamp)) != stamp {
+		return nil, nil
+	}
+	d, err := readColDict(bk)
+	if err != nil {
+		return nil, err
+	}
+	return &MetaColumn{bk: bk, Places: d.places, Cameras: d.cams}, nil
+}
+
+// Chunk returns the column of the chunk whose first vector is first;
+// false when it has none (read the records then).
+func (c *MetaColumn) Chunk(first VecID) (ColumnChunk, bool) {
+	v := c.bk.Get(colChunkKey(uint32((first - 1) / ChunkSlots)))
+	if len(v) != colSize || v[0] != colVersion {
+		return nil, false
+	}
+	return ColumnChunk(v), true
+}
+
+func colChunkKey(n uint32) []byte { return binary.BigEndian.AppendUint32([]byte{'c'}, n) }
+
+// colDict is the column's dictionary of places and cameras.
+type colDict struct {
+	places []ColumnPlace
+	cams   []ColumnCamera
+	pid    map[ColumnPlace]uint32
+	cid    map[ColumnCamera]uint32
+}
+
+func readColDict(bk *bolt.Bucket) (*colDict, error) {
+	d := &colDict{pid: map[ColumnPlace]uint32{}, cid: map[ColumnCamera]uint32{}}
+	c := bk.Cursor()
+	for k, v := c.Seek([]byte{'m'}); k != nil && k[0] == 'm'; k, v = c.Next() {
+		f, ok := splitStrs(v, 2)
+		if len(k) != 5 || binary.BigEndian.Uint32(k[1:]) != uint32(len(d.cams)+1) || !ok {
+			return nil, fmt.Errorf("%w: metadata column camera %x", ErrCorrupt, k)
+		}
+		d.cams = append(d.cams, ColumnCamera{f[0], f[1]})
+		d.cid[d.cams[len(d.cams)-1]] = uint32(len(d.cams))
+	}
+	for k, v := c.Seek([]byte{'p'}); k != nil && k[0] == 'p'; k, v = c.Next() {
+		f, ok := splitStrs(v, 4)
+		if len(k) != 5 || binary.BigEndian.Uint32(k[1:]) != uint32(len(d.places)+1) || !ok {
+			return nil, fmt.Errorf("%w: metadata column place %x", ErrCorrupt, k)
+		}
+		d.places = append(d.places, ColumnPlace{f[0], f[1], f[2], f[3]})
+		d.pid[d.places[len(d.places)-1]] = uint32(len(d.places))
+	}
+	return d, nil
+}
+
+func splitStrs(v []byte, n int) ([]string, bool) {
+	d := metaDecoder{b: v}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = string(d.bytes())
+	}
+	return out, !d.bad && len(d.b) == 0
+}
+
+// place returns the id of p (0 for no place), adding it when new.
+func (d *colDict) place(bk *bolt.Bucket, p ColumnPlace) (uint32, error) {
+	if p == (ColumnPlace{}) {
+		return 0, nil
+	}
+	if id, ok := d.pid[p]; ok {
+		return id, nil
+	}
+	d.places = append(d.places, p)
+	id := uint32(len(d.places))
+	d.pid[p] = id
+	v := appendStr(appendStr(appendStr(appendStr(nil, p.City), p.Region), p.Country), p.CountryCode)
+	return id, bk.Put(binary.BigEndian.AppendUint32([]byte{'p'}, id), v)
+}
+
+// camera returns the id of c (0 for no camera), adding it when new.
+func (d *colDict) camera(bk *bolt.Bucket, c ColumnCamera) (uint32, error) {
+	if c == (ColumnCamera{}) {
+		return 0, nil
+	}
+	if id, ok := d.cid[c]; ok {
+		return id, nil
+	}
+	d.cams = append(d.cams, c)
+	id := uint32(len(d.cams))
+	d.cid[c] = id
+	return id, bk.Put(binary.BigEndian.AppendUint32([]byte{'m'}, id), appendStr(appendStr(nil, c.Make), c.Model))
+}
+
+// colSlot is what the column says of one vector, with its names.
+type colSlot struct {
+	flags    uint8
+	taken    int64
+	place    ColumnPlace
+	camera   ColumnCamera
+	lat, lon float64
+}
+
+// slotOf folds the files of one vector (their paths and metadata; ok
+// false for a file without any) into its column entry.
+func slotOf(paths []string, metas []Meta, has []bool) colSlot {
+	var s colSlot
+	for i, p := range paths {
+		if strings.Contains(p, FrameSep) {
+			s.flags |= ColVideo
+		} else {
+			s.flags |= ColPhoto
+		}
+		var one colSlot
+		if has[i] {
+			m := &metas[i]
+			one.flags = ColMeta
+			if m.TakenSource != "" {
+				one.flags |= ColDate
+				one.taken = m.Taken
+			}
+			if m.HasGPS {
+				one.flags |= ColGPS
+				one.lat, one.lon = m.Lat, m.Lon
+			}
+			one.place = ColumnPlace{m.City, m.Region, m.Country, m.CountryCode}
+			one.camera = ColumnCamera{m.Make, m.Model}
+		}
+		if i == 0 {
+			s.flags |= one.flags
+			s.taken, s.place, s.camera, s.lat, s.lon = one.taken, one.place, one.camera, one.lat, one.lon
+			continue
+		}
+		same := one.flags == s.flags&(ColMeta|ColDate|ColGPS) && one.taken == s.taken && one.place == s.place &&
+			one.camera == s.camera && math.Float64bits(one.lat) == math.Float64bits(s.lat) && math.Float64bits(one.lon) == math.Float64bits(s.lon)
+		if !same {
+			s.flags |= ColMixed
+		}
+	}
+	if s.flags&(ColPhoto|ColVideo) == ColPhoto|ColVideo {
+		s.flags |= ColMixed
+	}
+	return s
+}
+
+// put writes s into slot i of chunk buf, with ids from d.
+func (s colSlot) put(bk *bolt.Bucket, d *colDict, buf []byte, i int) error {
+	pid, err := d.place(bk, s.place)
+	if err != nil {
+		return err
+	}
+	cid, err := d.camera(bk, s.camera)
+	if err != nil {
+		return err
+	}
+	buf[colFlagsAt+i] = s.flags
+	binary.LittleEndian.PutUint64(buf[colTakenAt+8*i:], uint64(s.taken))
+	binary.LittleEndian.PutUint32(buf[colPlaceAt+4*i:], pid)
+	binary.LittleEndian.PutUint32(buf[colCamAt+4*i:], cid)
+	binary.LittleEndian.PutUint64(buf[colLatAt+8*i:], math.Float64bits(s.lat))
+	binary.LittleEndian.PutUint64(buf[colLonAt+8*i:], math.Float64bits(s.lon))
+	return nil
+}
+
+// vecFiles reads the paths and metadata of every file of vector id.
+func vecFiles(tx *bolt.Tx, id VecID, in *interner) ([]string, []Meta, []bool, error) {
+	prefix := u64(uint64(id))
+	pm := tx.Bucket(bPhotoMeta)
+	var paths []string
+	var metas []Meta
+	var has []bool
+	c := tx.Bucket(bRefs).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		p := string(k[8:])
+		var m Meta
+		var ok bool
+		if pm != nil {
+			if v := pm.Get(k[8:]); v != nil {
+				var err error
+				if m, err = decodeMeta(v, in); err != nil {
+					return nil, nil, nil, fmt.Errorf("metadata record of %s: %w", p, err)
+				}
+				ok = true
+			}
+		}
+		paths, metas, has = append(paths, p), append(metas, m), append(has, ok)
+	}
+	return paths, metas, has, nil
+}
+
+// colDirty collects, per write transaction of a Writer, the vectors whose
+// files or metadata changed (see Writer.update and syncColumn).
+var colDirty sync.Map // *bolt.Tx → map[VecID]struct{}
+
+// dirtyVec notes that the files or metadata of vector id changed in w's
+// transaction.
+func (w *wtx) dirtyVec(id VecID) {
+	if id != 0 && w.dirty != nil {
+		w.dirty[id] = struct{}{}
+	}
+}
+
+// dirtyPath notes that the metadata of path changed.
+func (w *wtx) dirtyPath(path string) {
+	if w.dirty == nil {
+		return
+	}
+	if f, ok, err := w.getFile(path); err == nil && ok {
+		w.dirtyVec(f.Vec)
+	}
+}
+
+// syncColumn brings the column up to date at the end of write transaction
+// tx: the vectors in dirty when the column was current before tx, or all
+// of them otherwise.
+func syncColumn(tx *bolt.Tx, dirty map[VecID]struct{}) error {
+	if tx.Bucket(bChunks) == nil || tx.Bucket(bRefs) == nil {
+		return nil // not an index yet
+	}
+	bk := tx.Bucket(bMetaCol)
+	if bk == nil || getU64(bk.Get(kColStamp)) != uint64(tx.ID()-1) {
+		if err := rebuildColumn(tx); err != nil {
+			return err
+		}
+		bk = tx.Bucket(bMetaCol)
+	} else if len(dirty) > 0 {
+		if err := updateColumn(tx, bk, dirty); err != nil {
+			return err
+		}
+	}
+	return bk.Put(kColStamp, u64(uint64(tx.ID())))
+}
+
+// rebuildColumn writes the whole column from the refs and photometa
+// buckets: one pass over the refs in vector order.
+func rebuildColumn(tx *bolt.Tx) error {
+	if tx.Bucket(bMetaCol) != nil {
+		if err := tx.DeleteBucket(bMetaCol); err != nil {
+			return err
+		}
+	}
+	bk, err := tx.CreateBucket(bMetaCol)
+	if err != nil {
+		return err
+	}
+	d := &colDict{pid: map[ColumnPlace]uint32{}, cid: map[ColumnCamera]uint32{}}
+	in := newInterner()
+	pm := tx.Bucket(bPhotoMeta)
+	bufs := map[uint32][]byte{}
+	chunkBuf := func(n uint32) []byte {
+		b, ok := bufs[n]
+		if !ok {
+			b = make([]byte, colSize)
+			b[0] = colVersion
+			bufs[n] = b
+		}
+		return b
+	}
+	// Every stored chunk gets a column, so that a missing one means damage.
+	cc := tx.Bucket(bChunks).Cursor()
+	for k, _ := cc.First(); k != nil; k, _ = cc.Next() {
+		if len(k) == 4 {
+			chunkBuf(binary.BigEndian.Uint32(k))
+		}
+	}
+	var (
+		cur   VecID
+		paths []string
+		metas []Meta
+		has   []bool
+	)
+	flush := func() error {
+		if cur == 0 {
+			return nil
+		}
+		n := uint32((cur - 1) / ChunkSlots)
+		err := slotOf(paths, metas, has).put(bk, d, chunkBuf(n), int((cur-1)%ChunkSlots))
+		paths, metas, has = paths[:0], metas[:0], has[:0]
+		return err
+	}
+	c := tx.Bucket(bRefs).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) < 8 {
+			return fmt.Errorf("%w: ref key %x", ErrCorrupt, k)
+		}
+		id := VecID(binary.BigEndian.Uint64(k))
+		if id != cur {
+			if err := flush(); err != nil {
+				return err
+			}
+			cur = id
+		}
+		var m Meta
+		var ok bool
+		if pm != nil {
+			if v := pm.Get(k[8:]); v != nil {
+				if m, err = decodeMeta(v, in); err != nil {
+					return fmt.Errorf("metadata record of %s: %w", k[8:], err)
+				}
+				ok = true
+			}
+		}
+		paths, metas, has = append(paths, string(k[8:])), append(metas, m), append(has, ok)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	for n, b := range bufs {
+		if err := bk.Put(colChunkKey(n), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateColumn rewrites the column entries of the dirty vectors.
+func updateColumn(tx *bolt.Tx, bk *bolt.Bucket, dirty map[VecID]struct{}) error {
+	d, err := readColDict(bk)
+	if err != nil {
+		return err
+	}
+	in := newInterner()
+	bufs := map[uint32][]byte{}
+	for id := range dirty {
+		n := uint32((id - 1) / ChunkSlots)
+		buf, ok := bufs[n]
+		if !ok {
+			buf = make([]byte, colSize)
+			buf[0] = colVersion
+			if old := bk.Get(colChunkKey(n)); len(old) == colSize {
+				copy(buf, old)
+			}
+			bufs[n] = buf
+		}
+		paths, metas, has, err := vecFiles(tx, id, in)
+		if err != nil {
+			return err
+		}
+		if err := slotOf(paths, metas, has).put(bk, d, buf, int((id-1)%ChunkSlots)); err != nil {
+			return err
+		}
+	}
+	for n, b := range bufs {
+		if err := bk.Put(colChunkKey(n), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkColumn reports column entries that differ from the records they
+// derive from, when the column is current (see Check).
+func (s *Snapshot) checkColumn(bad func(format string, a ...any)) {
+	checkColumnAt(s.tx, uint64(s.tx.ID()), bad)
+}
+
+// repairColumn makes the next syncColumn of write transaction tx rebuild
+// the column when it is damaged: it derives from the records, so a damaged
+// column is mended, not a reason to start the index over.
+func repairColumn(tx *bolt.Tx) error {
+	damaged := false
+	checkColumnAt(tx, uint64(tx.ID()-1), func(string, ...any) { damaged = true })
+	if bk := tx.Bucket(bMetaCol); damaged && bk != nil {
+		return bk.Delete(kColStamp)
+	}
+	return nil
+}
+
+// checkColumnAt is checkColumn on the column stamped stamp in tx.
+func checkColumnAt(tx *bolt.Tx, stamp uint64, bad func(format string, a ...any)) {
+	s := &Snapshot{tx: tx}
+	col, err := columnAt(tx, stamp)
+	if err != nil {
+		bad("%v", err)
+		return
+	}
+	if col == nil {
+		return
+	}
+	in := newInterner()
+	cc := s.tx.Bucket(bChunks).Cursor()
+	for k, _ := cc.First(); k != nil; k, _ = cc.Next() {
+		if len(k) != 4 {
+			continue
+		}
+		first := VecID(uint64(binary.BigEndian.Uint32(k))*ChunkSlots + 1)
+		ch, ok := col.Chunk(first)
+		if !ok {
+			bad("metadata column: chunk %x has no column", k)
+			continue
+		}
+		for i := range ChunkSlots {
+			id := first + VecID(i)
+			paths, metas, has, err := vecFiles(s.tx, id, in)
+			if err != nil {
+				bad("%v", err)
+				return
+			}
+			want := slotOf(paths, metas, has)
+			got := colSlot{flags: ch.Flags(i), taken: ch.Taken(i)}
+			got.lat, got.lon = ch.Position(i)
+			if p := ch.Place(i); p > 0 && int(p) <= len(col.Places) {
+				got.place = col.Places[p-1]
+			}
+			if c := ch.Camera(i); c > 0 && int(c) <= len(col.Cameras) {
+				got.camera = col.Cameras[c-1]
+			}
+			if got != want {
+				bad("metadata column: vector %d says %+v, its files %+v", id, got, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// colMeta is a random Meta from a few values of each field, so that files
+// share places, cameras and sometimes everything.
+func colMeta(r *rand.Rand) Meta {
+	m := Meta{Taken: int64(r.IntN(4)) * 86400 * 400, TakenSource: TakenEXIF, Make: "Maker", Model: fmt.Sprint("M", r.IntN(3))}
+	switch r.IntN(4) {
+	case 0:
+		m.TakenSource, m.Taken = "", 0
+	case 1:
+		m.TakenSource = TakenMtime
+	}
+	if r.IntN(2) == 0 {
+		m.HasGPS, m.Lat, m.Lon = true, float64(r.IntN(3))-1.5, float64(r.IntN(3))+0.25
+		m.City, m.Country, m.CountryCode = fmt.Sprint("Town ", r.IntN(3)), "Land", "LD"
+	}
+	if r.IntN(5) == 0 {
+		m.Make, m.Model = "", ""
+	}
+	return m
+}
+
+// columnOK fails the test unless the index at path has a current column
+// that agrees with its records (Check compares them).
+func columnOK(t *testing.T, path, when string) {
+	t.Helper()
+	view(t, path, func(s *Snapshot) {
+		col, err := s.MetaColumn()
+		if err != nil || col == nil {
+			t.Fatalf("%s: metadata column %v, %v: want a current one", when, col, err)
+		}
+		if err := s.Check(true); err != nil {
+			t.Fatalf("%s: check: %v", when, err)
+		}
+	})
+}
+
+// TestMetaColumnFollowsRecords applies random batches (new files, copies
+// sharing a vector, changed contents, metadata added, changed and
+// dropped, failures, deletions, video frames, garbage collection, Forget
+// and Merge) and checks after each that the column says what the records
+// say.
+func TestMetaColumnFollowsRecords(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.db")
+	r := rand.New(rand.NewPCG(26, 1))
+	w := openW(t, path)
+	var known []string         // paths with a record, in the order first put
+	good := map[string]bool{} // of those, the ones with a vector (metadata allowed)
+	pick := func() string { return known[r.IntN(len(known))] }
+	for step := range 60 {
+		var b Batch
+		for range 1 + r.IntN(40) {
+			switch op := r.IntN(10); {
+			case op < 4 || len(known) == 0: // a new file, often a copy of known content
+				p := fmt.Sprintf("/p/%d/%04d.jpg", r.IntN(3), r.IntN(3000))
+				if r.IntN(6) == 0 {
+					p = fmt.Sprintf("/v/%d.mp4%s%d", r.IntN(20), FrameSep, r.IntN(5))
+				}
+				c := r.IntN(300)
+				b.Put(p, File{Hash: hashOf(fmt.Sprint(c))}, vec(uint64(c), 8))
+				if r.IntN(4) > 0 {
+					b.PutMeta(p, colMeta(r))
+				}
+				if _, ok := good[p]; !ok {
+					known = append(known, p)
+				}
+				good[p] = true
+			case op < 6:
+				if p := pick(); good[p] {
+					b.PutMeta(p, colMeta(r))
+				}
+			case op < 7:
+				p := pick()
+				if _, ok := good[p]; ok {
+					b.Put(p, File{Err: "bad"}, nil)
+					good[p] = false
+				}
+			case op < 9:
+				p := pick()
+				b.Delete(p)
+				delete(good, p)
+			default: // content changed: a new vector
+				p := pick()
+				if _, ok := good[p]; ok {
+					c := 300 + r.IntN(300)
+					b.Put(p, File{Hash: hashOf(fmt.Sprint(c))}, vec(uint64(c), 8))
+					good[p] = true
+				}
+			}
+		}
+		commit(t, w, &b)
+		if step%7 == 0 {
+			gc(t, w)
+		}
+		columnOK(t, path, fmt.Sprint("step ", step))
+	}
+	closeW(t, w)
+	if _, err := Forget(path, []string{"/p/1"}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	columnOK(t, path, "after Forget")
+
+	other := filepath.Join(dir, "y.db")
+	w2 := openW(t, other)
+	var b Batch
+	for i := range 50 {
+		p := fmt.Sprintf("/p/0/%04d.jpg", i*7)
+		b.Put(p, File{Hash: hashOf(fmt.Sprint(i * 3))}, vec(uint64(i*3), 8))
+		b.PutMeta(p, colMeta(r))
+	}
+	commit(t, w2, &b)
+	closeW(t, w2)
+	out := filepath.Join(dir, "m.db")
+	if _, err := Merge(out, []string{path, other}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	columnOK(t, out, "after Merge")
+}
+
+// TestMetaColumnAfterOlderWriter: a write that does not keep the column (a
+// clipidx from before it) leaves it stale; readers must not trust it, and
+// the next Writer transaction rebuilds it.
+func TestMetaColumnAfterOlderWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/p/a.jpg", File{Hash: hashOf("a")}, vec(1, 8))
+	b.PutMeta("/p/a.jpg", Meta{Taken: 1e9, TakenSource: TakenEXIF, City: "Paris"})
+	commit(t, w, &b)
+	columnOK(t, path, "first commit")
+	closeW(t, w)
+
+	// The older writer changes a's place, as the records say it.
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bPhotoMeta).Put([]byte("/p/a.jpg"), encodeMeta(Meta{Taken: 1e9, TakenSource: TakenEXIF, City: "Lyon"}))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	view(t, path, func(s *Snapshot) {
+		if col, err := s.MetaColumn(); col != nil || err != nil {
+			t.Errorf("after a write that did not keep it: column %v, %v; want none", col, err)
+		}
+	})
+
+	w = openW(t, path)
+	var b2 Batch
+	b2.Put("/p/b.jpg", File{Hash: hashOf("b")}, vec(2, 8))
+	commit(t, w, &b2)
+	columnOK(t, path, "next commit")
+	view(t, path, func(s *Snapshot) {
+		col, _ := s.MetaColumn()
+		f, _ := file(t, s, "/p/a.jpg")
+		ch, ok := col.Chunk(f.Vec)
+		slot := int((f.Vec - 1) % ChunkSlots)
+		if !ok || ch.Place(slot) == 0 || col.Places[ch.Place(slot)-1].City != "Lyon" {
+			t.Errorf("a's place in the rebuilt column: %v (chunk %v), want Lyon", col.Places, ok)
+		}
+	})
+}
