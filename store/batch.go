@@ -61,8 +61,8 @@ type wtx struct {
 	tx                                                *bolt.Tx
 	meta, files, refs, hashes, vecs, chunks, free, gc *bolt.Bucket
 	dim                                               int
-	chunk                                             map[uint32][]byte // modified chunk copies, written at flush
-	images, failed, vectors                           int64             // counter deltas
+	chunk                                             map[uint32][]byte  // modified chunk copies, written at flush
+	images, failed, vectors                           int64              // counter deltas
 	dirty                                             map[VecID]struct{} // see dirtyVec; nil outside Writer.update
 }
 

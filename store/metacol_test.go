@@ -54,7 +54,7 @@ func TestMetaColumnFollowsRecords(t *testing.T) {
 	path := filepath.Join(dir, "x.db")
 	r := rand.New(rand.NewPCG(26, 1))
 	w := openW(t, path)
-	var known []string         // paths with a record, in the order first put
+	var known []string        // paths with a record, in the order first put
 	good := map[string]bool{} // of those, the ones with a vector (metadata allowed)
 	pick := func() string { return known[r.IntN(len(known))] }
 	for step := range 60 {
