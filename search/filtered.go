@@ -120,12 +120,25 @@ func searchFiltered(s *store.Snapshot, chunks []store.Chunk, q []float32, k int,
 			return sortByDate(s, out, opts)
 		}
 	}
-	allow, err := r.pass(len(chunks))
+	allow, fromColumn, err := r.columnPass(chunks, under)
+	if err == nil && !fromColumn {
+		allow, err = r.pass(len(chunks))
+	}
 	if err != nil {
 		return nil, err
 	}
 	cands, _ := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
-	out := list(rerank(chunks, q, cands, k, window, opts.Exact), k, opts.Threshold, r.paths)
+	cands = rerank(chunks, q, cands, k, window, opts.Exact)
+	if fromColumn {
+		// The column kept the vectors; their matching paths come from the
+		// records, for the few listed.
+		for _, c := range cands {
+			if _, err := r.allowed(c.id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := list(cands, k, opts.Threshold, r.paths)
 	return sortByDate(s, out, opts)
 }
 

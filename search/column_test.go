@@ -1,0 +1,121 @@
+package search
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/clipidx/clipidx/store"
+)
+
+// putMeta writes md into the index at path (identity of fillSpread), so
+// that the store's metadata column holds it.
+func putMeta(t *testing.T, path string, dim int, md fakeMeta) {
+	t.Helper()
+	w, err := store.OpenWriter(path, store.Identity{Model: "fake", Dim: dim}, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var b store.Batch
+	for p, m := range md {
+		b.PutMeta(p, m)
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// randomMeta gives every file of fillSpread (and its duplicate, which
+// agrees with it most of the time) metadata from a few values of each
+// field: dates over 2009–2020 or none, three towns with positions or no
+// GPS, three cameras or none.
+func randomMeta(r *rand.Rand, n int) fakeMeta {
+	towns := []store.Meta{
+		{HasGPS: true, Lat: 45.92, Lon: 6.87, City: "Chamonix-Mont-Blanc", Region: "Auvergne-Rhône-Alpes", Country: "France", CountryCode: "FR"},
+		{HasGPS: true, Lat: -33.87, Lon: 151.21, City: "Sydney", Region: "New South Wales", Country: "Australia", CountryCode: "AU"},
+		{HasGPS: true, Lat: 48.85, Lon: 2.35, City: "Paris", Region: "Île-de-France", Country: "France", CountryCode: "FR"},
+		{},
+	}
+	cams := [][2]string{{"PENTAX", "PENTAX K-1"}, {"Apple", "iPhone 12"}, {"Canon", "EOS R5"}, {}}
+	one := func() store.Meta {
+		m := towns[r.IntN(len(towns))]
+		if r.IntN(5) > 0 {
+			m.Taken, m.TakenSource = day(fmt.Sprintf("%d-%02d-10", 2009+r.IntN(12), 1+r.IntN(12))), store.TakenEXIF
+		}
+		c := cams[r.IntN(len(cams))]
+		m.Make, m.Model = c[0], c[1]
+		return m
+	}
+	md := fakeMeta{}
+	for i := range n {
+		if r.IntN(20) == 0 {
+			continue // no metadata at all
+		}
+		m := one()
+		md[pathOf(i)] = m
+		if i%10 == 0 {
+			if r.IntN(4) == 0 {
+				m = one()
+			}
+			md[dupOf(i)] = m
+		}
+	}
+	return md
+}
+
+// TestColumnFilterMatchesRecords: with the metadata in the store, the
+// search reads the store's metadata column for the second way; its
+// results equal the exhaustive reference on the records for filters of
+// every kind, selective and not, with and without Under and duplicates
+// whose metadata differ.
+func TestColumnFilterMatchesRecords(t *testing.T) {
+	const n, dim = 2*lazyDepth + 300, 16
+	path := fillSpread(t, n, dim, 13, 0.3)
+	r := rand.New(rand.NewPCG(26, 26))
+	md := randomMeta(r, n)
+	putMeta(t, path, dim, md)
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	src := func(s *store.Snapshot) Metadata { return s }
+	rd.View(func(s *store.Snapshot) error {
+		if col, err := s.MetaColumn(); col == nil || err != nil {
+			t.Fatalf("no metadata column (%v): the test would read the records", err)
+		}
+		chunks, _ := s.Chunks()
+		columnWays := 0
+		for i, fq := range []string{
+			"year:2019", "year:2012..2014 place:france", "place:chamonix", "place:au camera:canon",
+			"camera:\"pentax k-1\"", "near:45.9,6.9,20km", "near:-33.9,151.2,5km year:2015",
+			"after:2019-06-01 before:2019-09", "kind:photo", "kind:video", "camera:iphone place:paris year:2020",
+			"place:nowhere",
+		} {
+			f := parseFilter(t, fq)
+			for j, k := range []int{1, 10, 100} {
+				var under []string
+				if (i+j)%3 == 1 {
+					under = []string{"/d2", "/dup"}
+				}
+				q := randVec(r, dim, 1)
+				opts := Options{K: k, Filter: f, Meta: src, Under: under}
+				got, err := Search(s, q, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := bruteFiltered(s, q, k, f, md, under); !sameResults(got, want) {
+					t.Errorf("%s (k %d, under %v):\n got %v\nwant %v", fq, k, under, got, want)
+				}
+				if d, _ := newFilterRun(s, opts).depth(chunks, nil, k); d == 0 {
+					columnWays++
+				}
+			}
+		}
+		if columnWays < 10 {
+			t.Errorf("only %d searches took the second way: the column is barely tested", columnWays)
+		}
+		return nil
+	})
+}
