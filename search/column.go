@@ -94,11 +94,7 @@ func lookup(ok []bool, id uint32) bool { return int(id) < len(ok) && ok[id] }
 // tested on its records. ok is false when the index has no current column
 // (then pass reads the records).
 func (r *filterRun) columnPass(chunks []store.Chunk, under bitset) (allow bitset, ok bool, err error) {
-	src, isSrc := r.md.(columnSource)
-	if !isSrc {
-		return nil, false, nil
-	}
-	col, err := src.MetaColumn()
+	col, err := r.column()
 	if err != nil || col == nil {
 		return nil, false, err
 	}
@@ -126,6 +122,18 @@ func (r *filterRun) columnPass(chunks []store.Chunk, under bitset) (allow bitset
 		}
 	}
 	return allow, true, nil
+}
+
+// column is the index's metadata column, nil when it has none up to date
+// (or the Metadata does not come from the store).
+func (r *filterRun) column() (*store.MetaColumn, error) {
+	if !r.colRead {
+		r.colRead = true
+		if src, ok := r.md.(columnSource); ok {
+			r.col, r.colErr = src.MetaColumn()
+		}
+	}
+	return r.col, r.colErr
 }
 
 // bitsetFor is a bitset that holds every vector id of chunks.

@@ -44,7 +44,10 @@ func metadata(s *store.Snapshot, opts Options) Metadata {
 //     window of the K-th). The cost is the unfiltered scan and a few
 //     lookups per vector tested.
 //   - few match: one pass over the metadata marks the vectors of the
-//     matching records, and the scan reads only those rows.
+//     matching records, and the scan reads only those rows. The pass reads
+//     the store's metadata column (store.MetaColumn) when the index has one
+//     up to date, and then costs a small part of the unfiltered scan: so
+//     with a column, "few" is anything under half the records.
 //
 // When the first way runs out of kept vectors before K match, the second
 // runs. Either way the result is the K best of the matching records.
@@ -60,6 +63,10 @@ type filterRun struct {
 	m     *matcher
 	under []string
 	kept  map[store.VecID][]string // vector → its matching paths
+
+	col     *store.MetaColumn // see column
+	colErr  error
+	colRead bool
 }
 
 func newFilterRun(s *store.Snapshot, opts Options) *filterRun {
@@ -175,6 +182,9 @@ func (r *filterRun) depth(chunks []store.Chunk, under bitset, k int) (int, error
 	}
 	if hits == 0 || 8*k*seen > hits*lazyDepth {
 		return 0, nil
+	}
+	if col, err := r.column(); err != nil || col != nil && 2*hits < seen {
+		return 0, err
 	}
 	return max(256, 8*k*seen/hits), nil
 }
