@@ -28,6 +28,11 @@
 //	           varints, float64 GPS only when present, length-prefixed
 //	           texts); the meta bucket's "places" key names the place
 //	           table the names came from
+//	metacol    per chunk, what a filter reads of each vector's files: flags,
+//	           capture time, place and camera ids, position (metacol.go);
+//	           derived from refs and photometa, kept by every transaction of
+//	           a Writer and stamped with it, so that a reader trusts it only
+//	           when no other writer has changed the index since
 //
 // A chunk value is [live bitmap ChunkSlots/8 bytes][hi: ChunkSlots·D u16]
 // [lo: ChunkSlots·D u16]. Each float32 component is split into its upper 16
