@@ -475,7 +475,12 @@ func repairColumn(tx *bolt.Tx) error {
 }
 
 // checkColumnAt is checkColumn on the column stamped stamp in tx.
-func checkColumnAt(tx *bolt.Tx, stamp uint64, bad func(format string, a ...any)) {
+func checkColumnAt(tx *bolt.Tx, stamp uint64, report func(format string, a ...any)) {
+	// The column derives from the records: a writer opened with Reindex
+	// (clipidx build --reindex) rebuilds it and keeps everything else.
+	bad := func(format string, a ...any) {
+		report("metadata column (rebuilt by a build with --reindex): "+format, a...)
+	}
 	s := &Snapshot{tx: tx}
 	col, err := columnAt(tx, stamp)
 	if err != nil {
@@ -494,7 +499,7 @@ func checkColumnAt(tx *bolt.Tx, stamp uint64, bad func(format string, a ...any))
 		first := VecID(uint64(binary.BigEndian.Uint32(k))*ChunkSlots + 1)
 		ch, ok := col.Chunk(first)
 		if !ok {
-			bad("metadata column: chunk %x has no column", k)
+			bad("chunk %x has no column", k)
 			continue
 		}
 		for i := range ChunkSlots {
@@ -514,7 +519,7 @@ func checkColumnAt(tx *bolt.Tx, stamp uint64, bad func(format string, a ...any))
 				got.camera = col.Cameras[c-1]
 			}
 			if got != want {
-				bad("metadata column: vector %d says %+v, its files %+v", id, got, want)
+				bad("vector %d says %+v, its files %+v", id, got, want)
 			}
 		}
 	}
