@@ -175,3 +175,55 @@ func TestMetaColumnAfterOlderWriter(t *testing.T) {
 		}
 	})
 }
+
+// TestMetaColumnDamageMended: a column that disagrees with the records is
+// reported by Check and rebuilt by a Reindex writer, which keeps the
+// index (no backup, every record still there).
+func TestMetaColumnDamageMended(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	for i := range 20 {
+		p := fmt.Sprintf("/p/%02d.jpg", i)
+		b.Put(p, File{Hash: hashOf(p)}, vec(uint64(i), 8))
+		b.PutMeta(p, Meta{Taken: int64(i) * 1e7, TakenSource: TakenEXIF, City: "Paris"})
+	}
+	commit(t, w, &b)
+	closeW(t, w)
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bMetaCol)
+		v := append([]byte(nil), bk.Get(colChunkKey(0))...)
+		v[colTakenAt+8*3] ^= 0x40 // vector 4's date
+		if err := bk.Put(colChunkKey(0), v); err != nil {
+			return err
+		}
+		return bk.Put(kColStamp, u64(uint64(tx.ID()))) // damage, not an older writer
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(path); err == nil || !onlyColumn(err) {
+		t.Fatalf("Check of a damaged column: %v, want a metadata column error", err)
+	}
+	w, err = OpenWriter(path, testID, WriterOptions{Reindex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeW(t, w)
+	if w.Backup() != "" {
+		t.Errorf("the column's damage moved the index aside to %s", w.Backup())
+	}
+	columnOK(t, path, "after a Reindex writer")
+	view(t, path, func(s *Snapshot) {
+		if n := len(paths(t, s, "/p")); n != 20 {
+			t.Errorf("%d records after mending, want 20", n)
+		}
+	})
+}
