@@ -350,10 +350,40 @@ func (s *Server) rank(have store.Identity, q []float32, opts search.Options) (ra
 	return rk, err
 }
 
+// imageFilter reads the qualifiers of a search by image (/api/similar,
+// /api/search/image): q holds qualifiers only, as the page's chips write
+// them; the image is the query.
+func imageFilter(r *http.Request, opts *search.Options) error {
+	line := r.URL.Query().Get("q")
+	if strings.TrimSpace(line) == "" {
+		return nil
+	}
+	req, err := parseWebQuery(line)
+	if err != nil {
+		return err
+	}
+	if len(req.Terms) > 0 {
+		return badf("a search by image takes qualifiers (year:, place:, camera:...) in q, not words: %q", line)
+	}
+	opts.Filter = req.Filter
+	return nil
+}
+
+// imageQuery names a search by image in an answer, with its qualifiers.
+func imageQuery(what string, opts search.Options) string {
+	if q := opts.Filter.String(); q != "" {
+		return what + " " + q
+	}
+	return what
+}
+
 func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := r.URL.Query().Get("id")
 	opts, err := s.options(r)
+	if err == nil {
+		err = imageFilter(r, &opts)
+	}
 	if err != nil {
 		fail(w, err)
 		return
@@ -380,7 +410,7 @@ func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	s.answer(w, "similar:"+id, start, rk)
+	s.answer(w, imageQuery("similar:"+id, opts), start, rk)
 }
 
 // apiSearchImage searches by the image in the request body, held in memory
@@ -388,6 +418,9 @@ func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiSearchImage(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	opts, err := s.options(r)
+	if err == nil {
+		err = imageFilter(r, &opts)
+	}
 	if err != nil {
 		fail(w, err)
 		return
@@ -429,7 +462,7 @@ func (s *Server) apiSearchImage(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	s.answer(w, "image upload", start, rk)
+	s.answer(w, imageQuery("image upload", opts), start, rk)
 }
 
 // embedUpload embeds an uploaded image for an index of identity have. ctx

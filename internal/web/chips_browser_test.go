@@ -92,6 +92,42 @@ func TestBrowserChips(t *testing.T) {
 	if l := eval(`document.querySelector('#grid .cell .label').textContent`); l == "" || l[0] >= '0' && l[0] <= '9' || l[0] == '-' {
 		t.Errorf("a listing's label %q shows a score", l)
 	}
+
+	// Similar images keep the query's qualifiers (and drop its words): the
+	// chips filter the search by image, the URL holds both, and a chip's ✕
+	// widens it again.
+	similarSettled := func(what, id, quals string) {
+		t.Helper()
+		v := url.Values{"id": {id}, "k": {"50"}}
+		if quals != "" {
+			v.Set("q", quals)
+		}
+		n := len(e.search(t, "/api/similar?"+v.Encode()).Results)
+		expr := `new URLSearchParams(location.search).get('similar') === ` + jsString(id) +
+			` && (new URLSearchParams(location.search).get('q') || '') === ` + jsString(quals) +
+			` && document.getElementById('q').value === ` + jsString(quals) +
+			` && document.getElementById('grid').getAttribute('aria-busy') === 'false' && document.querySelectorAll('#grid .cell').length === ` + strconv.Itoa(n)
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+			t.Fatalf("%s: want ?similar=%s q=%q and %d results; the page has %s, %s cells: %v", what, id, quals, n,
+				eval(`location.search`), eval(`String(document.querySelectorAll('#grid .cell').length)`), err)
+		}
+	}
+	do("words and a place", chromedp.Navigate(e.ts.URL+"/?q="+url.QueryEscape("a photo place:chamonix")))
+	settled("words and a place", "a photo place:chamonix", "")
+	first := e.search(t, "/api/search?k=50&q="+url.QueryEscape("a photo place:chamonix")).Results[0]
+	do("open the first", chromedp.Click(chromedp.CSS("#grid .cell")))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById('viewer').open`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("viewer: %v", err)
+	}
+	do("similar", chromedp.Click(chromedp.ID("similar")))
+	similarSettled("similar images with the place kept", first.ID, "place:chamonix")
+	if n := eval(`String(document.querySelectorAll('#grid .cell').length)`); n != strconv.Itoa(len(chamonix)) {
+		t.Errorf("similar images in Chamonix: %s, want the %d Chamonix photos", n, len(chamonix))
+	}
+	do("remove place", chromedp.Click(chromedp.CSS(`#active .qual button[aria-label="Remove place:chamonix"]`)))
+	similarSettled("✕ on place:chamonix", first.ID, "")
+	do("reload", chromedp.Navigate(e.ts.URL+"/?similar="+first.ID+"&q="+url.QueryEscape("year:2019 place:chamonix")))
+	similarSettled("a shared similar-images URL", first.ID, "year:2019 place:chamonix")
 }
 
 func jsString(s string) string {

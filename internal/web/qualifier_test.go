@@ -1,7 +1,10 @@
 package web
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -142,4 +145,97 @@ func TestSearchQualifiers(t *testing.T) {
 			t.Errorf("GET %s: %d %s; want 400 naming %s", tc.path, code, body, tc.want)
 		}
 	}
+}
+
+// TestImageSearchQualifiers: qualifiers in q filter a search by image as
+// they filter a text search: /api/similar and /api/search/image keep only
+// the matching records, equal to search.Search with the filter, sorted
+// when asked; words in q are a 400.
+func TestImageSearchQualifiers(t *testing.T) {
+	e, source, chamonix := datedEnv(t)
+	id := e.idOf(t, chamonix[0])
+	f, err := search.ParseRequest([]string{"place:chamonix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []search.Result
+	err = viewOf(e.db)(func(s *store.Snapshot) error {
+		fr, _, err := s.File(chamonix[0])
+		if err != nil {
+			return err
+		}
+		want, err = search.Search(s, s.Vector(fr.Vec), search.Options{K: 50, Filter: f.Filter, Meta: source})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != len(chamonix) {
+		t.Fatalf("reference: %d results, want the %d Chamonix photos", len(want), len(chamonix))
+	}
+	a := e.search(t, "/api/similar?k=50&id="+id+"&q="+url.QueryEscape("place:chamonix"))
+	if len(a.Results) != len(want) {
+		t.Fatalf("similar with place:chamonix: %d results, want %d", len(a.Results), len(want))
+	}
+	for i, r := range a.Results {
+		if r.Path != want[i].Path || r.Score != want[i].Score {
+			t.Errorf("similar with place:chamonix: result %d %s %v, want %s %v", i, r.Path, r.Score, want[i].Path, want[i].Score)
+		}
+	}
+	if a.Query != "similar:"+id+" place:chamonix" {
+		t.Errorf("answer's query %q, want it to name the qualifier", a.Query)
+	}
+	newest := slices.Clone(chamonix)
+	slices.Reverse(newest)
+	a = e.search(t, "/api/similar?k=50&sort=-date&id="+id+"&q="+url.QueryEscape("place:chamonix"))
+	var got []string
+	for _, r := range a.Results {
+		got = append(got, r.Path)
+	}
+	if !slices.Equal(got, newest) {
+		t.Errorf("similar with place:chamonix by -date: %v, want %v", got, newest)
+	}
+
+	img, err := os.ReadFile(chamonix[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := e.post(t, "/api/search/image?k=50&q="+url.QueryEscape("place:chamonix year:2019"), img)
+	if code != 200 {
+		t.Fatalf("image upload with qualifiers: %d %s", code, body)
+	}
+	var up Answer
+	if err := json.Unmarshal(body, &up); err != nil {
+		t.Fatal(err)
+	}
+	if len(up.Results) != len(chamonix) {
+		t.Errorf("image upload with place:chamonix year:2019: %d results, want %d", len(up.Results), len(chamonix))
+	}
+	for _, r := range up.Results {
+		if !slices.Contains(chamonix, r.Path) {
+			t.Errorf("image upload with place:chamonix: %s is not in Chamonix", r.Path)
+		}
+	}
+
+	for _, path := range []string{
+		"/api/similar?id=" + id + "&q=" + url.QueryEscape("a dog place:chamonix"),
+		"/api/similar?id=" + id + "&q=" + url.QueryEscape("year:19"),
+	} {
+		if code, body, _ := e.get(t, path); code != 400 {
+			t.Errorf("GET %s: %d %s, want 400", path, code, body)
+		}
+	}
+	if code, body, _ := e.post(t, "/api/search/image?q="+url.QueryEscape("snow"), img); code != 400 || !contains(body, "not words") {
+		t.Errorf("image upload with words in q: %d %s, want 400", code, body)
+	}
+}
+
+// post sends body to path and returns the status code and body.
+func (e *env) post(t testing.TB, path string, body []byte) (int, []byte, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest("POST", e.ts.URL+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return do(t, req)
 }

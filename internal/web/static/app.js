@@ -5,7 +5,7 @@
 
 const PAGE = 50;
 const $ = (id) => document.getElementById(id);
-const state = { mode: "", q: "", id: "", k: PAGE, results: [], blob: null, seq: 0, slash: false };
+const state = { mode: "", q: "", quals: "", id: "", k: PAGE, results: [], blob: null, seq: 0, slash: false };
 
 function params() {
   const u = new URLSearchParams(location.search);
@@ -28,6 +28,18 @@ const QUAL = /(^|\s)(after|before|year|place|near|camera|kind):("[^"]*"|\S+)/gi;
 
 function qualifiers(line) {
   return [...line.matchAll(QUAL)].map((m) => ({ key: m[2].toLowerCase(), value: m[3].replace(/^"|"$/g, ""), text: m[0].trim() }));
+}
+
+// qualifiersOnly is the qualifiers of line, without its words: what a
+// search by image keeps of the query line.
+function qualifiersOnly(line) {
+  return qualifiers(line).map((x) => x.text).join(" ");
+}
+
+// byImage reports whether the page shows a search by image (similar
+// images, or a dropped image), which the qualifiers filter.
+function byImage() {
+  return state.mode === "similar" || state.mode === "image";
 }
 
 // withQualifier sets key: in line to value (none when value is empty),
@@ -74,10 +86,17 @@ function chips() {
   $("place").value = q.place || "";
 }
 
-// edit replaces the query line and searches it (the URL follows).
+// edit replaces the query line and searches it (the URL follows). A
+// search by image stays one while the line holds qualifiers only: they
+// filter its results.
 function edit(line) {
   $("q").value = line;
   chips();
+  if (byImage() && qualifiersOnly(line) === line.trim()) {
+    Object.assign(state, { quals: line.trim(), k: PAGE });
+    run(state.mode === "similar" ? "push" : "");
+    return;
+  }
   if (!line) return;
   Object.assign(state, { mode: "text", q: line, k: PAGE });
   run("push");
@@ -99,7 +118,10 @@ function applyPlace() {
 function pageURL() {
   const u = new URLSearchParams();
   if (state.mode === "text") u.set("q", state.q);
-  if (state.mode === "similar") u.set("similar", state.id);
+  if (state.mode === "similar") {
+    u.set("similar", state.id);
+    if (state.quals) u.set("q", state.quals);
+  }
   for (const [k, v] of filters()) u.set(k, v);
   if (state.k !== PAGE) u.set("k", state.k);
   const s = u.toString();
@@ -140,8 +162,10 @@ async function runSearch(push, seq) {
       ans = await api("/api/search?" + f);
     } else if (state.mode === "similar") {
       f.set("id", state.id);
+      if (state.quals) f.set("q", state.quals);
       ans = await api("/api/similar?" + f);
     } else if (state.mode === "image") {
+      if (state.quals) f.set("q", state.quals);
       ans = await api("/api/search/image?" + f, { method: "POST", body: state.blob,
         headers: { "Content-Type": "application/octet-stream" } });
     } else {
@@ -252,8 +276,9 @@ function photoLine(r) {
 function similar() {
   const r = state.results[state.open];
   $("viewer").close();
-  Object.assign(state, { mode: "similar", id: r.id, k: PAGE, label: baseName(r.path) });
-  $("q").value = "";
+  const quals = qualifiersOnly($("q").value);
+  Object.assign(state, { mode: "similar", id: r.id, k: PAGE, label: baseName(r.path), quals: quals });
+  $("q").value = quals;
   chips();
   run("push");
 }
@@ -275,8 +300,9 @@ async function copyPath() {
 
 function searchBlob(blob) {
   if (!blob || !blob.type.startsWith("image/")) { message("drop or paste an image file"); return; }
-  Object.assign(state, { mode: "image", blob: blob, k: PAGE });
-  $("q").value = "";
+  const quals = qualifiersOnly($("q").value);
+  Object.assign(state, { mode: "image", blob: blob, k: PAGE, quals: quals });
+  $("q").value = quals;
   chips();
   run("");
 }
@@ -289,8 +315,11 @@ function fromURL() {
   $("sort").value = ["score", "date", "-date"].includes(p.sort) ? p.sort : "score";
   chips();
   state.k = p.k;
-  if (p.q) Object.assign(state, { mode: "text", q: p.q });
-  else if (p.similar) Object.assign(state, { mode: "similar", id: p.similar, label: "" });
+  if (p.similar) {
+    Object.assign(state, { mode: "similar", id: p.similar, label: "", quals: qualifiersOnly(p.q) });
+    $("q").value = state.quals;
+    chips();
+  } else if (p.q) Object.assign(state, { mode: "text", q: p.q });
   else { state.mode = ""; render([]); return; }
   run("");
 }
@@ -387,6 +416,7 @@ function init() {
   $("form").addEventListener("submit", (e) => {
     e.preventDefault();
     const q = $("q").value.trim();
+    if (byImage() && qualifiersOnly(q) === q) { edit(q); return; }
     if (!q) return;
     Object.assign(state, { mode: "text", q: q, k: PAGE });
     run("push");
