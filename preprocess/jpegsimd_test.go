@@ -28,9 +28,9 @@ func jpegSIMDInputs(r *rand.Rand, n int) []byte {
 	return b
 }
 
-// TestJPEGRowSIMD checks jpegRow against the
-// reference loop for every length up to 70, each output followed by guard
-// bytes that must stay untouched.
+// TestJPEGRowSIMD checks jpegRow against the reference loop for every
+// length up to 70, each output followed by guard bytes that must stay
+// untouched.
 func TestJPEGRowSIMD(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const guard = 32
@@ -52,14 +52,15 @@ func TestJPEGRowSIMD(t *testing.T) {
 	}
 }
 
-// TestIDCTSIMD checks idct against the
-// reference on random blocks, sparse and dense, of real and of absurd
-// magnitudes (clamping and wrapping), written into a plane with guard
-// bytes on every side that must stay untouched.
+// TestIDCTSIMD checks idct against the reference on random blocks, sparse
+// and dense, of real and of absurd magnitudes (clamping and wrapping),
+// written into a plane (rows 8 bytes apart, or further) with guard bytes on
+// every side that must stay untouched.
 func TestIDCTSIMD(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	const stride, guard = 8 + 13, 0x5a
+	const guard = 0x5a
 	for i := 0; i < 20000; i++ {
+		stride := []int{8 + 13, 8, 8 + 3, 8 + 1024}[i%4]
 		var blk [64]int32
 		mag := []int32{16, 256, 2048 * 16, 1 << 20, 1 << 30}[i%5]
 		density := r.IntN(64) + 1
@@ -88,9 +89,9 @@ func TestIDCTSIMD(t *testing.T) {
 	}
 }
 
-// TestH2V2RowSIMD checks h2v2Row against the
-// reference for every row length from 3 to 100, with guard bytes after
-// the output that must stay untouched.
+// TestH2V2RowSIMD checks h2v2Row against the reference for every row
+// length from 3 to 100, with guard bytes after the output that must stay
+// untouched.
 func TestH2V2RowSIMD(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const guard = 40
