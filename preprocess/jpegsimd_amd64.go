@@ -64,14 +64,5 @@ func h2v2Row(out, near, far []byte, sum []int32) {
 	}
 	out, far = out[:2*n], far[:n]
 	h2v2AVX2(&out[2], &near[0], &far[0], m)
-	s := func(i int) int32 { return 3*int32(near[i]) + int32(far[i]) }
-	out[0] = byte((4*s(0) + 8) >> 4)
-	out[1] = byte((3*s(0) + s(1) + 7) >> 4)
-	for i := 1 + m; i < n-1; i++ {
-		v := 3 * s(i)
-		out[2*i] = byte((v + s(i-1) + 8) >> 4)
-		out[2*i+1] = byte((v + s(i+1) + 7) >> 4)
-	}
-	out[2*n-2] = byte((3*s(n-1) + s(n-2) + 8) >> 4)
-	out[2*n-1] = byte((4*s(n-1) + 7) >> 4)
+	h2v2Edges(out, near, far, 1+m)
 }
