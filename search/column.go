@@ -1,6 +1,11 @@
 package search
 
-import "github.com/clipidx/clipidx/store"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/clipidx/clipidx/store"
+)
 
 // columnSource is a Metadata that also gives the index's metadata column
 // (store.Snapshot does).
@@ -143,4 +148,208 @@ func bitsetFor(chunks []store.Chunk) bitset {
 	}
 	last := uint64(chunks[len(chunks)-1].First) + store.ChunkSlots
 	return make(bitset, last/64+2)
+}
+
+// dated is a vector the column keeps, or (rec > 0) the record
+// exact[rec-1] tested on its own, with its capture time. No pointers: a
+// listing of every record sorts a million of them.
+type dated struct {
+	taken int64
+	id    store.VecID
+	rec   int
+}
+
+// exactRec is a record whose vector's files differ (ColMixed).
+type exactRec struct {
+	path string
+	meta *store.Meta
+}
+
+// listColumn is List read from the metadata column: one pass marks the
+// kept vectors with their dates, a sort orders them, and only the records
+// of the first k are read. ok is false, to read the records instead, when
+// the index has no column or when fewer than k dated records match and
+// undated ones follow them (listed in path order, which the column does
+// not hold).
+func (r *filterRun) listColumn(k int, order Order, frames bool) (out []Result, ok bool, err error) {
+	col, err := r.column()
+	if err != nil || col == nil {
+		return nil, false, err
+	}
+	chunks, err := r.s.Chunks()
+	if err != nil {
+		return nil, false, err
+	}
+	under, err := underAllow(r.s, chunks, r.under)
+	if err != nil {
+		return nil, false, err
+	}
+	cf := newColFilter(r.m, col)
+	live := 0
+	for _, c := range chunks {
+		live += c.LiveCount()
+	}
+	cands := make([]dated, 0, live)
+	var exact []exactRec
+	undated := false
+	for _, c := range chunks {
+		ch, has := col.Chunk(c.First)
+		for slot := range store.ChunkSlots {
+			if !c.Live(slot) {
+				continue
+			}
+			id := c.First + store.VecID(slot)
+			if under != nil && !under.has(uint64(id)) {
+				continue
+			}
+			if has && ch.Flags(slot)&store.ColMixed == 0 {
+				switch {
+				case !cf.keeps(ch, slot):
+				case ch.Flags(slot)&store.ColDate != 0:
+					cands = append(cands, dated{taken: ch.Taken(slot), id: id})
+				default:
+					undated = true
+				}
+				continue
+			}
+			for _, p := range r.s.Paths(id) { // files that differ: each on its own
+				m, keep, err := r.record(p)
+				if err != nil {
+					return nil, false, err
+				}
+				switch {
+				case !keep:
+				case m != nil && m.TakenSource != "":
+					exact = append(exact, exactRec{p, m})
+					cands = append(cands, dated{taken: m.Taken, id: id, rec: len(exact)})
+				default:
+					undated = true
+				}
+			}
+		}
+	}
+	before := func(a, b dated) int {
+		if order == ByDateDesc {
+			return cmp.Compare(b.taken, a.taken)
+		}
+		return cmp.Compare(a.taken, b.taken)
+	}
+	if len(cands) > 16*k {
+		// Most of them come after the first k: order only those up to the
+		// 4k-th date (videos listed once may skip a few), the rest when
+		// they run out.
+		head := firstDates(cands, 4*k, before)
+		slices.SortFunc(head, before)
+		if out, ok, err := r.listDated(head, exact, k, order, frames); err != nil || ok && len(out) == k {
+			return out, ok, err
+		}
+	}
+	slices.SortFunc(cands, before)
+	out, ok, err = r.listDated(cands, exact, k, order, frames)
+	if err != nil || ok && len(out) < k && undated {
+		return nil, false, err
+	}
+	return out, ok, nil
+}
+
+// firstDates moves the records dated at or before the n-th in order
+// (before) to the front of cands and returns them, unordered.
+func firstDates(cands []dated, n int, before func(a, b dated) int) []dated {
+	// Quickselect for the n-th date, then one partition by it.
+	lo, hi := 0, len(cands)-1
+	for lo < hi {
+		p := cands[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for before(cands[i], p) < 0 {
+				i++
+			}
+			for before(cands[j], p) > 0 {
+				j--
+			}
+			if i <= j {
+				cands[i], cands[j] = cands[j], cands[i]
+				i, j = i+1, j-1
+			}
+		}
+		switch {
+		case n-1 <= j:
+			hi = j
+		case n-1 >= i:
+			lo = i
+		default:
+			lo = hi
+		}
+	}
+	nth := cands[n-1]
+	m := 0
+	for i := range cands {
+		if before(cands[i], nth) <= 0 {
+			cands[m], cands[i] = cands[i], cands[m]
+			m++
+		}
+	}
+	return cands[:m]
+}
+
+// listDated lists the records of cands (ordered by date) as List does, at
+// most k; ok false when a record could not be read.
+func (r *filterRun) listDated(cands []dated, exact []exactRec, k int, order Order, frames bool) (out []Result, ok bool, err error) {
+	type rec struct {
+		path string
+		id   store.VecID
+		meta *store.Meta
+	}
+	seen := map[string]bool{} // videos listed (by their first frame in this order), unless frames
+	for i := 0; i < len(cands) && len(out) < k; {
+		// The records of one capture second, ordered as List orders them
+		// (sub-second time, then path).
+		j := i
+		var recs []rec
+		for ; j < len(cands) && cands[j].taken == cands[i].taken; j++ {
+			if x := cands[j]; x.rec > 0 {
+				recs = append(recs, rec{exact[x.rec-1].path, x.id, exact[x.rec-1].meta})
+				continue
+			}
+			for _, p := range r.s.Paths(cands[j].id) {
+				m, keep, err := r.record(p)
+				if err != nil {
+					return nil, false, err
+				}
+				if keep {
+					recs = append(recs, rec{p, cands[j].id, m})
+				}
+			}
+		}
+		slices.SortFunc(recs, func(a, b rec) int {
+			return cmp.Or(byDate(a.meta, b.meta, order), cmp.Compare(a.path, b.path))
+		})
+		for _, x := range recs {
+			if len(out) == k {
+				break
+			}
+			if v, _, isFrame := store.SplitFrame(x.path); isFrame && !frames {
+				if seen[v] {
+					continue
+				}
+				seen[v] = true
+			}
+			out = append(out, Result{Path: x.path, ID: x.id, Meta: x.meta})
+		}
+		i = j
+	}
+	return out, true, nil
+}
+
+// record reads the metadata of the record at path (nil when it has none)
+// and whether the filter (and Under) keeps it.
+func (r *filterRun) record(path string) (*store.Meta, bool, error) {
+	if !underAny(path, r.under) || !r.m.f.KeepsPath(path) {
+		return nil, false, nil
+	}
+	m, ok, err := r.md.Meta(path)
+	if err != nil || !ok {
+		return nil, err == nil && !r.m.f.NeedsMeta(), err
+	}
+	return &m, r.m.match(path, &m), nil
 }

@@ -1,8 +1,10 @@
 package search
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/clipidx/clipidx/store"
@@ -118,4 +120,105 @@ func TestColumnFilterMatchesRecords(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestColumnListMatchesRecords: List read from the metadata column equals
+// List read from the records, for every order, k, Under and filters that
+// keep few, many and every record (with undated ones among them).
+func TestColumnListMatchesRecords(t *testing.T) {
+	const n, dim = 3000, 8
+	path := fillSpread(t, n, dim, 17, 0.3)
+	r := rand.New(rand.NewPCG(7, 7))
+	md := randomMeta(r, n)
+	// Records of one capture second, told apart by their sub-second times.
+	for i := 0; i < n; i += 97 {
+		md[pathOf(i)] = store.Meta{Taken: day("2015-03-03"), TakenNs: int32(i), TakenSource: store.TakenVideo}
+	}
+	putMeta(t, path, dim, md)
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	src := func(s *store.Snapshot) Metadata { return s }
+	rd.View(func(s *store.Snapshot) error {
+		fromColumn := 0
+		for i, fq := range []string{"year:2019", "place:france", "camera:canon year:2010..2015", "near:45.9,6.9,20km",
+			"kind:photo", "year:2015", "after:2015-03-03 before:2015-03-04", "place:nowhere"} {
+			f := parseFilter(t, fq)
+			for j, k := range []int{1, 7, 100, 5000} {
+				for _, order := range []Order{ByDateDesc, ByDate} {
+					opts := Options{K: k, Filter: f, Order: order}
+					if (i+j)%3 == 1 {
+						opts.Under = []string{"/d1", "/dup"}
+					}
+					want, err := List(s, Options{K: k, Filter: f, Order: order, Under: opts.Under, Meta: md.source()})
+					if err != nil {
+						t.Fatal(err)
+					}
+					opts.Meta = src
+					got, err := List(s, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got) != len(want) {
+						t.Errorf("%s k %d %v under %v: %d results, want %d", fq, k, order, opts.Under, len(got), len(want))
+						continue
+					}
+					for x := range got {
+						if got[x].Path != want[x].Path || got[x].ID != want[x].ID || (got[x].Meta == nil) != (want[x].Meta == nil) {
+							t.Errorf("%s k %d %v under %v: result %d %s, want %s", fq, k, order, opts.Under, x, got[x].Path, want[x].Path)
+							break
+						}
+					}
+					if _, ok, _ := newFilterRun(s, opts).listColumn(k, order, false); ok {
+						fromColumn++
+					}
+				}
+			}
+		}
+		if fromColumn < 30 {
+			t.Errorf("only %d listings read the column", fromColumn)
+		}
+		return nil
+	})
+}
+
+// TestFirstDates: the records dated at or before the n-th, whatever the
+// ties and the order.
+func TestFirstDates(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for trial := range 500 {
+		cands := make([]dated, 1+r.IntN(300))
+		span := int64(1 + r.IntN(50))
+		for i := range cands {
+			cands[i] = dated{taken: r.Int64N(span), id: store.VecID(i + 1)}
+		}
+		n := 1 + r.IntN(len(cands))
+		desc := trial%2 == 1
+		before := func(a, b dated) int {
+			if desc {
+				return cmp.Compare(b.taken, a.taken)
+			}
+			return cmp.Compare(a.taken, b.taken)
+		}
+		sorted := slices.Clone(cands)
+		slices.SortFunc(sorted, before)
+		nth := sorted[n-1].taken
+		want := 0
+		for _, c := range sorted {
+			if before(c, dated{taken: nth}) <= 0 {
+				want++
+			}
+		}
+		head := firstDates(cands, n, before)
+		if len(head) != want {
+			t.Fatalf("trial %d: %d records up to the %d-th date, want %d", trial, len(head), n, want)
+		}
+		for _, c := range head {
+			if before(c, dated{taken: nth}) > 0 {
+				t.Fatalf("trial %d: %d is after the %d-th date %d", trial, c.taken, n, nth)
+			}
+		}
+	}
 }

@@ -315,6 +315,9 @@ func List(s *store.Snapshot, opts Options) ([]Result, error) {
 		order = ByDateDesc
 	}
 	r := newFilterRun(s, opts)
+	if out, ok, err := r.listColumn(k, order, opts.Frames); ok || err != nil {
+		return out, err
+	}
 	type rec struct {
 		path string
 		meta *store.Meta
