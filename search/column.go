@@ -91,6 +91,22 @@ func (cf *colFilter) keeps(ch store.ColumnChunk, i int) bool {
 	return true
 }
 
+// anyVariant reports whether a file of vector id (ColMixed) passes, by
+// its variants in the column; known is false when it has none. Ask in
+// ascending id order (see store.VariantReader).
+func (cf *colFilter) anyVariant(vr *store.VariantReader, id store.VecID) (keep, known bool) {
+	v, ok := vr.Variants(id)
+	if !ok {
+		return false, false
+	}
+	for i := range v.Len() {
+		if cf.keeps(v, i) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
 func lookup(ok []bool, id uint32) bool { return int(id) < len(ok) && ok[id] }
 
 // columnPass is pass read from the metadata column: it marks the live
@@ -104,6 +120,7 @@ func (r *filterRun) columnPass(chunks []store.Chunk, under bitset) (allow bitset
 		return nil, false, err
 	}
 	cf := newColFilter(r.m, col)
+	vr := col.VariantReader()
 	allow = bitsetFor(chunks)
 	for _, c := range chunks {
 		ch, has := col.Chunk(c.First)
@@ -115,11 +132,20 @@ func (r *filterRun) columnPass(chunks []store.Chunk, under bitset) (allow bitset
 			if under != nil && !under.has(uint64(id)) {
 				continue
 			}
-			keep := false
-			if has && ch.Flags(slot)&store.ColMixed == 0 {
-				keep = cf.keeps(ch, slot)
-			} else if keep, err = r.allowed(id); err != nil {
-				return nil, true, err
+			keep, known := false, false
+			switch {
+			case !has:
+			case ch.Flags(slot)&store.ColMixed == 0:
+				keep, known = cf.keeps(ch, slot), true
+			case under == nil:
+				// Its files differ: it passes when one of them does. (With
+				// Under that file must be one under it: read them.)
+				keep, known = cf.anyVariant(vr, id)
+			}
+			if !known {
+				if keep, err = r.allowed(id); err != nil {
+					return nil, true, err
+				}
 			}
 			if keep {
 				allow.set(uint64(id))
@@ -151,7 +177,8 @@ func bitsetFor(chunks []store.Chunk) bitset {
 }
 
 // dated is a vector the column keeps, or (rec > 0) the record
-// exact[rec-1] tested on its own, with its capture time. No pointers: a
+// exact[rec-1] tested on its own, or (rec < 0) a vector whose files
+// differ, with a capture time one of them may have. No pointers: a
 // listing of every record sorts a million of them.
 type dated struct {
 	taken int64
@@ -185,6 +212,7 @@ func (r *filterRun) listColumn(k int, order Order, frames bool) (out []Result, o
 		return nil, false, err
 	}
 	cf := newColFilter(r.m, col)
+	vr := col.VariantReader()
 	live := 0
 	for _, c := range chunks {
 		live += c.LiveCount()
@@ -212,7 +240,23 @@ func (r *filterRun) listColumn(k int, order Order, frames bool) (out []Result, o
 				}
 				continue
 			}
-			for _, p := range r.s.Paths(id) { // files that differ: each on its own
+			if has {
+				// Its files differ: a candidate at each date of a variant
+				// that passes, whose records are read if it is listed.
+				if v, ok := vr.Variants(id); ok {
+					for i := range v.Len() {
+						switch {
+						case !cf.keeps(v, i):
+						case v.Flags(i)&store.ColDate != 0:
+							cands = append(cands, dated{taken: v.Taken(i), id: id, rec: -1})
+						default:
+							undated = true
+						}
+					}
+					continue
+				}
+			}
+			for _, p := range r.s.Paths(id) { // no column: each file on its own
 				m, keep, err := r.record(p)
 				if err != nil {
 					return nil, false, err
@@ -304,20 +348,31 @@ func (r *filterRun) listDated(cands []dated, exact []exactRec, k int, order Orde
 	for i := 0; i < len(cands) && len(out) < k; {
 		// The records of one capture second, ordered as List orders them
 		// (sub-second time, then path).
-		j := i
+		j, t := i, cands[i].taken
 		var recs []rec
-		for ; j < len(cands) && cands[j].taken == cands[i].taken; j++ {
-			if x := cands[j]; x.rec > 0 {
+		var mixed map[store.VecID]bool // read at this date already
+		for ; j < len(cands) && cands[j].taken == t; j++ {
+			x := cands[j]
+			if x.rec > 0 {
 				recs = append(recs, rec{exact[x.rec-1].path, x.id, exact[x.rec-1].meta})
 				continue
 			}
-			for _, p := range r.s.Paths(cands[j].id) {
+			if x.rec < 0 {
+				if mixed[x.id] {
+					continue
+				}
+				if mixed == nil {
+					mixed = map[store.VecID]bool{}
+				}
+				mixed[x.id] = true
+			}
+			for _, p := range r.s.Paths(x.id) {
 				m, keep, err := r.record(p)
 				if err != nil {
 					return nil, false, err
 				}
-				if keep {
-					recs = append(recs, rec{p, cands[j].id, m})
+				if keep && (x.rec == 0 || m != nil && m.TakenSource != "" && m.Taken == t) {
+					recs = append(recs, rec{p, x.id, m})
 				}
 			}
 		}

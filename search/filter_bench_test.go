@@ -1,6 +1,8 @@
 package search
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -50,7 +52,9 @@ func names(what string, n int) []string {
 // search without one, over the index of BenchmarkSearch1M (1,000,000
 // random unit vectors, -search.index) with the metadata the index keeps
 // beside them (see benchMeta; an index made before without it gains it
-// first), one query each, alternating which runs first. Metrics:
+// first) and a copy of every 20th file whose metadata differs from its
+// original's (benchCopy), one query each, alternating which runs first.
+// Metrics:
 // x_unfiltered, the median ratio of the filtered search's time to the
 // unfiltered one's (cpu_x_unfiltered by CPU time); med_ms and
 // unfiltered_ms, both medians. The filters keep from 0.25% to every
@@ -60,6 +64,7 @@ func BenchmarkFilteredSearch1M(b *testing.B) {
 	dim := *scanDim
 	path := index1M(b, n, dim)
 	addBenchMeta(b, path, n)
+	addBenchCopies(b, path, n)
 	rd, err := store.OpenReader(path, store.ReaderOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -171,6 +176,51 @@ func addBenchMeta(b *testing.B, path string, n int) {
 	}
 }
 
+// benchCopy is the path of the copy of file i of index1M: every 20th file
+// has one (5%), dated by its file's time (2020-06-01 plus i seconds)
+// without GPS or camera, so that its vector's files differ.
+func benchCopy(i int) string { return fmt.Sprintf("/bench/copy/%09d.jpg", i) }
+
+// addBenchCopies adds the copies of benchCopy to the index at path when
+// it has none (an index made before them).
+func addBenchCopies(b *testing.B, path string, n int) {
+	last := (n - 1) / 20 * 20
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var has bool
+	err = rd.View(func(s *store.Snapshot) error {
+		_, has, err = s.Meta(benchCopy(last))
+		return err
+	})
+	rd.Close()
+	if err != nil || has {
+		if err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
+	w, err := store.OpenWriter(path, store.Identity{Model: "bench-random", Dim: *scanDim}, store.WriterOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	var batch store.Batch
+	for i := 0; i < n; i += 20 {
+		// The same bytes as the original (fillUniform's hash): its vector.
+		h := sha256.Sum256(binary.LittleEndian.AppendUint64(nil, uint64(i)))
+		batch.Put(benchCopy(i), store.File{Size: 1, Hash: h}, nil)
+		batch.PutMeta(benchCopy(i), store.Meta{Taken: day("2020-06-01") + int64(i), TakenSource: store.TakenMtime})
+		if batch.Len() >= 1<<14 || i == last {
+			if err := w.Commit(&batch); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+}
+
 // recordsOnly hides the snapshot's metadata column: the search reads the
 // records, as it does on an index without one.
 type recordsOnly struct{ s *store.Snapshot }
@@ -187,6 +237,7 @@ func BenchmarkList1M(b *testing.B) {
 	const n = 1000000
 	path := index1M(b, n, *scanDim)
 	addBenchMeta(b, path, n)
+	addBenchCopies(b, path, n)
 	rd, err := store.OpenReader(path, store.ReaderOptions{})
 	if err != nil {
 		b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -19,6 +20,8 @@ import (
 //
 //	"stamp"         u64: the transaction that last brought it up to date
 //	"c" ‖ u32 BE    chunk number → ColumnChunk of its ChunkSlots vectors
+//	"x" ‖ u64 BE    vector id → ColumnChunk of the distinct entries of its
+//	                files, for a vector whose files differ (ColMixed)
 //	"p" ‖ u32 BE    place id → city, region, country, code (length-prefixed)
 //	"m" ‖ u32 BE    camera id → make, model (length-prefixed)
 //
@@ -46,47 +49,67 @@ const (
 	ColPhoto
 	ColVideo
 	// ColMixed: its files differ (some without metadata, other values, or
-	// photos and frames): a filter must read each file's record.
+	// photos and frames): MetaColumn.Variants has an entry per difference,
+	// and a filter that must know which file matches reads the records.
 	ColMixed
 )
 
+// A column of n slots is a version byte, then by field n flags, n capture
+// times (8 bytes), n place ids (4), n camera ids (4), n latitudes (8) and
+// n longitudes (8), little-endian.
 const (
-	colVersion = 1
-	colFlagsAt = 1
-	colTakenAt = colFlagsAt + ChunkSlots
-	colPlaceAt = colTakenAt + 8*ChunkSlots
-	colCamAt   = colPlaceAt + 4*ChunkSlots
-	colLatAt   = colCamAt + 4*ChunkSlots
-	colLonAt   = colLatAt + 8*ChunkSlots
-	colSize    = colLonAt + 8*ChunkSlots
+	colVersion  = 1
+	colSlotSize = 1 + 8 + 4 + 4 + 8 + 8
+	colSize     = 1 + colSlotSize*ChunkSlots
 )
 
-// ColumnChunk is the column of one chunk: slot i describes vector
-// First+i. It aliases the database map: valid inside the View.
-type ColumnChunk []byte
+// ColumnChunk is a column of slots: those of one chunk (slot i describes
+// vector First+i) or the variants of one vector. It aliases the database
+// map: valid inside the View.
+type ColumnChunk struct {
+	b []byte
+	n int
+}
+
+func columnOf(b []byte) (ColumnChunk, bool) {
+	if len(b) < 1 || b[0] != colVersion || (len(b)-1)%colSlotSize != 0 {
+		return ColumnChunk{}, false
+	}
+	return ColumnChunk{b, (len(b) - 1) / colSlotSize}, true
+}
+
+// Len is the number of slots.
+func (c ColumnChunk) Len() int { return c.n }
 
 // Flags of slot i (Col* bits); 0 for a slot without files.
-func (c ColumnChunk) Flags(i int) uint8 { return c[colFlagsAt+i] }
+func (c ColumnChunk) Flags(i int) uint8 { return c.b[1+i] }
 
 // Taken is slot i's capture time (Meta.Taken), valid with ColDate.
 func (c ColumnChunk) Taken(i int) int64 {
-	return int64(binary.LittleEndian.Uint64(c[colTakenAt+8*i:]))
+	return int64(binary.LittleEndian.Uint64(c.b[1+c.n+8*i:]))
 }
 
 // Place is slot i's place id (1-based into MetaColumn.Places; 0 = none).
 func (c ColumnChunk) Place(i int) uint32 {
-	return binary.LittleEndian.Uint32(c[colPlaceAt+4*i:])
+	return binary.LittleEndian.Uint32(c.b[1+9*c.n+4*i:])
 }
 
 // Camera is slot i's camera id (1-based into MetaColumn.Cameras; 0 = none).
 func (c ColumnChunk) Camera(i int) uint32 {
-	return binary.LittleEndian.Uint32(c[colCamAt+4*i:])
+	return binary.LittleEndian.Uint32(c.b[1+13*c.n+4*i:])
 }
 
 // Position is slot i's GPS position, valid with ColGPS.
 func (c ColumnChunk) Position(i int) (lat, lon float64) {
-	return math.Float64frombits(binary.LittleEndian.Uint64(c[colLatAt+8*i:])),
-		math.Float64frombits(binary.LittleEndian.Uint64(c[colLonAt+8*i:]))
+	return math.Float64frombits(binary.LittleEndian.Uint64(c.b[1+17*c.n+8*i:])),
+		math.Float64frombits(binary.LittleEndian.Uint64(c.b[1+25*c.n+8*i:]))
+}
+
+// newColumn is an empty column of n slots.
+func newColumn(n int) ColumnChunk {
+	b := make([]byte, 1+colSlotSize*n)
+	b[0] = colVersion
+	return ColumnChunk{b, n}
 }
 
 // ColumnPlace is a place of the column's dictionary.
@@ -124,13 +147,54 @@ func columnAt(tx *bolt.Tx, stamp uint64) (*MetaColumn, error) {
 // false when it has none (read the records then).
 func (c *MetaColumn) Chunk(first VecID) (ColumnChunk, bool) {
 	v := c.bk.Get(colChunkKey(uint32((first - 1) / ChunkSlots)))
-	if len(v) != colSize || v[0] != colVersion {
-		return nil, false
+	if len(v) != colSize {
+		return ColumnChunk{}, false
 	}
-	return ColumnChunk(v), true
+	return columnOf(v)
+}
+
+// Variants returns the distinct entries of the files of vector id, whose
+// flags say ColMixed: one slot per difference, each with the kind of its
+// files (ColPhoto or ColVideo); false when it has none (read the records
+// then).
+func (c *MetaColumn) Variants(id VecID) (ColumnChunk, bool) {
+	return columnOf(c.bk.Get(colVarKey(id)))
+}
+
+// VariantReader reads the variants of vectors asked for in ascending id
+// order with one cursor (a few steps each), not a lookup each.
+type VariantReader struct {
+	c    *bolt.Cursor
+	k, v []byte
+	key  []byte
+}
+
+// VariantReader returns a reader of c's variants.
+func (c *MetaColumn) VariantReader() *VariantReader {
+	return &VariantReader{c: c.bk.Cursor()}
+}
+
+// Variants is MetaColumn.Variants.
+func (r *VariantReader) Variants(id VecID) (ColumnChunk, bool) {
+	r.key = binary.BigEndian.AppendUint64(append(r.key[:0], 'x'), uint64(id))
+	if r.k == nil || bytes.Compare(r.key, r.k) < 0 {
+		r.k, r.v = r.c.Seek(r.key) // the first call, or a step back
+	}
+	for steps := 0; r.k != nil && bytes.Compare(r.k, r.key) < 0; steps++ {
+		if steps == 16 { // far on: look it up
+			r.k, r.v = r.c.Seek(r.key)
+			break
+		}
+		r.k, r.v = r.c.Next()
+	}
+	if r.k == nil || !bytes.Equal(r.k, r.key) {
+		return ColumnChunk{}, false
+	}
+	return columnOf(r.v)
 }
 
 func colChunkKey(n uint32) []byte { return binary.BigEndian.AppendUint32([]byte{'c'}, n) }
+func colVarKey(id VecID) []byte   { return binary.BigEndian.AppendUint64([]byte{'x'}, uint64(id)) }
 
 // colDict is the column's dictionary of places and cameras.
 type colDict struct {
@@ -210,15 +274,18 @@ type colSlot struct {
 }
 
 // slotOf folds the files of one vector (their paths and metadata; ok
-// false for a file without any) into its column entry.
-func slotOf(paths []string, metas []Meta, has []bool) colSlot {
+// false for a file without any) into its column entry, and when they
+// differ (ColMixed) into its variants: each distinct entry of a file, with
+// that file's kind, in path order.
+func slotOf(paths []string, metas []Meta, has []bool) (colSlot, []colSlot) {
 	var s colSlot
+	var each []colSlot
 	for i, p := range paths {
+		kind := uint8(ColPhoto)
 		if strings.Contains(p, FrameSep) {
-			s.flags |= ColVideo
-		} else {
-			s.flags |= ColPhoto
+			kind = ColVideo
 		}
+		s.flags |= kind
 		var one colSlot
 		if has[i] {
 			m := &metas[i]
@@ -234,25 +301,53 @@ func slotOf(paths []string, metas []Meta, has []bool) colSlot {
 			one.place = ColumnPlace{m.City, m.Region, m.Country, m.CountryCode}
 			one.camera = ColumnCamera{m.Make, m.Model}
 		}
+		if v := (colSlot{one.flags | kind, one.taken, one.place, one.camera, one.lat, one.lon}); !slices.ContainsFunc(each, v.same) {
+			each = append(each, v)
+		}
 		if i == 0 {
 			s.flags |= one.flags
 			s.taken, s.place, s.camera, s.lat, s.lon = one.taken, one.place, one.camera, one.lat, one.lon
 			continue
 		}
-		same := one.flags == s.flags&(ColMeta|ColDate|ColGPS) && one.taken == s.taken && one.place == s.place &&
-			one.camera == s.camera && math.Float64bits(one.lat) == math.Float64bits(s.lat) && math.Float64bits(one.lon) == math.Float64bits(s.lon)
-		if !same {
+		one.flags |= s.flags & (ColPhoto | ColVideo)
+		if !one.same(s) {
 			s.flags |= ColMixed
 		}
 	}
 	if s.flags&(ColPhoto|ColVideo) == ColPhoto|ColVideo {
 		s.flags |= ColMixed
 	}
-	return s
+	if s.flags&ColMixed == 0 {
+		each = nil
+	}
+	return s, each
 }
 
-// put writes s into slot i of chunk buf, with ids from d.
-func (s colSlot) put(bk *bolt.Bucket, d *colDict, buf []byte, i int) error {
+// same reports whether a and b are one entry (positions compared by bits).
+func (a colSlot) same(b colSlot) bool {
+	return a.flags == b.flags && a.taken == b.taken && a.place == b.place && a.camera == b.camera &&
+		math.Float64bits(a.lat) == math.Float64bits(b.lat) && math.Float64bits(a.lon) == math.Float64bits(b.lon)
+}
+
+// putVariants writes the variants of vector id (none: removes them).
+func putVariants(bk *bolt.Bucket, d *colDict, id VecID, each []colSlot) error {
+	if len(each) == 0 {
+		if bk.Get(colVarKey(id)) != nil {
+			return bk.Delete(colVarKey(id))
+		}
+		return nil
+	}
+	c := newColumn(len(each))
+	for i, v := range each {
+		if err := v.put(bk, d, c, i); err != nil {
+			return err
+		}
+	}
+	return bk.Put(colVarKey(id), c.b)
+}
+
+// put writes s into slot i of column c, with ids from d.
+func (s colSlot) put(bk *bolt.Bucket, d *colDict, c ColumnChunk, i int) error {
 	pid, err := d.place(bk, s.place)
 	if err != nil {
 		return err
@@ -261,12 +356,13 @@ func (s colSlot) put(bk *bolt.Bucket, d *colDict, buf []byte, i int) error {
 	if err != nil {
 		return err
 	}
-	buf[colFlagsAt+i] = s.flags
-	binary.LittleEndian.PutUint64(buf[colTakenAt+8*i:], uint64(s.taken))
-	binary.LittleEndian.PutUint32(buf[colPlaceAt+4*i:], pid)
-	binary.LittleEndian.PutUint32(buf[colCamAt+4*i:], cid)
-	binary.LittleEndian.PutUint64(buf[colLatAt+8*i:], math.Float64bits(s.lat))
-	binary.LittleEndian.PutUint64(buf[colLonAt+8*i:], math.Float64bits(s.lon))
+	n, b := c.n, c.b
+	b[1+i] = s.flags
+	binary.LittleEndian.PutUint64(b[1+n+8*i:], uint64(s.taken))
+	binary.LittleEndian.PutUint32(b[1+9*n+4*i:], pid)
+	binary.LittleEndian.PutUint32(b[1+13*n+4*i:], cid)
+	binary.LittleEndian.PutUint64(b[1+17*n+8*i:], math.Float64bits(s.lat))
+	binary.LittleEndian.PutUint64(b[1+25*n+8*i:], math.Float64bits(s.lon))
 	return nil
 }
 
@@ -354,12 +450,11 @@ func rebuildColumn(tx *bolt.Tx) error {
 	d := &colDict{pid: map[ColumnPlace]uint32{}, cid: map[ColumnCamera]uint32{}}
 	in := newInterner()
 	pm := tx.Bucket(bPhotoMeta)
-	bufs := map[uint32][]byte{}
-	chunkBuf := func(n uint32) []byte {
+	bufs := map[uint32]ColumnChunk{}
+	chunkBuf := func(n uint32) ColumnChunk {
 		b, ok := bufs[n]
 		if !ok {
-			b = make([]byte, colSize)
-			b[0] = colVersion
+			b = newColumn(ChunkSlots)
 			bufs[n] = b
 		}
 		return b
@@ -382,7 +477,11 @@ func rebuildColumn(tx *bolt.Tx) error {
 			return nil
 		}
 		n := uint32((cur - 1) / ChunkSlots)
-		err := slotOf(paths, metas, has).put(bk, d, chunkBuf(n), int((cur-1)%ChunkSlots))
+		s, each := slotOf(paths, metas, has)
+		err := s.put(bk, d, chunkBuf(n), int((cur-1)%ChunkSlots))
+		if err == nil && len(each) > 0 {
+			err = putVariants(bk, d, cur, each)
+		}
 		paths, metas, has = paths[:0], metas[:0], has[:0]
 		return err
 	}
@@ -414,7 +513,7 @@ func rebuildColumn(tx *bolt.Tx) error {
 		return err
 	}
 	for n, b := range bufs {
-		if err := bk.Put(colChunkKey(n), b); err != nil {
+		if err := bk.Put(colChunkKey(n), b.b); err != nil {
 			return err
 		}
 	}
@@ -428,15 +527,14 @@ func updateColumn(tx *bolt.Tx, bk *bolt.Bucket, dirty map[VecID]struct{}) error 
 		return err
 	}
 	in := newInterner()
-	bufs := map[uint32][]byte{}
+	bufs := map[uint32]ColumnChunk{}
 	for id := range dirty {
 		n := uint32((id - 1) / ChunkSlots)
 		buf, ok := bufs[n]
 		if !ok {
-			buf = make([]byte, colSize)
-			buf[0] = colVersion
+			buf = newColumn(ChunkSlots)
 			if old := bk.Get(colChunkKey(n)); len(old) == colSize {
-				copy(buf, old)
+				copy(buf.b, old)
 			}
 			bufs[n] = buf
 		}
@@ -444,16 +542,33 @@ func updateColumn(tx *bolt.Tx, bk *bolt.Bucket, dirty map[VecID]struct{}) error 
 		if err != nil {
 			return err
 		}
-		if err := slotOf(paths, metas, has).put(bk, d, buf, int((id-1)%ChunkSlots)); err != nil {
+		s, each := slotOf(paths, metas, has)
+		if err := s.put(bk, d, buf, int((id-1)%ChunkSlots)); err != nil {
+			return err
+		}
+		if err := putVariants(bk, d, id, each); err != nil {
 			return err
 		}
 	}
 	for n, b := range bufs {
-		if err := bk.Put(colChunkKey(n), b); err != nil {
+		if err := bk.Put(colChunkKey(n), b.b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// slot reads slot i of c with its names.
+func (col *MetaColumn) slot(c ColumnChunk, i int) colSlot {
+	s := colSlot{flags: c.Flags(i), taken: c.Taken(i)}
+	s.lat, s.lon = c.Position(i)
+	if p := c.Place(i); p > 0 && int(p) <= len(col.Places) {
+		s.place = col.Places[p-1]
+	}
+	if m := c.Camera(i); m > 0 && int(m) <= len(col.Cameras) {
+		s.camera = col.Cameras[m-1]
+	}
+	return s
 }
 
 // checkColumn reports column entries that differ from the records they
@@ -509,17 +624,23 @@ func checkColumnAt(tx *bolt.Tx, stamp uint64, report func(format string, a ...an
 				bad("%v", err)
 				return
 			}
-			want := slotOf(paths, metas, has)
-			got := colSlot{flags: ch.Flags(i), taken: ch.Taken(i)}
-			got.lat, got.lon = ch.Position(i)
-			if p := ch.Place(i); p > 0 && int(p) <= len(col.Places) {
-				got.place = col.Places[p-1]
-			}
-			if c := ch.Camera(i); c > 0 && int(c) <= len(col.Cameras) {
-				got.camera = col.Cameras[c-1]
-			}
-			if got != want {
+			want, wantEach := slotOf(paths, metas, has)
+			if got := col.slot(ch, i); !got.same(want) || got.place != want.place || got.camera != want.camera {
 				bad("vector %d says %+v, its files %+v", id, got, want)
+			}
+			var gotEach []colSlot
+			if v := col.bk.Get(colVarKey(id)); v != nil {
+				vc, ok := columnOf(v)
+				if !ok {
+					bad("vector %d: variants of %d bytes", id, len(v))
+					continue
+				}
+				for j := range vc.Len() {
+					gotEach = append(gotEach, col.slot(vc, j))
+				}
+			}
+			if !slices.Equal(gotEach, wantEach) {
+				bad("vector %d has variants %+v, its files %+v", id, gotEach, wantEach)
 			}
 		}
 	}

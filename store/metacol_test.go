@@ -197,7 +197,7 @@ func TestMetaColumnDamageMended(t *testing.T) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bMetaCol)
 		v := append([]byte(nil), bk.Get(colChunkKey(0))...)
-		v[colTakenAt+8*3] ^= 0x40 // vector 4's date
+		v[1+ChunkSlots+8*3] ^= 0x40 // vector 4's date
 		if err := bk.Put(colChunkKey(0), v); err != nil {
 			return err
 		}
@@ -224,6 +224,56 @@ func TestMetaColumnDamageMended(t *testing.T) {
 	view(t, path, func(s *Snapshot) {
 		if n := len(paths(t, s, "/p")); n != 20 {
 			t.Errorf("%d records after mending, want 20", n)
+		}
+	})
+}
+
+// TestVariantReader: the cursor reader gives what a lookup gives, asked in
+// ascending order with small and large steps, and after a step back.
+func TestVariantReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	for i := range 600 {
+		p, q := fmt.Sprintf("/p/%04d.jpg", i), fmt.Sprintf("/q/%04d.jpg", i)
+		b.Put(p, File{Hash: hashOf(p)}, vec(uint64(i), 8))
+		b.PutMeta(p, Meta{Taken: 1e9, TakenSource: TakenEXIF})
+		if i%3 == 0 || i > 500 { // a copy dated otherwise: its vector's files differ
+			b.Put(q, File{Hash: hashOf(p)}, nil)
+			b.PutMeta(q, Meta{Taken: 2e9 + int64(i), TakenSource: TakenMtime})
+		}
+	}
+	commit(t, w, &b)
+	closeW(t, w)
+	view(t, path, func(s *Snapshot) {
+		col, err := s.MetaColumn()
+		if err != nil || col == nil {
+			t.Fatal(col, err)
+		}
+		r := rand.New(rand.NewPCG(2, 2))
+		vr := col.VariantReader()
+		id, mixed := VecID(0), 0
+		for range 3000 {
+			switch x := r.IntN(20); {
+			case x == 0 && id > 50:
+				id -= VecID(r.IntN(50))
+			case x == 1:
+				id += VecID(r.IntN(300))
+			default:
+				id += VecID(r.IntN(3))
+			}
+			id = id%650 + 1
+			got, ok := vr.Variants(id)
+			want, wantOK := col.Variants(id)
+			if ok != wantOK || ok && (got.Len() != want.Len() || got.Taken(got.Len()-1) != want.Taken(want.Len()-1)) {
+				t.Fatalf("vector %d: reader %v %d, lookup %v %d", id, ok, got.Len(), wantOK, want.Len())
+			}
+			if ok {
+				mixed++
+			}
+		}
+		if mixed < 500 {
+			t.Errorf("only %d of the lookups found variants", mixed)
 		}
 	})
 }
