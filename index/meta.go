@@ -127,6 +127,26 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 	return b.maybeCommit(true)
 }
 
+// headerMeta reads the metadata of f from the bytes that hold it (a JPEG's
+// headers, other files whole: preprocess.MetaBytes); nil when the file
+// changed since the walk or cannot be read.
+func (b *builder) headerMeta(f found) *store.Meta {
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil || st.Size() != f.size || st.ModTime().UnixNano() != f.mtimeNs {
+		return nil
+	}
+	data, err := preprocess.MetaBytes(fh, f.size, b.opts.MaxFileBytes)
+	if err != nil {
+		return nil
+	}
+	return fileMeta(data, f.mtimeNs)
+}
+
 // readMissingMeta reads the files of todo on the workers and records their
 // metadata. A file that changed since the walk, or cannot be read now, is
 // left for the next build (its record is not this step's to change).
@@ -146,13 +166,7 @@ func (b *builder) readMissingMeta(ctx context.Context, todo []found) error {
 		go func() {
 			defer wg.Done()
 			for f := range in {
-				var m *store.Meta
-				if st, err := os.Stat(f.path); err == nil && st.Size() == f.size && st.ModTime().UnixNano() == f.mtimeNs && f.size <= b.opts.MaxFileBytes {
-					if data, err := os.ReadFile(f.path); err == nil && int64(len(data)) == f.size {
-						m = fileMeta(data, f.mtimeNs)
-					}
-				}
-				out <- done{f.path, m}
+				out <- done{f.path, b.headerMeta(f)}
 			}
 		}()
 	}

@@ -305,6 +305,9 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 		}
 		compared++
 		got, want := ReadMeta(data), wantMeta(t, p, e, heifs[p])
+		if head, err := MetaBytes(bytes.NewReader(data), int64(len(data)), 0); err != nil || !sameMeta(ReadMeta(head), got) {
+			t.Errorf("%s: from MetaBytes' %d of %d bytes %+v (%v), from the file %+v", filepath.Base(p), len(head), len(data), ReadMeta(head), err, got)
+		}
 		if !sameMeta(got, want) {
 			t.Errorf("%s:\n got  %+v\n want %+v (exiftool)", filepath.Base(p), got, want)
 		}
