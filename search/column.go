@@ -21,7 +21,7 @@ type colFilter struct {
 	meta    bool   // the filter reads metadata
 	dated   bool   // it has a date qualifier
 	placeOK []bool // by place id (0 = none)
-	camOK   []bool // by camera id (0 = none)
+	camOK   []bool // by camera id (0 = none): camera and lens qualifiers
 }
 
 func newColFilter(x *matcher, col *store.MetaColumn) *colFilter {
@@ -33,10 +33,10 @@ func newColFilter(x *matcher, col *store.MetaColumn) *colFilter {
 			cf.placeOK[i+1] = x.place(p.City) || x.place(p.Region) || x.place(p.Country) || x.code(p.CountryCode)
 		}
 	}
-	if len(f.Cameras) > 0 {
+	if len(f.Cameras) > 0 || len(f.Lenses) > 0 {
 		cf.camOK = make([]bool, len(col.Cameras)+1)
 		for i, c := range col.Cameras {
-			cf.camOK[i+1] = x.camera(c.Make, c.Model)
+			cf.camOK[i+1] = (len(f.Cameras) == 0 || x.camera(c.Make, c.Model)) && (len(f.Lenses) == 0 || x.lens(c.Lens))
 		}
 	}
 	return cf

@@ -39,14 +39,15 @@ func randomMeta(r *rand.Rand, n int) fakeMeta {
 		{HasGPS: true, Lat: 48.85, Lon: 2.35, City: "Paris", Region: "Île-de-France", Country: "France", CountryCode: "FR"},
 		{},
 	}
-	cams := [][2]string{{"PENTAX", "PENTAX K-1"}, {"Apple", "iPhone 12"}, {"Canon", "EOS R5"}, {}}
+	cams := [][3]string{{"PENTAX", "PENTAX K-1", "smc PENTAX-FA 31mm F1.8 AL Limited"}, {"PENTAX", "PENTAX K-1", "HD PENTAX-D FA 50mm"},
+		{"Apple", "iPhone 12", ""}, {"Canon", "EOS R5", "RF24-70mm F2.8 L IS USM"}, {}}
 	one := func() store.Meta {
 		m := towns[r.IntN(len(towns))]
 		if r.IntN(5) > 0 {
 			m.Taken, m.TakenSource = day(fmt.Sprintf("%d-%02d-10", 2009+r.IntN(12), 1+r.IntN(12))), store.TakenEXIF
 		}
 		c := cams[r.IntN(len(cams))]
-		m.Make, m.Model = c[0], c[1]
+		m.Make, m.Model, m.Lens = c[0], c[1], c[2]
 		return m
 	}
 	md := fakeMeta{}
@@ -93,6 +94,7 @@ func TestColumnFilterMatchesRecords(t *testing.T) {
 			"year:2019", "year:2012..2014 place:france", "place:chamonix", "place:au camera:canon",
 			"camera:\"pentax k-1\"", "near:45.9,6.9,20km", "near:-33.9,151.2,5km year:2015",
 			"after:2019-06-01 before:2019-09", "kind:photo", "kind:video", "camera:iphone place:paris year:2020",
+			"lens:31mm", "camera:pentax lens:50mm year:2011..2016",
 			"place:nowhere",
 		} {
 			f := parseFilter(t, fq)
@@ -143,7 +145,7 @@ func TestColumnListMatchesRecords(t *testing.T) {
 	src := func(s *store.Snapshot) Metadata { return s }
 	rd.View(func(s *store.Snapshot) error {
 		fromColumn := 0
-		for i, fq := range []string{"year:2019", "place:france", "camera:canon year:2010..2015", "near:45.9,6.9,20km",
+		for i, fq := range []string{"year:2019", "place:france", "camera:canon year:2010..2015", "near:45.9,6.9,20km", "lens:rf24",
 			"kind:photo", "year:2015", "after:2015-03-03 before:2015-03-04", "place:nowhere"} {
 			f := parseFilter(t, fq)
 			for j, k := range []int{1, 7, 100, 5000} {

@@ -31,6 +31,8 @@ type Filter struct {
 	Near []Circle
 	// Cameras are folded words that must appear in a row in "make model".
 	Cameras [][]string
+	// Lenses are folded words that must appear in a row in the lens name.
+	Lenses [][]string
 	// Kinds keeps photos, video frames or both (0 = both).
 	Kinds Kind
 
@@ -54,7 +56,7 @@ type Circle struct{ Lat, Lon, Km float64 }
 // IsZero reports whether f keeps every record.
 func (f *Filter) IsZero() bool {
 	return !f.HasAfter && !f.HasBefore && len(f.Years) == 0 && len(f.Places) == 0 && len(f.Near) == 0 &&
-		len(f.Cameras) == 0 && (f.Kinds == 0 || f.Kinds == KindPhoto|KindVideo)
+		len(f.Cameras) == 0 && len(f.Lenses) == 0 && (f.Kinds == 0 || f.Kinds == KindPhoto|KindVideo)
 }
 
 // Qualified reports whether f was given any qualifier (kind:photo|video
@@ -64,7 +66,8 @@ func (f *Filter) Qualified() bool { return len(f.written) > 0 || !f.IsZero() }
 // NeedsMeta reports whether f keeps only records with metadata (any date,
 // place or camera qualifier).
 func (f *Filter) NeedsMeta() bool {
-	return f.HasAfter || f.HasBefore || len(f.Years) > 0 || len(f.Places) > 0 || len(f.Near) > 0 || len(f.Cameras) > 0
+	return f.HasAfter || f.HasBefore || len(f.Years) > 0 || len(f.Places) > 0 || len(f.Near) > 0 || len(f.Cameras) > 0 ||
+		len(f.Lenses) > 0
 }
 
 // String gives the qualifiers back as a query writes them, in the order
@@ -93,10 +96,11 @@ type matcher struct {
 	f      *Filter
 	places map[string]bool // place name or country code → matches
 	cams   map[[2]string]bool
+	lenses map[string]bool
 }
 
 func newMatcher(f *Filter) *matcher {
-	return &matcher{f: f, places: map[string]bool{}, cams: map[[2]string]bool{}}
+	return &matcher{f: f, places: map[string]bool{}, cams: map[[2]string]bool{}, lenses: map[string]bool{}}
 }
 
 func (x *matcher) match(path string, m *store.Meta) bool {
@@ -128,6 +132,9 @@ func (x *matcher) match(path string, m *store.Meta) bool {
 		return false
 	}
 	if len(f.Cameras) > 0 && !x.camera(m.Make, m.Model) {
+		return false
+	}
+	if len(f.Lenses) > 0 && !x.lens(m.Lens) {
 		return false
 	}
 	return true
@@ -176,6 +183,18 @@ func (x *matcher) camera(make, model string) bool {
 	if !seen {
 		ok = anyRun(x.f.Cameras, foldWords(make+" "+model))
 		x.cams[k] = ok
+	}
+	return ok
+}
+
+func (x *matcher) lens(name string) bool {
+	if name == "" {
+		return false
+	}
+	ok, seen := x.lenses[name]
+	if !seen {
+		ok = anyRun(x.f.Lenses, foldWords(name))
+		x.lenses[name] = ok
 	}
 	return ok
 }

@@ -29,6 +29,7 @@ func TestFilterMatch(t *testing.T) {
 	zurich := &store.Meta{HasGPS: true, Lat: 47.3769, Lon: 8.5417, City: "Zürich", Region: "Zurich", Country: "Switzerland", CountryCode: "CH"}
 	pentax := &store.Meta{Make: "RICOH IMAGING COMPANY, LTD.", Model: "PENTAX K-1"}
 	pentax10 := &store.Meta{Make: "PENTAX Corporation", Model: "PENTAX K10D"}
+	limited := &store.Meta{Make: "RICOH IMAGING COMPANY, LTD.", Model: "PENTAX K-1", Lens: "smc PENTAX-FA 31mm F1.8 AL Limited"}
 	for _, tc := range []struct {
 		q    string
 		path string
@@ -58,6 +59,13 @@ func TestFilterMatch(t *testing.T) {
 		{"place:zurich", "/a.jpg", zurich, true},
 		{"place:paris place:zürich", "/a.jpg", zurich, true},
 		{"place:paris", "/a.jpg", nil, false},
+		{"lens:31mm", "/a.jpg", limited, true},
+		{`lens:"fa 31mm"`, "/a.jpg", limited, true},
+		{"lens:31", "/a.jpg", limited, false},  // whole words only
+		{"lens:31mm", "/a.jpg", pentax, false}, // no lens recorded
+		{`camera:"k-1" lens:limited`, "/a.jpg", limited, true},
+		{`camera:k10d lens:limited`, "/a.jpg", limited, false},
+		{"lens:50mm lens:31mm", "/a.jpg", limited, true},
 		{"near:45.92,6.87,1km", "/a.jpg", chamonix, true},
 		{"near:45.92,6.87,10km", "/a.jpg", zurich, false},
 		{"near:47,8,100km", "/a.jpg", zurich, true},

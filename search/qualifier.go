@@ -16,7 +16,7 @@ import (
 var ErrQualifier = errors.New("bad qualifier")
 
 // Qualifiers lists the keys a query takes, in the order help shows them.
-var Qualifiers = []string{"after", "before", "year", "place", "near", "camera", "kind"}
+var Qualifiers = []string{"after", "before", "year", "place", "near", "camera", "lens", "kind"}
 
 // Request is a parsed query: the terms that rank and the filter that keeps.
 // A request with a filter and no terms lists the matching records by date.
@@ -31,7 +31,7 @@ type Request struct {
 //
 //	after:2019-06-01  before:2019-09  year:2019  year:2017..2019
 //	place:chamonix  place:"new york"  near:45.92,6.87,10km
-//	camera:"pentax k-1"  kind:photo  kind:video
+//	camera:"pentax k-1"  lens:31mm  kind:photo  kind:video
 //
 // A word "key:value" whose key is letters is a qualifier: a known key
 // with a value it cannot read, an unknown key, a negated or weighted
@@ -223,7 +223,7 @@ func example(key string) string {
 	return map[string]string{
 		"after": "after:2019-06-01", "before": "before:2019-09", "year": "year:2019 or year:2017..2019",
 		"place": `place:chamonix or place:"new york"`, "near": "near:45.92,6.87,10km",
-		"camera": `camera:"pentax k-1"`, "kind": "kind:photo or kind:video",
+		"camera": `camera:"pentax k-1"`, "lens": `lens:31mm or lens:"ef 24-70"`, "kind": "kind:photo or kind:video",
 	}[key]
 }
 
@@ -283,6 +283,12 @@ func (f *Filter) add(q qualifier) error {
 			return bad("no letters or digits to match")
 		}
 		f.Cameras = append(f.Cameras, w)
+	case "lens":
+		w := foldWords(v)
+		if len(w) == 0 {
+			return bad("no letters or digits to match")
+		}
+		f.Lenses = append(f.Lenses, w)
 	case "near":
 		c, err := parseNear(v)
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 //	"x" ‖ u64 BE    vector id → ColumnChunk of the distinct entries of its
 //	                files, for a vector whose files differ (ColMixed)
 //	"p" ‖ u32 BE    place id → city, region, country, code (length-prefixed)
-//	"m" ‖ u32 BE    camera id → make, model (length-prefixed)
+//	"m" ‖ u32 BE    camera id → make, model, lens (length-prefixed)
 //
 // A reader trusts it only when the stamp is the transaction it reads
 // (Snapshot.MetaColumn): a write by a clipidx from before the column, which
@@ -115,8 +115,8 @@ func newColumn(n int) ColumnChunk {
 // ColumnPlace is a place of the column's dictionary.
 type ColumnPlace struct{ City, Region, Country, CountryCode string }
 
-// ColumnCamera is a camera of the column's dictionary.
-type ColumnCamera struct{ Make, Model string }
+// ColumnCamera is a camera and lens of the column's dictionary.
+type ColumnCamera struct{ Make, Model, Lens string }
 
 // MetaColumn is the metadata column of a snapshot (see metacol).
 type MetaColumn struct {
@@ -208,11 +208,11 @@ func readColDict(bk *bolt.Bucket) (*colDict, error) {
 	d := &colDict{pid: map[ColumnPlace]uint32{}, cid: map[ColumnCamera]uint32{}}
 	c := bk.Cursor()
 	for k, v := c.Seek([]byte{'m'}); k != nil && k[0] == 'm'; k, v = c.Next() {
-		f, ok := splitStrs(v, 2)
+		f, ok := splitStrs(v, 3)
 		if len(k) != 5 || binary.BigEndian.Uint32(k[1:]) != uint32(len(d.cams)+1) || !ok {
 			return nil, fmt.Errorf("%w: metadata column camera %x", ErrCorrupt, k)
 		}
-		d.cams = append(d.cams, ColumnCamera{f[0], f[1]})
+		d.cams = append(d.cams, ColumnCamera{f[0], f[1], f[2]})
 		d.cid[d.cams[len(d.cams)-1]] = uint32(len(d.cams))
 	}
 	for k, v := c.Seek([]byte{'p'}); k != nil && k[0] == 'p'; k, v = c.Next() {
@@ -261,7 +261,7 @@ func (d *colDict) camera(bk *bolt.Bucket, c ColumnCamera) (uint32, error) {
 	d.cams = append(d.cams, c)
 	id := uint32(len(d.cams))
 	d.cid[c] = id
-	return id, bk.Put(binary.BigEndian.AppendUint32([]byte{'m'}, id), appendStr(appendStr(nil, c.Make), c.Model))
+	return id, bk.Put(binary.BigEndian.AppendUint32([]byte{'m'}, id), appendStr(appendStr(appendStr(nil, c.Make), c.Model), c.Lens))
 }
 
 // colSlot is what the column says of one vector, with its names.
@@ -299,7 +299,7 @@ func slotOf(paths []string, metas []Meta, has []bool) (colSlot, []colSlot) {
 				one.lat, one.lon = m.Lat, m.Lon
 			}
 			one.place = ColumnPlace{m.City, m.Region, m.Country, m.CountryCode}
-			one.camera = ColumnCamera{m.Make, m.Model}
+			one.camera = ColumnCamera{m.Make, m.Model, m.Lens}
 		}
 		if v := (colSlot{one.flags | kind, one.taken, one.place, one.camera, one.lat, one.lon}); !slices.ContainsFunc(each, v.same) {
 			each = append(each, v)

@@ -58,10 +58,11 @@ alone:
                     (place:"new york"), or the country code (place:fr)
   near:45.92,6.87,10km  GPS within 10 km (or 500m) of that point
   camera:"pentax k-1"   the camera's make and model hold these words
+  lens:31mm         the lens's name holds these words (lens:"ef 24-70")
   kind:photo        photos only; kind:video video frames only
 
-Dates compare the camera's clock (the date it showed). year:, place:, near:
-and camera: given twice match either value; different qualifiers must all
+Dates compare the camera's clock (the date it showed). year:, place:, near:,
+camera: and lens: given twice match either value; different qualifiers must all
 match; a record without that metadata matches none of them. A query of
 qualifiers only lists the records they keep, newest first (--sort date:
 oldest first), as "date<TAB>path" lines, 100 unless -k says otherwise. A

@@ -24,7 +24,7 @@ function filters() {
 
 // Qualifiers live in the query line (q), so the URL is the whole state:
 // the chips only read and edit them there.
-const QUAL = /(^|\s)(after|before|year|place|near|camera|kind):("[^"]*"|\S+)/gi;
+const QUAL = /(^|\s)(after|before|year|place|near|camera|lens|kind):("[^"]*"|\S+)/gi;
 
 function qualifiers(line) {
   return [...line.matchAll(QUAL)].map((m) => ({ key: m[2].toLowerCase(), value: m[3].replace(/^"|"$/g, ""), text: m[0].trim() }));
