@@ -18,17 +18,20 @@ import (
 // photometa records. It is derived data, kept by every write of a Writer
 // in the same transaction as the records it derives from:
 //
-//	"stamp"         u64: the transaction that last brought it up to date
+//	"stamp"         u64 the transaction that last brought it up to date,
+//	                u32 the column's format (colVersion)
 //	"c" ‖ u32 BE    chunk number → ColumnChunk of its ChunkSlots vectors
 //	"x" ‖ u64 BE    vector id → ColumnChunk of the distinct entries of its
 //	                files, for a vector whose files differ (ColMixed)
 //	"p" ‖ u32 BE    place id → city, region, country, code (length-prefixed)
 //	"m" ‖ u32 BE    camera id → make, model, lens (length-prefixed)
 //
-// A reader trusts it only when the stamp is the transaction it reads
-// (Snapshot.MetaColumn): a write by a clipidx from before the column, which
-// leaves the stamp behind, makes readers fall back on the records, and the
-// next Writer transaction rebuilds the column whole.
+// A reader trusts it only when the stamp is the transaction it reads and
+// the format its own (Snapshot.MetaColumn): a write by a clipidx from
+// before the column, which leaves the stamp behind, or a column of another
+// format makes readers fall back on the records, and the next Writer
+// transaction rebuilds the column whole. Being derived, it never makes an
+// index unusable: a column that cannot be read is rebuilt, not an error.
 var (
 	bMetaCol  = []byte("metacol")
 	kColStamp = []byte("stamp")
@@ -58,7 +61,7 @@ const (
 // times (8 bytes), n place ids (4), n camera ids (4), n latitudes (8) and
 // n longitudes (8), little-endian.
 const (
-	colVersion  = 1
+	colVersion  = 2 // 2: cameras with their lens
 	colSlotSize = 1 + 8 + 4 + 4 + 8 + 8
 	colSize     = 1 + colSlotSize*ChunkSlots
 )
@@ -128,12 +131,29 @@ type MetaColumn struct {
 // MetaColumn returns the snapshot's metadata column; nil when the index
 // has none up to date (an index from before it, or last written by a
 // clipidx that did not keep it): read the records then.
-func (s *Snapshot) MetaColumn() (*MetaColumn, error) { return columnAt(s.tx, uint64(s.tx.ID())) }
+// A column that cannot be read is none too (Check reports it).
+func (s *Snapshot) MetaColumn() (*MetaColumn, error) {
+	c, err := columnAt(s.tx, uint64(s.tx.ID()))
+	if err != nil {
+		return nil, nil
+	}
+	return c, nil
+}
 
-// columnAt returns the column of tx when its stamp is stamp; nil otherwise.
+// colStamp is the stamp of a column up to date at transaction id.
+func colStamp(id uint64) []byte { return binary.BigEndian.AppendUint32(u64(id), colVersion) }
+
+// stamped reports whether bk holds a column of this format up to date at
+// transaction id.
+func stamped(bk *bolt.Bucket, id uint64) bool {
+	return bk != nil && bytes.Equal(bk.Get(kColStamp), colStamp(id))
+}
+
+// columnAt returns the column of tx when it is stamped at stamp; nil
+// otherwise.
 func columnAt(tx *bolt.Tx, stamp uint64) (*MetaColumn, error) {
 	bk := tx.Bucket(bMetaCol)
-	if bk == nil || getU64(bk.Get(kColStamp)) != stamp {
+	if !stamped(bk, stamp) {
 		return nil, nil
 	}
 	d, err := readColDict(bk)
@@ -273,13 +293,15 @@ type colSlot struct {
 	lat, lon float64
 }
 
-// slotOf folds the files of one vector (their paths and metadata; ok
-// false for a file without any) into its column entry, and when they
-// differ (ColMixed) into its variants: each distinct entry of a file, with
-// that file's kind, in path order.
-func slotOf(paths []string, metas []Meta, has []bool) (colSlot, []colSlot) {
+// slotOf folds the files of one vector (their paths, metadata and its
+// state) into its column entry, and when they differ (ColMixed) into its
+// variants: each distinct entry of a file, with that file's kind, in path
+// order. A record that does not decode makes the vector ColMixed without
+// variants: a filter reads its records, and meets the damage there.
+func slotOf(paths []string, metas []Meta, has []metaState) (colSlot, []colSlot) {
 	var s colSlot
 	var each []colSlot
+	damaged := false
 	for i, p := range paths {
 		kind := uint8(ColPhoto)
 		if strings.Contains(p, FrameSep) {
@@ -287,7 +309,8 @@ func slotOf(paths []string, metas []Meta, has []bool) (colSlot, []colSlot) {
 		}
 		s.flags |= kind
 		var one colSlot
-		if has[i] {
+		damaged = damaged || has[i] == metaBad
+		if has[i] == metaOK {
 			m := &metas[i]
 			one.flags = ColMeta
 			if m.TakenSource != "" {
@@ -317,7 +340,10 @@ func slotOf(paths []string, metas []Meta, has []bool) (colSlot, []colSlot) {
 	if s.flags&(ColPhoto|ColVideo) == ColPhoto|ColVideo {
 		s.flags |= ColMixed
 	}
-	if s.flags&ColMixed == 0 {
+	if damaged {
+		s.flags |= ColMixed
+	}
+	if s.flags&ColMixed == 0 || damaged {
 		each = nil
 	}
 	return s, each
@@ -367,29 +393,43 @@ func (s colSlot) put(bk *bolt.Bucket, d *colDict, c ColumnChunk, i int) error {
 }
 
 // vecFiles reads the paths and metadata of every file of vector id.
-func vecFiles(tx *bolt.Tx, id VecID, in *interner) ([]string, []Meta, []bool, error) {
+func vecFiles(tx *bolt.Tx, id VecID, in *interner) ([]string, []Meta, []metaState) {
 	prefix := u64(uint64(id))
 	pm := tx.Bucket(bPhotoMeta)
 	var paths []string
 	var metas []Meta
-	var has []bool
+	var has []metaState
 	c := tx.Bucket(bRefs).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		p := string(k[8:])
-		var m Meta
-		var ok bool
-		if pm != nil {
-			if v := pm.Get(k[8:]); v != nil {
-				var err error
-				if m, err = decodeMeta(v, in); err != nil {
-					return nil, nil, nil, fmt.Errorf("metadata record of %s: %w", p, err)
-				}
-				ok = true
-			}
-		}
-		paths, metas, has = append(paths, p), append(metas, m), append(has, ok)
+		m, st := readRecordMeta(pm, k[8:], in)
+		paths, metas, has = append(paths, string(k[8:])), append(metas, m), append(has, st)
 	}
-	return paths, metas, has, nil
+	return paths, metas, has
+}
+
+// metaState is whether a file has a metadata record that decodes.
+type metaState uint8
+
+const (
+	metaNone metaState = iota // no record
+	metaOK
+	metaBad // a record that does not decode (Check reports it)
+)
+
+// readRecordMeta reads the metadata record of path from pm (nil: none).
+func readRecordMeta(pm *bolt.Bucket, path []byte, in *interner) (Meta, metaState) {
+	if pm == nil {
+		return Meta{}, metaNone
+	}
+	v := pm.Get(path)
+	if v == nil {
+		return Meta{}, metaNone
+	}
+	m, err := decodeMeta(v, in)
+	if err != nil {
+		return Meta{}, metaBad
+	}
+	return m, metaOK
 }
 
 // colDirty collects, per write transaction of a Writer, the vectors whose
@@ -422,17 +462,18 @@ func syncColumn(tx *bolt.Tx, dirty map[VecID]struct{}) error {
 		return nil // not an index yet
 	}
 	bk := tx.Bucket(bMetaCol)
-	if bk == nil || getU64(bk.Get(kColStamp)) != uint64(tx.ID()-1) {
+	rebuild := !stamped(bk, uint64(tx.ID()-1))
+	if !rebuild && len(dirty) > 0 {
+		// A column that cannot be read (damaged) is made again.
+		rebuild = updateColumn(tx, bk, dirty) != nil
+	}
+	if rebuild {
 		if err := rebuildColumn(tx); err != nil {
 			return err
 		}
 		bk = tx.Bucket(bMetaCol)
-	} else if len(dirty) > 0 {
-		if err := updateColumn(tx, bk, dirty); err != nil {
-			return err
-		}
 	}
-	return bk.Put(kColStamp, u64(uint64(tx.ID())))
+	return bk.Put(kColStamp, colStamp(uint64(tx.ID())))
 }
 
 // rebuildColumn writes the whole column from the refs and photometa
@@ -470,7 +511,7 @@ func rebuildColumn(tx *bolt.Tx) error {
 		cur   VecID
 		paths []string
 		metas []Meta
-		has   []bool
+		has   []metaState
 	)
 	flush := func() error {
 		if cur == 0 {
@@ -497,17 +538,8 @@ func rebuildColumn(tx *bolt.Tx) error {
 			}
 			cur = id
 		}
-		var m Meta
-		var ok bool
-		if pm != nil {
-			if v := pm.Get(k[8:]); v != nil {
-				if m, err = decodeMeta(v, in); err != nil {
-					return fmt.Errorf("metadata record of %s: %w", k[8:], err)
-				}
-				ok = true
-			}
-		}
-		paths, metas, has = append(paths, string(k[8:])), append(metas, m), append(has, ok)
+		m, st := readRecordMeta(pm, k[8:], in)
+		paths, metas, has = append(paths, string(k[8:])), append(metas, m), append(has, st)
 	}
 	if err := flush(); err != nil {
 		return err
@@ -538,11 +570,7 @@ func updateColumn(tx *bolt.Tx, bk *bolt.Bucket, dirty map[VecID]struct{}) error 
 			}
 			bufs[n] = buf
 		}
-		paths, metas, has, err := vecFiles(tx, id, in)
-		if err != nil {
-			return err
-		}
-		s, each := slotOf(paths, metas, has)
+		s, each := slotOf(vecFiles(tx, id, in))
 		if err := s.put(bk, d, buf, int((id-1)%ChunkSlots)); err != nil {
 			return err
 		}
@@ -619,12 +647,7 @@ func checkColumnAt(tx *bolt.Tx, stamp uint64, report func(format string, a ...an
 		}
 		for i := range ChunkSlots {
 			id := first + VecID(i)
-			paths, metas, has, err := vecFiles(s.tx, id, in)
-			if err != nil {
-				bad("%v", err)
-				return
-			}
-			want, wantEach := slotOf(paths, metas, has)
+			want, wantEach := slotOf(vecFiles(s.tx, id, in))
 			if got := col.slot(ch, i); !got.same(want) || got.place != want.place || got.camera != want.camera {
 				bad("vector %d says %+v, its files %+v", id, got, want)
 			}

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -201,7 +203,7 @@ func TestMetaColumnDamageMended(t *testing.T) {
 		if err := bk.Put(colChunkKey(0), v); err != nil {
 			return err
 		}
-		return bk.Put(kColStamp, u64(uint64(tx.ID()))) // damage, not an older writer
+		return bk.Put(kColStamp, colStamp(uint64(tx.ID()))) // damage, not an older writer
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr
@@ -276,4 +278,98 @@ func TestVariantReader(t *testing.T) {
 			t.Errorf("only %d of the lookups found variants", mixed)
 		}
 	})
+}
+
+// rawUpdate changes the index at path as another program would, the
+// column's stamp left as fn leaves it.
+func rawUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(fn)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMetaColumnNeverBlocksWrites: a column of another format (a clipidx
+// with an older layout), a dictionary that does not decode and a metadata
+// record that does not decode never make a commit fail: readers fall back
+// on the records, the next commit makes the column again, and the index
+// is as usable as before.
+func TestMetaColumnNeverBlocksWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(tx *bolt.Tx) error
+		check  bool // Check passes afterwards (the damage is in derived data only)
+	}{
+		{"older format", func(tx *bolt.Tx) error {
+			bk := tx.Bucket(bMetaCol)
+			if err := bk.Put(binary.BigEndian.AppendUint32([]byte{'m'}, 1), appendStr(appendStr(nil, "PENTAX"), "K-1")); err != nil {
+				return err // a camera of two fields, as format 1 wrote it
+			}
+			return bk.Put(kColStamp, binary.BigEndian.AppendUint32(u64(uint64(tx.ID())), 1))
+		}, true},
+		{"dictionary", func(tx *bolt.Tx) error {
+			bk := tx.Bucket(bMetaCol)
+			if err := bk.Put(binary.BigEndian.AppendUint32([]byte{'m'}, 1), []byte{0xff, 0xff}); err != nil {
+				return err
+			}
+			return bk.Put(kColStamp, colStamp(uint64(tx.ID())))
+		}, false},
+		{"metadata record", func(tx *bolt.Tx) error {
+			if err := tx.Bucket(bPhotoMeta).Put([]byte("/p/03.jpg"), []byte{metaVersion, 0, 9}); err != nil {
+				return err
+			}
+			return tx.Bucket(bMetaCol).Put(kColStamp, colStamp(uint64(tx.ID())))
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.db")
+			w := openW(t, path)
+			var b Batch
+			for i := range 10 {
+				p := fmt.Sprintf("/p/%02d.jpg", i)
+				b.Put(p, File{Hash: hashOf(p)}, vec(uint64(i), 8))
+				b.PutMeta(p, Meta{Taken: int64(i) * 1e7, TakenSource: TakenEXIF, Make: "PENTAX", Model: "K-1", Lens: "31mm"})
+			}
+			commit(t, w, &b)
+			closeW(t, w)
+			rawUpdate(t, path, tc.damage)
+			if tc.name != "metadata record" {
+				view(t, path, func(s *Snapshot) {
+					if col, err := s.MetaColumn(); col != nil || err != nil {
+						t.Errorf("a column that cannot be read is served: %v, %v", col, err)
+					}
+				})
+			}
+			w = openW(t, path)
+			var b2 Batch
+			b2.Put("/p/00.jpg", File{Hash: hashOf("changed")}, vec(99, 8))
+			b2.PutMeta("/p/00.jpg", Meta{Taken: 5, TakenSource: TakenEXIF})
+			b2.Put("/q/03.jpg", File{Hash: hashOf("/p/03.jpg")}, nil) // a copy: its vector's entry is made again
+			commit(t, w, &b2)
+			view(t, path, func(s *Snapshot) {
+				col, err := s.MetaColumn()
+				if col == nil || err != nil {
+					t.Fatalf("after a commit: column %v, %v; want one", col, err)
+				}
+				if len(col.Cameras) != 1 || col.Cameras[0] != (ColumnCamera{"PENTAX", "K-1", "31mm"}) {
+					t.Errorf("cameras %v", col.Cameras)
+				}
+				err = s.Check(true)
+				if tc.check && err != nil {
+					t.Errorf("check: %v", err)
+				}
+				if err != nil && strings.Contains(err.Error(), "metadata column") {
+					t.Errorf("check finds the column wrong after it was made again: %v", err)
+				}
+			})
+		})
+	}
 }
