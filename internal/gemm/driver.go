@@ -117,7 +117,9 @@ var aMode = 0
 // same L1 sets (4 KiB aliasing, e.g. k = 1024, 4096, 5120), where they would
 // evict each other and the B panel. The [6, 16] kernels copy when three or
 // more rows overlap row 0's sets; a kernel with aWays set copies when any
-// set would hold more than aWays lines of the slab.
+// set would hold more than aWays lines of the slab at once (with a depth
+// block spanning a whole way, more than aWays rows starting on one line
+// of it).
 func directA(kr *microKernel, lda int) bool {
 	switch aMode {
 	case 1:
@@ -130,6 +132,18 @@ func directA(kr *microKernel, lda int) bool {
 		const line, sets = 64, way / 64
 		var use [sets]uint8
 		span := (kr.kc*4 + line - 1) / line // lines of one row's block
+		if span >= sets {
+			// Each row's block covers every set, so what counts is
+			// which rows walk the same sets in step: those whose
+			// blocks start on the same line of a way.
+			for i := 0; i < kr.mr; i++ {
+				first := i * lda * 4 % way / line
+				if use[first]++; int(use[first]) > kr.aWays {
+					return false
+				}
+			}
+			return true
+		}
 		for i := 0; i < kr.mr; i++ {
 			first := i * lda * 4 % way / line
 			for l := 0; l < min(span, sets); l++ {

@@ -111,6 +111,7 @@ func TestMatMulBlocks(t *testing.T) {
 		{257, 257, 80}, {257, 80, 257}, // attention of one head
 		{150, 48, 600}, {20, 1040, 264}, {64, 1100, 33}, {160, 300, 40},
 		{103, 320, 256}, {7, 2000, 9}, {300, 17, 520},
+		{31, 70, 2600}, // three depth blocks of the AVX-512 kernel
 	}
 	// lda = k+3 aliases L1 sets: with A handled by stride, one shared
 	// padded copy of A (Pool.sharedA).
@@ -189,6 +190,7 @@ func TestLinear(t *testing.T) {
 	shapes := []struct{ m, n, k int }{
 		{1, 1, 1}, {3, 17, 9}, {7, 33, 31}, {6, 16, 8}, {13, 48, 64},
 		{20, 100, 300}, {40, 256, 588}, {30, 1040, 264}, {5, 3, 1000},
+		{17, 40, 2700},
 	}
 	for _, mode := range kernelModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -272,9 +274,10 @@ func TestPackF16AllPatterns(t *testing.T) {
 					g.kind = bBF16T
 				}
 				for pc := 0; pc < k; pc += kr.kc {
-					dst := make([]float32, kr.kc*kr.nr)
-					packPanelT(kr, dst, &g, 0, pc, kr.kc)
-					for p := 0; p < kr.kc; p++ {
+					kb := min(kr.kc, k-pc)
+					dst := make([]float32, kb*kr.nr)
+					packPanelT(kr, dst, &g, 0, pc, kb)
+					for p := 0; p < kb; p++ {
 						for j := 0; j < kr.nr; j++ {
 							h := u[j*k+pc+p]
 							want := F16ToF32(h)

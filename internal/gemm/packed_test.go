@@ -38,6 +38,7 @@ func TestPack(t *testing.T) {
 	shapes := []struct{ m, n, k int }{
 		{1, 1, 1}, {3, 17, 9}, {7, 33, 31}, {14, 32, 16}, {13, 48, 64}, {29, 31, 33},
 		{20, 100, 300}, {40, 70, 600}, {30, 1090, 264}, {200, 64, 1100},
+		{23, 40, 2700}, // three depth blocks of the AVX-512 kernel
 	}
 	for _, mode := range kernelModes {
 		t.Run(mode.name, func(t *testing.T) {

@@ -25,25 +25,37 @@ const (
 	ncBlock = 1024
 )
 
-// The AVX-512 kernel, tuned on a 2-core KVM guest whose CPUID says Intel
-// family 6 model 0xcf (Emerald Rapids, the Sapphire Rapids core: 48 KiB
-// 12-way L1d, 2 MiB L2 per core, two 512-bit FMA pipes, 64 flop/cycle per
-// core). Its [14, 32] tile of C fills 28 of the 32 zmm registers; the other
-// four hold a row of B and two broadcasts of A. On data in L1 it runs at
-// 176 GFLOP/s on one core there (BenchmarkMicroKernel; AVX2: 82–89), and
-// at 0.8–1.0× OpenBLAS 0.3.21's SkylakeX sgemm on the model's shapes
-// (BenchmarkKernels); BenchmarkTile compares blockings, which differed by
-// less than the noise of the shared machine.
+// The AVX-512 kernel, first tuned on a 2-core KVM guest whose CPUID says
+// Intel family 6 model 0xcf (Emerald Rapids, the Sapphire Rapids core:
+// 48 KiB 12-way L1d, 2 MiB L2 per core, two 512-bit FMA pipes, 64
+// flop/cycle per core). Its [14, 32] tile of C fills 28 of the 32 zmm
+// registers; the other four hold a row of B and two broadcasts of A. On
+// data in L1 it runs at the FMA peak (BenchmarkMicroKernel against
+// BenchmarkFMAPeak), and at 0.8–1.0× OpenBLAS 0.3.21's SkylakeX sgemm on
+// the model's shapes (BenchmarkKernels).
+//
+// The depth kc512 was then measured on an AMD EPYC Zen 5 (48 KiB L1d,
+// 1 MiB L2 per core), two threads, with BenchmarkTile's blockings
+// interleaved in one process: a depth of 1280, the whole of the image
+// tower's K for its qkv, out and fc1 products, ran every linear shape of
+// both towers 2–13% faster than 256 (the image tower's 4–8%), with the
+// weights packed once or block by block. A depth of 256 kept the B panel
+// (32 KiB) and the A slab in L1, but made every product read and write
+// its C K/256 times over, and C's rows, 5–20 KiB apart, fall on few L1
+// sets; at the full depth C is written once and both operands stream from
+// L2, which the hardware prefetchers keep up with (software prefetches of
+// either operand measured 2–5% slower).
 const (
 	mr512 = 14 // rows of C per call
 	nr512 = 32 // columns of C per call (two zmm of packed B)
-	// kc512: a B panel [kc512, 32] is 32 KiB, two thirds of the L1d, next
-	// to the 14 rows of A streaming through.
-	kc512 = 256
-	// mc512 rows of A are copied at a time (12 slabs, ≈ 185 KiB, in L2).
+	// kc512: the depth of one block, a B panel [kc512, 32] of 160 KiB and
+	// an A slab [14, kc512] of 70 KiB, both streaming from L2.
+	kc512 = 1280
+	// mc512 rows of A are copied at a time when A is copied (12 slabs).
 	mc512 = 168
-	// nc512 columns of B are packed at a time: kc512·nc512·4 = 1 MiB, half
-	// the L2.
+	// nc512 columns of B are packed at a time when the weights are not
+	// packed once (kc512·nc512·4 = 5 MiB a worker); a worker's column
+	// strip of the model's products is narrower than this.
 	nc512 = 1024
 )
 
