@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -61,7 +62,11 @@ func startORT(b *testing.B, dir string, images, texts int) *anchors.Process {
 // b.N times. It reports the medians of the per-pair ratios (img-ratio,
 // txt-ratio: clipidx's wall time over ONNX Runtime's; img-cpu-ratio,
 // txt-cpu-ratio by process CPU time), their ranges, and the median seconds
-// of each side. ONNX Runtime always runs float32 (as Immich does on CPUs);
+// of each side. Between pairs it measures the float32 FMA peak
+// (gemm.PeakF32 on every core, peak-gflops) and reports each side's pass
+// as a fraction of it (img-peak-frac, img-ort-peak-frac, and txt-). ONNX
+// Runtime's fraction is also the lowest img-ratio (txt-ratio) a float32
+// pass could reach: the ratio of a pass running at the peak throughout. ONNX Runtime always runs float32 (as Immich does on CPUs);
 // -clipnpu.versus-precision sets clipidx's. See internal/anchors/README.md:
 //
 //	clipidx model random h14 /tmp/h14
@@ -82,6 +87,12 @@ func BenchmarkVersusORT(b *testing.B) {
 	anchor := startORT(b, *versusONNX, images, texts) // first: it skips when a piece is missing
 	ours, note := versusPasses(b, prec, images, texts)
 	b.Logf("clipidx %s on %s %s against ONNX Runtime f32", prec, gemm.Kernel(), note)
+	cfg, err := LoadConfig(*versusModel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gflop := map[string]float64{"img": cfg.ImageFLOPs() * images / 1e9, "txt": cfg.TextFLOPs(cfg.Text.Context) * texts / 1e9}
+	threads := runtime.NumCPU()
 
 	ratios := map[string][]float64{}
 	for b.Loop() {
@@ -101,7 +112,15 @@ func BenchmarkVersusORT(b *testing.B) {
 			if err2 != nil {
 				b.Fatalf("ONNX Runtime anchor: %v", err2)
 			}
+			// The float32 FMA peak between the pair's passes, and what
+			// fraction of it each side's pass used.
+			peak := gemm.PeakF32(threads, 200*time.Millisecond)
 			b.StartTimer()
+			if peak > 0 {
+				ratios["peak-gflops"] = append(ratios["peak-gflops"], peak)
+				ratios[key+"-peak-frac"] = append(ratios[key+"-peak-frac"], gflop[key]/wall/peak)
+				ratios[key+"-ort-peak-frac"] = append(ratios[key+"-ort-peak-frac"], gflop[key]/ow.Seconds()/peak)
+			}
 			ratios[key+"-ratio"] = append(ratios[key+"-ratio"], wall/ow.Seconds())
 			ratios[key+"-s"] = append(ratios[key+"-s"], wall)
 			ratios[key+"-ort-s"] = append(ratios[key+"-ort-s"], ow.Seconds())

@@ -477,6 +477,41 @@ TEXT ·packT32{kind}(SB), NOSPLIT, $0-32
 	RET
 """)
 
+# FMA peak loops (PeakF32): independent multiply-adds on registers only,
+# 1.0·1.0 added to every accumulator twice an iteration, so after n
+# iterations each lane holds 2n; they return lane 0 of the first and last
+# accumulators, summed (4n), which the tests check. 28 zmm (or 12 ymm)
+# accumulators cover the FMA latency on both pipes of the CPUs we know.
+def fma_peak(name, reg, nacc, one0, one1, ret):
+    w(f"""
+// func {name}(n int) float32
+TEXT ·{name}(SB), NOSPLIT, $0-12
+	MOVQ n+0(FP), CX
+	MOVL $0x3f800000, AX
+""")
+    if reg == "Y":
+        w(f"\tMOVL AX, X{one0}\n")
+    if reg == "Z":
+        w(f"\tVPBROADCASTD AX, Z{one0}\n\tVMOVAPS Z{one0}, Z{one1}\n")
+    else:
+        w(f"\tVPBROADCASTD X{one0}, Y{one0}\n\tVMOVAPS Y{one0}, Y{one1}\n")
+    for i in range(nacc):
+        w(f"\tVXORPS {reg}{i}, {reg}{i}, {reg}{i}\n" if reg == "Y" else f"\tVPXORD Z{i}, Z{i}, Z{i}\n")
+    w("\nloop:\n")
+    for _ in range(2):
+        for i in range(nacc):
+            w(f"\tVFMADD231PS {reg}{one0}, {reg}{one1}, {reg}{i}\n")
+    w(f"""	DECQ CX
+	JNZ  loop
+	VADDSS X{nacc-1}, X0, X0
+	VMOVSS X0, {ret}(FP)
+	VZEROUPPER
+	RET
+""")
+
+fma_peak("fmaPeakAVX512", "Z", 28, 30, 31, "ret+8")
+fma_peak("fmaPeakAVX2", "Y", 12, 14, 15, "ret+8")
+
 w("""
 // func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
