@@ -40,16 +40,21 @@ type BenchResult struct {
 	// Median process CPU seconds (all threads, user+system) of the timed
 	// passes: on a shared machine their ratio to another runtime's is
 	// steadier than the wall times'. 0 where the system cannot tell.
-	ImageCPUS    float64 `json:"image_cpu_s"`
-	TextCPUS     float64 `json:"text_cpu_s"`
-	ImagesPerS   float64 `json:"images_per_s"`
-	PromptsPerS  float64 `json:"prompts_per_s"`
-	ImageGFLOP   float64 `json:"image_gflop"`  // per image
-	TextGFLOP    float64 `json:"text_gflop"`   // per prompt
-	ImageGFLOPS  float64 `json:"image_gflops"` // achieved in the image pass
-	TextGFLOPS   float64 `json:"text_gflops"`
-	GFLOPS       float64 `json:"gflops"` // both passes together
-	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	ImageCPUS   float64 `json:"image_cpu_s"`
+	TextCPUS    float64 `json:"text_cpu_s"`
+	ImagesPerS  float64 `json:"images_per_s"`
+	PromptsPerS float64 `json:"prompts_per_s"`
+	ImageGFLOP  float64 `json:"image_gflop"`  // per image
+	TextGFLOP   float64 `json:"text_gflop"`   // per prompt
+	ImageGFLOPS float64 `json:"image_gflops"` // achieved in the image pass
+	TextGFLOPS  float64 `json:"text_gflops"`
+	GFLOPS      float64 `json:"gflops"` // both passes together
+	// F32PeakGFLOPS is the CPU's float32 FMA peak on Threads threads
+	// (gemm.PeakF32, measured after the passes; 0 when not measured:
+	// not the CPU, or no FMA loop for this CPU): a float32 pass's
+	// GFLOP/s over it is the share of the machine it uses.
+	F32PeakGFLOPS float64 `json:"f32_peak_gflops,omitempty"`
+	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
 }
 
 // BenchOptions says what Bench measures; Runs ≥ 1.
@@ -108,6 +113,9 @@ func Bench(b Backend, cfg Config, o BenchOptions) (*BenchResult, error) {
 	}
 	work := res.ImageGFLOP*float64(o.Images) + res.TextGFLOP*float64(o.Texts)
 	res.GFLOPS = work / (res.ImagePassS + res.TextPassS)
+	if info.Device == "cpu" {
+		res.F32PeakGFLOPS = gemm.PeakF32(threads, 300*time.Millisecond)
+	}
 	return res, nil
 }
 

@@ -231,6 +231,20 @@ func printBenchModel(w io.Writer, r *clipnpu.BenchResult) {
 		}
 		fmt.Fprintln(w, warmups(r.TextWarmupS))
 	}
+	if r.F32PeakGFLOPS > 0 {
+		fmt.Fprintf(w, "peak     float32 FMA peak of this CPU on %d %s: %.0f GFLOP/s (a loop of register-only FMAs, after the passes)", r.Threads, plural(r.Threads, "thread", "threads"), r.F32PeakGFLOPS)
+		if r.Precision == "f32" {
+			var used []string
+			if r.ImageGFLOPS > 0 {
+				used = append(used, fmt.Sprintf("image pass %.2f", r.ImageGFLOPS/r.F32PeakGFLOPS))
+			}
+			if r.TextGFLOPS > 0 {
+				used = append(used, fmt.Sprintf("text pass %.2f", r.TextGFLOPS/r.F32PeakGFLOPS))
+			}
+			fmt.Fprintf(w, "; used: %s", strings.Join(used, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 	if r.PeakRSSBytes >= 0 {
 		fmt.Fprintf(w, "memory   peak RSS %.2f GB (%d bytes)\n", float64(r.PeakRSSBytes)/1e9, r.PeakRSSBytes)
 	} else {

@@ -8,9 +8,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/internal/gemm"
 )
 
 func TestBenchModelValidate(t *testing.T) {
@@ -68,6 +70,10 @@ func TestBenchModelCommand(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		keys = append(keys, "image_cpu_s", "text_cpu_s")
 	}
+	if gemm.PeakF32(1, time.Millisecond) > 0 {
+		// The CPU's float32 FMA peak beside the passes (gemm.PeakF32).
+		keys = append(keys, "f32_peak_gflops")
+	}
 	for _, k := range keys {
 		v, ok := r[k].(float64)
 		if !ok || !(v > 0) {
@@ -118,7 +124,7 @@ func TestBenchModelFolder(t *testing.T) {
 		{[]string{"--images", "2", "--texts", "3"}, []string{"images   pass of 2", "texts    pass of 3 (77 tokens)", "GFLOP/s", "peak RSS"}, nil},
 		{[]string{"--images", "0", "--texts", "2", "--prompt-tokens", "9"}, []string{"texts    pass of 2 (9 tokens)"}, nil},
 		{[]string{"--images", "1", "--texts", "0"}, []string{"images   pass of 1"}, []string{"texts"}},
-		{[]string{"--images", "0", "--texts", "1", "--device", "reference"}, []string{"on cpu-reference", "texts    pass of 1"}, []string{"images   pass"}},
+		{[]string{"--images", "0", "--texts", "1", "--device", "reference"}, []string{"on cpu-reference", "texts    pass of 1"}, []string{"images   pass", "FMA peak"}},
 	} {
 		root := newRoot()
 		var out bytes.Buffer
