@@ -149,6 +149,15 @@ func versusPasses(b *testing.B, prec string, images, texts int) (map[string]func
 			b.Fatalf("-clipnpu.versus-kernel: %v", err)
 		}
 		b.Cleanup(func() { gemm.SetKernel("") })
+	} else {
+		// The kernels clipidx's commands run: chosen by measurement on
+		// this CPU (measured afresh here, nothing kept).
+		c, err := gemm.Choose(gemm.ChooseOptions{Threads: runtime.NumCPU()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { gemm.SetKernel(""); gemm.SetBF16Kernel("") })
+		b.Logf("kernels chosen by measurement: %s; %s", c.Summary(gemm.ContestF32), c.Summary(gemm.ContestBF16))
 	}
 	var o OpenOptions
 	o.Precision = prec
