@@ -38,8 +38,8 @@ const (
 // 1 MiB L2 per core), two threads, with BenchmarkTile's blockings
 // interleaved in one process: a depth of 1280, the whole of the image
 // tower's K for its qkv, out and fc1 products, ran every linear shape of
-// both towers 2–13% faster than 256 (the image tower's 4–8%), with the
-// weights packed once or block by block. A depth of 256 kept the B panel
+// both towers 3–14% faster than 256 (the image tower's 3–10%) with the
+// weights packed once, 0–15% packed block by block. A depth of 256 kept the B panel
 // (32 KiB) and the A slab in L1, but made every product read and write
 // its C K/256 times over, and C's rows, 5–20 KiB apart, fall on few L1
 // sets; at the full depth C is written once and both operands stream from
