@@ -23,7 +23,7 @@ var avx2Kernel = &microKernel{
 // avx512Kernel is the [14, 32] AVX-512F kernel with its 16-deep packers.
 var avx512Kernel = &microKernel{
 	name: "avx512", impl: implAVX512, mr: mr512, nr: nr512, kc: kc512, kcPad: kc512 + 16, mc: mc512, nc: nc512,
-	aOuter: true, aWays: 5, packPays: true,
+	aWays: 5, packPays: true,
 }
 
 // Accelerated reports whether products run on an assembly micro-kernel

@@ -217,9 +217,11 @@ w("; \\\n".join("\t" + l for l in lines) + "\n")
 def kernel512(name):
     """Emit the [14, 32] kernel as TEXT name.
 
-    The driver runs it A slab outer (aOuter): the 14 rows of A stay in L1
-    across the B panels, which stream from L2 one after the other, so the
-    depth loop prefetches nothing. Measured on Emerald Rapids (2 vCPUs, the
+    At the full depth of the model's products (kc512 = 1280) neither the
+    A slab nor the B panel fits in L1; both stream from L2, and the depth
+    loop prefetches nothing (on Zen 5, software prefetches of B 1-4 KiB
+    ahead gained nothing and of each A row cost 2-5%). Measured earlier
+    on Emerald Rapids at a depth of 256 (2 vCPUs, the
     8 linear shapes of BenchmarkKernels, interleaved): dropping the prefetch
     of each A row 256 bytes ahead that the loop had made products 0-6%
     faster on one thread and 0-4% on two; prefetching B 1 KiB ahead
