@@ -136,8 +136,8 @@ func BenchmarkTile(b *testing.B) {
 
 var benchTilePacked = flag.Bool("gemm.tilepacked", false, "BenchmarkTile: weights packed once per variant (Pool.Pack), as the model's float32 weights on AVX-512, instead of packed block by block")
 
-var benchTiles = flag.String("gemm.tiles", "256/168/1024,192/168/1024,128/168/1024,384/168/512,256/336/1024",
-	"kc/mc/nc blockings of the AVX-512 kernel for BenchmarkTile")
+var benchTiles = flag.String("gemm.tiles", "1280/70/1024b,1280/168/1024a,256/168/1024a",
+	"kc/mc/nc[order] blockings of the AVX-512 kernel for BenchmarkTile (order a: A slab outer, b: B panel outer; none: the kernel's)")
 
 // BenchmarkMicroKernel runs one micro-kernel call on data in L1, 100 calls per iteration, best of N by the thread's CPU time (A packed
 // with stride kc, the B panel, C), the ceiling of each kernel on this core.
