@@ -104,8 +104,3 @@ func roundBF16AVX512(dst *uint16, src *float32, n int, dstep int)
 //
 //go:noescape
 func probeVDPBF16PS(n int)
-
-// probeVFMADD231PS runs n iterations of 24 independent zmm VFMADD231PS.
-//
-//go:noescape
-func probeVFMADD231PS(n int)

@@ -314,10 +314,10 @@ roundloop:
 rounddone:
 	RET
 
-// func probeVDPBF16PS(n int) and probeVFMADD231PS(n int) run n iterations
-// of 24 independent zmm VDPBF16PS (VFMADD231PS) for BenchmarkBF16Instructions:
-// the throughput of the instruction the AVX512_BF16 kernel is built on,
-// against the float32 FMA (VDPBF16PS does twice the flops of an FMA).
+// func probeVDPBF16PS(n int) runs n iterations of 24 independent zmm
+// VDPBF16PS for BenchmarkBF16Instructions: the throughput of the
+// instruction the AVX512_BF16 kernel is built on, against the float32 FMA
+// (fmaPeakAVX512 in gemm_amd64.s; VDPBF16PS does twice the flops of an FMA).
 TEXT ·probeVDPBF16PS(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
 	VPXORD Z24, Z24, Z24
@@ -354,44 +354,5 @@ probedploop:
 	JNZ  probedploop
 
 probedpdone:
-	VZEROUPPER
-	RET
-
-TEXT ·probeVFMADD231PS(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
-	VPXORD Z24, Z24, Z24
-	VPXORD Z26, Z26, Z26
-	TESTQ CX, CX
-	JZ   probefmadone
-
-probefmaloop:
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z24, Z26, Z1
-	VFMADD231PS Z24, Z26, Z2
-	VFMADD231PS Z24, Z26, Z3
-	VFMADD231PS Z24, Z26, Z4
-	VFMADD231PS Z24, Z26, Z5
-	VFMADD231PS Z24, Z26, Z6
-	VFMADD231PS Z24, Z26, Z7
-	VFMADD231PS Z24, Z26, Z8
-	VFMADD231PS Z24, Z26, Z9
-	VFMADD231PS Z24, Z26, Z10
-	VFMADD231PS Z24, Z26, Z11
-	VFMADD231PS Z24, Z26, Z12
-	VFMADD231PS Z24, Z26, Z13
-	VFMADD231PS Z24, Z26, Z14
-	VFMADD231PS Z24, Z26, Z15
-	VFMADD231PS Z24, Z26, Z16
-	VFMADD231PS Z24, Z26, Z17
-	VFMADD231PS Z24, Z26, Z18
-	VFMADD231PS Z24, Z26, Z19
-	VFMADD231PS Z24, Z26, Z20
-	VFMADD231PS Z24, Z26, Z21
-	VFMADD231PS Z24, Z26, Z22
-	VFMADD231PS Z24, Z26, Z23
-	DECQ CX
-	JNZ  probefmaloop
-
-probefmadone:
 	VZEROUPPER
 	RET

@@ -304,10 +304,10 @@ rounddone:
 # An argument writes elsewhere (TestBF16Generated compares the output).
 # ---------------------------------------------------------------- probes
 w("""
-// func probeVDPBF16PS(n int) and probeVFMADD231PS(n int) run n iterations
-// of 24 independent zmm VDPBF16PS (VFMADD231PS) for BenchmarkBF16Instructions:
-// the throughput of the instruction the AVX512_BF16 kernel is built on,
-// against the float32 FMA (VDPBF16PS does twice the flops of an FMA).
+// func probeVDPBF16PS(n int) runs n iterations of 24 independent zmm
+// VDPBF16PS for BenchmarkBF16Instructions: the throughput of the
+// instruction the AVX512_BF16 kernel is built on, against the float32 FMA
+// (fmaPeakAVX512 in gemm_amd64.s; VDPBF16PS does twice the flops of an FMA).
 TEXT ·probeVDPBF16PS(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
 	VPXORD Z24, Z24, Z24
@@ -323,24 +323,6 @@ w("""	DECQ CX
 	JNZ  probedploop
 
 probedpdone:
-	VZEROUPPER
-	RET
-
-TEXT ·probeVFMADD231PS(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
-	VPXORD Z24, Z24, Z24
-	VPXORD Z26, Z26, Z26
-	TESTQ CX, CX
-	JZ   probefmadone
-
-probefmaloop:
-""")
-for i in range(24):
-    w(f"\tVFMADD231PS Z24, Z26, Z{i}\n")
-w("""	DECQ CX
-	JNZ  probefmaloop
-
-probefmadone:
 	VZEROUPPER
 	RET
 """)
