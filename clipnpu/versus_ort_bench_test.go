@@ -113,11 +113,9 @@ func BenchmarkVersusORT(b *testing.B) {
 			b.StopTimer()
 			c1, err := rss.CPUTime()
 			// The float32 FMA peak between the pair's passes, and what
-			// fraction of it each side's pass used. It is measured
-			// before ONNX Runtime's pass, not after it: ONNX Runtime's
-			// threads spin on for a while after a pass, and a peak
-			// measured then came out 8% lower (409 against 442-447
-			// GFLOP/s on Zen 5).
+			// fraction of it each side's pass used; measured before
+			// ONNX Runtime's pass, as its spinning threads would lower
+			// it (409 against 442-447 GFLOP/s on Zen 5).
 			peak := gemm.PeakF32(threads, 200*time.Millisecond)
 			ow, oc, err2 := anchor.Time(which)
 			if err2 != nil {
