@@ -491,14 +491,15 @@ TEXT ·{name}(SB), NOSPLIT, $0-12
 	MOVQ n+0(FP), CX
 	MOVL $0x3f800000, AX
 """)
-    if reg == "Y":
-        w(f"\tMOVL AX, X{one0}\n")
+    # AVX-512 broadcasts from a general register; AVX2 only from an xmm.
     if reg == "Z":
-        w(f"\tVPBROADCASTD AX, Z{one0}\n\tVMOVAPS Z{one0}, Z{one1}\n")
+        w(f"\tVPBROADCASTD AX, Z{one0}\n")
     else:
-        w(f"\tVPBROADCASTD X{one0}, Y{one0}\n\tVMOVAPS Y{one0}, Y{one1}\n")
+        w(f"\tMOVL AX, X{one0}\n\tVPBROADCASTD X{one0}, Y{one0}\n")
+    w(f"\tVMOVAPS {reg}{one0}, {reg}{one1}\n")
+    zero = "VPXORD" if reg == "Z" else "VXORPS"
     for i in range(nacc):
-        w(f"\tVXORPS {reg}{i}, {reg}{i}, {reg}{i}\n" if reg == "Y" else f"\tVPXORD Z{i}, Z{i}, Z{i}\n")
+        w(f"\t{zero} {reg}{i}, {reg}{i}, {reg}{i}\n")
     w("\nloop:\n")
     for _ in range(2):
         for i in range(nacc):
