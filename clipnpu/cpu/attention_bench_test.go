@@ -81,7 +81,7 @@ func attnSetup(c attnCase, workers int, seed uint64) (t *fastTower, qkv []float3
 		R += L
 	}
 	t.rows = R
-	t.scores = make([]float32, workers*c.T*c.T)
+	t.scores = make([]float32, workers*c.T*scoreStride(c.T))
 	rng := rand.New(rand.NewPCG(seed, 7))
 	qkv = make([]float32, R*3*H)
 	for i := range qkv {

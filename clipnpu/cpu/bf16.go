@@ -26,7 +26,7 @@ func (f *fastCPU) packBF16() error {
 		f.m.Mapping.Release(f.m.Mapping.Data)
 	}
 	for _, t := range f.towers() {
-		t.mlpSplit = true
+		t.mlpDense = true
 		ws := f.towerLins(t)
 		if f.mapBF16(t, ws) {
 			continue

@@ -121,12 +121,12 @@ type fastTower struct {
 	qp               []float32 // the last layer's pooled queries [n, H]
 	qkv              []float32 // the three projections side by side [R, 3H]; k and v share it
 	mlp              []float32 // MLP hidden [R, M]; also im2col scratch; shares qkv's memory
-	scores           []float32 // per worker [T, T]
+	scores           []float32 // per worker [T, scoreStride(T)]
 	pooled, pooledLN []float32 // [n, H]
 	at               []int     // [n] pooled token of each sequence (within it)
 	off, lens        []int     // [n] first row and row count of each sequence
 	rows             int       // R of the current chunk
-	mlpSplit         bool      // run the MLP in two row blocks (bf16: half the hidden buffer)
+	mlpDense         bool      // the MLP hidden at row stride M (bf16: its products take dense rows only)
 	mlpLD            int       // row stride of layer's MLP hidden (≥ M; 0 until reserve)
 	aux              []float32 // per worker [M] scratch for quick_gelu
 
@@ -314,31 +314,19 @@ func (t *fastTower) reserve(n, workers int) {
 	// (ViT-H/14's M = 5120 would otherwise be copied to a padded stride
 	// for every second product); the bf16 ones pack it themselves.
 	t.mlpLD = t.M
-	if !t.mlpSplit {
+	if !t.mlpDense {
 		t.mlpLD = gemm.Stride(t.M)
 	}
-	work := make([]float32, max(3*R*t.H, t.mlpRows(R)*t.mlpLD, n*t.colsPer))
+	work := make([]float32, max(3*R*t.H, R*t.mlpLD, n*t.colsPer))
 	t.qkv, t.mlp = work, work
 	t.k, t.v = t.qkv[:R*t.H], t.qkv[R*t.H:2*R*t.H]
-	t.scores = make([]float32, workers*t.T*t.T)
+	t.scores = make([]float32, workers*t.T*scoreStride(t.T))
 	t.pooled = make([]float32, n*t.H)
 	t.pooledLN = make([]float32, n*t.H)
 	t.aux = make([]float32, workers*t.M)
 	t.at = make([]int, n)
 	t.off = make([]int, n)
 	t.lens = make([]int, n)
-}
-
-// mlpRows is how many rows layer's MLP runs at a time: all R, or with
-// mlpSplit about half, a multiple of 32 (the bf16 kernels' row tiles). Two
-// blocks read the MLP's weights twice, which costs a bf16 pass little, and
-// halve the hidden buffer and the packed A of the second product (ViT-H/14,
-// image pass of 4: 5 MB each).
-func (t *fastTower) mlpRows(R int) int {
-	if !t.mlpSplit || R < 64 {
-		return R
-	}
-	return ((R+1)/2 + 31) / 32 * 32
 }
 
 // images runs the vision tower on n ≤ fastImageChunk images into out [n, D].
@@ -479,7 +467,7 @@ func (f *fastCPU) lastLayer(t *fastTower, l *fastLayer, n int) {
 	f.linear(qp, hp, n, &l.q, l.qB)
 	scale := float32(1 / math.Sqrt(float64(d)))
 	p.ShareWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
-		s := t.scores[w.ID()*T*T : w.ID()*T*T+T]
+		s := t.scores[w.ID()*T*scoreStride(T) : w.ID()*T*scoreStride(T)+T]
 		for i := lo; i < hi; i++ {
 			b, a := i/A, i%A
 			// The pooled row attends to the whole kept sequence: all tokens
@@ -556,16 +544,17 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln2W, l.ln2B, t.eps)
 		}
 	})
-	// The MLP's output replaces its input in h, block by block; the
-	// hidden has row stride ld.
-	step, ld := t.mlpRows(R), t.mlpLD
-	for lo := 0; lo < R; lo += step {
-		hi := min(R, lo+step)
-		mlp, hb := t.mlp[:(hi-lo)*ld], h[lo*H:hi*H]
-		f.linearStrided(mlp, ld, hb, H, hi-lo, &l.fc1, l.fc1B)
-		f.activate(t, mlp, ld, hi-lo)
-		f.linearStrided(hb, H, mlp, ld, hi-lo, &l.fc2, l.fc2B)
-	}
+	// The MLP's output replaces its input in h; the hidden has row
+	// stride ld. All R rows run at once: in two row blocks, as bf16 once
+	// did to halve the hidden buffer and the second product's packed A
+	// (5 MB each for ViT-H/14's image pass of 4), the bf16 image pass was
+	// 2-3% slower (each block streams the MLP's weights once more and
+	// runs smaller products).
+	ld := t.mlpLD
+	mlp := t.mlp[:R*ld]
+	f.linearStrided(mlp, ld, h, H, R, &l.fc1, l.fc1B)
+	f.activate(t, mlp, ld, R)
+	f.linearStrided(h, H, mlp, ld, R, &l.fc2, l.fc2B)
 	fastAddRows(p, x, h, R, H)
 }
 
@@ -582,7 +571,7 @@ func (f *fastCPU) attention(t *fastTower, ctx, q, k, v []float32, ld, n int) {
 	d := H / A
 	scale := float32(1 / math.Sqrt(float64(d)))
 	f.pool.ShareWorkers(n*A, func(w *gemm.Worker, lo, hi int) {
-		s := t.scores[w.ID()*T*T : (w.ID()+1)*T*T]
+		s := t.scores[w.ID()*T*scoreStride(T) : (w.ID()+1)*T*scoreStride(T)]
 		for i := lo; i < hi; i++ {
 			b, a := i/A, i%A
 			L, in, off := t.lens[b], t.off[b]*ld+a*d, t.off[b]*H+a*d
