@@ -100,6 +100,9 @@ type fastLayer struct {
 	// biases end to end, so that the three projections run as one product.
 	qkv  []*gemm.Matrix
 	qkvB []float32
+	// qkvBF is the bf16 q, k and v as one matrix [3H, H] (stackQKV), or
+	// nil: then the three run as separate products.
+	qkvBF *gemm.PackedBF16
 }
 
 // fastTower is one tower's weights as gemm views plus its reusable buffers.
@@ -522,13 +525,18 @@ func (f *fastCPU) layer(t *fastTower, l *fastLayer, n int) {
 			fastLayerNorm(h[r*H:(r+1)*H], x[r*H:(r+1)*H], l.ln1W, l.ln1B, t.eps)
 		}
 	})
-	if l.q.bf == nil {
+	switch {
+	case l.q.bf == nil:
 		// One product: qkv [R, 3H] holds q, k and v side by side.
 		qkv := t.qkv[:3*R*H]
 		f.warmF32(&l.q, &l.k, &l.v)
 		p.LinearStack(qkv, h, R, l.qkv, l.qkvB)
 		f.attention(t, h, qkv, qkv[H:], qkv[2*H:], 3*H, n) // context [R, H] into h
-	} else {
+	case l.qkvBF != nil:
+		qkv := t.qkv[:3*R*H]
+		p.LinearBF16(qkv, h, R, l.qkvBF, l.qkvB)
+		f.attention(t, h, qkv, qkv[H:], qkv[2*H:], 3*H, n)
+	default:
 		q, k, v := t.qkv[2*R*H:3*R*H], t.qkv[:R*H], t.qkv[R*H:2*R*H]
 		f.linear(q, h, R, &l.q, l.qB)
 		f.linear(k, h, R, &l.k, l.kB)

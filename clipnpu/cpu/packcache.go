@@ -74,15 +74,26 @@ func (f *fastCPU) towers() []*fastTower {
 // the patch embedding.
 func (f *fastCPU) towerLins(t *fastTower) []*lin {
 	var ws []*lin
-	for i := range t.layers {
-		l := &t.layers[i]
-		ws = append(ws, &l.q, &l.k, &l.v, &l.o, &l.fc1, &l.fc2)
-	}
-	ws = append(ws, &t.proj)
-	if t == f.vis {
-		ws = append(ws, &f.patch)
+	for _, g := range f.towerGroups(t) {
+		ws = append(ws, g...)
 	}
 	return ws
+}
+
+// towerGroups is towerLins cut into the groups packed side by side in
+// memory: each layer's q, k and v (one product, stackQKV), then every
+// other matrix alone.
+func (f *fastCPU) towerGroups(t *fastTower) [][]*lin {
+	var gs [][]*lin
+	for i := range t.layers {
+		l := &t.layers[i]
+		gs = append(gs, []*lin{&l.q, &l.k, &l.v}, []*lin{&l.o}, []*lin{&l.fc1}, []*lin{&l.fc2})
+	}
+	gs = append(gs, []*lin{&t.proj})
+	if t == f.vis {
+		gs = append(gs, []*lin{&f.patch})
+	}
+	return gs
 }
 
 func (f *fastCPU) towerName(t *fastTower) string {

@@ -63,6 +63,9 @@ type PackedBF16 struct {
 	Rows, Cols int
 	kp, np     int      // Cols and Rows rounded up to 32
 	data       []uint16 // [np/16][kp/2][16][2]
+	// keep holds what owns data when p is a view of another's memory
+	// (PackBF16Group's parts, StackBF16's stacks).
+	keep []*PackedBF16
 }
 
 // RoundBF16 rounds a float32 to the nearest bfloat16, ties to even.
@@ -82,25 +85,98 @@ func RoundBF16(f float32) uint16 {
 // PackBF16 packs w for LinearBF16. It returns an error for a nil or
 // malformed matrix (negative shape, short data, unknown dtype).
 func PackBF16(w *Matrix) (*PackedBF16, error) {
+	if err := validBF16(w); err != nil {
+		return nil, err
+	}
+	p := newPackedBF16(w.Rows, w.Cols)
+	p.data = offHeap[uint16](p, p.np*p.kp)
+	packBF16Into(p, w)
+	return p, nil
+}
+
+// PackBF16Group packs each of ws as PackBF16 does, into one allocation:
+// the panels of ws[i+1] start where those of ws[i] end, so StackBF16 can
+// view matrices of equal Cols and Rows multiples of 32 as one (the query,
+// key and value projections of a layer).
+func PackBF16Group(ws ...*Matrix) ([]*PackedBF16, error) {
+	total := 0
+	for _, w := range ws {
+		if err := validBF16(w); err != nil {
+			return nil, err
+		}
+		total += BF16Bytes(w.Rows, w.Cols) / 2
+	}
+	owner := &PackedBF16{}
+	all := offHeap[uint16](owner, total)
+	ps := make([]*PackedBF16, len(ws))
+	off := 0
+	for i, w := range ws {
+		p := newPackedBF16(w.Rows, w.Cols)
+		n := p.np * p.kp
+		p.data, p.keep = all[off:off+n:off+n], []*PackedBF16{owner}
+		packBF16Into(p, w)
+		ps[i], off = p, off+n
+	}
+	return ps, nil
+}
+
+// StackBF16 returns the rows of ps end to end, ps[0]'s first, as one
+// packed matrix [Σ Rows, Cols] viewing their memory, so that one
+// LinearBF16 computes what one per matrix would, bit for bit (every
+// output is the same sum in the same order), with one packing of x and
+// one wait for the workers instead of len(ps). It returns nil unless ps
+// have equal Cols, every Rows is a multiple of 32 (no padding between
+// them), and each one's panels start where the previous one's end (as
+// PackBF16Group packs them, or a file maps them end to end). The result
+// keeps ps alive.
+func StackBF16(ps ...*PackedBF16) *PackedBF16 {
+	if len(ps) == 0 || ps[0] == nil {
+		return nil
+	}
+	rows, n := 0, 0
+	for i, p := range ps {
+		if p == nil || p.Cols != ps[0].Cols || p.Rows%bf16NR != 0 || len(p.data) == 0 {
+			return nil
+		}
+		if i > 0 && unsafe.Pointer(&p.data[0]) != unsafe.Add(unsafe.Pointer(&ps[i-1].data[0]), 2*len(ps[i-1].data)) {
+			return nil
+		}
+		rows, n = rows+p.Rows, n+len(p.data)
+	}
+	s := newPackedBF16(rows, ps[0].Cols)
+	s.data, s.keep = unsafe.Slice(&ps[0].data[0], n), ps
+	return s
+}
+
+func newPackedBF16(rows, cols int) *PackedBF16 {
+	return &PackedBF16{Rows: rows, Cols: cols, kp: roundUp(cols, bf16KAlign), np: roundUp(rows, bf16NR)}
+}
+
+// validBF16 is PackBF16's validation of w.
+func validBF16(w *Matrix) error {
 	if w == nil {
-		return nil, errors.New("pack bf16: nil weight matrix")
+		return errors.New("pack bf16: nil weight matrix")
 	}
 	n, k := w.Rows, w.Cols
 	if n < 0 || k < 0 {
-		return nil, fmt.Errorf("pack bf16: negative shape [%d, %d]", n, k)
+		return fmt.Errorf("pack bf16: negative shape [%d, %d]", n, k)
 	}
 	have := len(w.U16)
 	if w.Dtype == F32 {
 		have = len(w.F32)
 	}
 	if w.Dtype > BF16 {
-		return nil, fmt.Errorf("pack bf16: unknown dtype %v", w.Dtype)
+		return fmt.Errorf("pack bf16: unknown dtype %v", w.Dtype)
 	}
 	if have < n*k {
-		return nil, fmt.Errorf("pack bf16: %v weights [%d, %d] need %d elements, have %d", w.Dtype, n, k, n*k, have)
+		return fmt.Errorf("pack bf16: %v weights [%d, %d] need %d elements, have %d", w.Dtype, n, k, n*k, have)
 	}
-	p := &PackedBF16{Rows: n, Cols: k, kp: roundUp(k, bf16KAlign), np: roundUp(n, bf16NR)}
-	p.data = offHeap[uint16](p, p.np*p.kp)
+	return nil
+}
+
+// packBF16Into fills p's zeroed panels from w (checked by validBF16).
+func packBF16Into(p *PackedBF16, w *Matrix) {
+	n, k := w.Rows, w.Cols
 	for j := range n {
 		panel := p.data[j/16*p.kp*16:]
 		col := (j % 16) * 2
@@ -117,7 +193,6 @@ func PackBF16(w *Matrix) (*PackedBF16, error) {
 			panel[q/2*32+col+q%2] = h
 		}
 	}
-	return p, nil
 }
 
 func roundUp(x, to int) int { return (x + to - 1) / to * to }

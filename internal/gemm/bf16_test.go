@@ -471,3 +471,82 @@ func bf16RandWeights(r *rand.Rand, n, k int, dt Dtype) *Matrix {
 	}
 	return w
 }
+
+// TestStackBF16 checks that a stack of PackBF16Group's parts computes
+// exactly (bit for bit) what one LinearBF16 per part does, on every kernel
+// and with depths beyond one block, that it outlives the parts it views,
+// and that StackBF16 refuses what it cannot view as one matrix.
+func TestStackBF16(t *testing.T) {
+	for _, name := range bf16Kernels {
+		t.Run(name, func(t *testing.T) {
+			useBF16Kernel(t, name)
+			r := rand.New(rand.NewPCG(3, 4))
+			for _, k := range []int{48, 80, 2*bf16KC + 40} {
+				rows := []int{64, 32, 96}
+				ws := make([]*Matrix, len(rows))
+				for i, n := range rows {
+					ws[i] = bf16RandWeights(r, n, k, F32)
+				}
+				ps, err := PackBF16Group(ws...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stack := StackBF16(ps...)
+				if stack == nil || stack.Rows != 192 || stack.Cols != k {
+					t.Fatalf("k=%d: StackBF16 of a group = %+v, want a [192, %d] view", k, stack, k)
+				}
+				const m = 29
+				x := bf16RandSlice(r, m*k, 1)
+				bias := bf16RandSlice(r, 192, 2)
+				want := make([]float32, m*192)
+				col := 0
+				for i, p := range ps {
+					y := make([]float32, m*p.Rows)
+					var wk Worker
+					wk.LinearBF16(y, x, m, p, bias[col:col+p.Rows])
+					for row := range m {
+						copy(want[row*192+col:], y[row*p.Rows:(row+1)*p.Rows])
+					}
+					col += rows[i]
+				}
+				ps = nil // the stack alone keeps the memory mapped
+				runtime.GC()
+				runtime.GC()
+				got := make([]float32, m*192)
+				var wk Worker
+				wk.LinearBF16(got, x, m, stack, bias)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("k=%d: stacked y[%d] = %v, one product per part %v", k, i, got[i], want[i])
+					}
+				}
+			}
+			// What cannot be one matrix.
+			w64, w48 := bf16RandWeights(r, 64, 40, F32), bf16RandWeights(r, 48, 40, F32)
+			w64b := bf16RandWeights(r, 64, 72, F32)
+			group := func(ws ...*Matrix) []*PackedBF16 {
+				ps, err := PackBF16Group(ws...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ps
+			}
+			g := group(w64, w64, w64)
+			for _, c := range []struct {
+				name string
+				ps   []*PackedBF16
+			}{
+				{"out of order", []*PackedBF16{g[1], g[0]}},
+				{"not adjacent", []*PackedBF16{g[0], g[2]}},
+				{"rows not a multiple of 32", group(w48, w64)},
+				{"different columns", group(w64, w64b)},
+				{"nil part", []*PackedBF16{g[0], nil}},
+				{"none", nil},
+			} {
+				if s := StackBF16(c.ps...); s != nil {
+					t.Errorf("%s: StackBF16 = [%d, %d], want nil", c.name, s.Rows, s.Cols)
+				}
+			}
+		})
+	}
+}
