@@ -76,13 +76,24 @@ func BenchmarkKernels(b *testing.B) {
 	}
 }
 
-// BenchmarkTile compares blockings of the AVX-512 kernel on the model's
-// linear shapes, interleaved, single-threaded by default: the numbers
-// behind tune.go's kc512, mc512 and nc512. Variants are given as
-// kc/mc/nc in -gemm.tiles.
+// BenchmarkTile compares blockings of the AVX-512 kernel (or, with
+// -gemm.tilekernel avx2, the AVX2 one) on the model's linear shapes,
+// interleaved, on -gemm.threads: the numbers behind tune.go's kc512,
+// mc512 and nc512. Variants are given as kc/mc/nc in -gemm.tiles.
 func BenchmarkTile(b *testing.B) {
-	if !useAVX512 {
-		b.Skip("CPU lacks AVX-512F or AVX512BW")
+	base := avx512Kernel
+	switch *benchTileKernel {
+	case "avx512":
+		if !useAVX512 {
+			b.Skip("CPU lacks AVX-512F or AVX512BW")
+		}
+	case "avx2":
+		if !useAVX2 {
+			b.Skip("CPU lacks AVX2 or FMA")
+		}
+		base = avx2Kernel
+	default:
+		b.Fatalf("-gemm.tilekernel %q: want avx512 or avx2", *benchTileKernel)
 	}
 	var variants []*microKernel
 	for _, v := range strings.Split(*benchTiles, ",") {
@@ -93,7 +104,7 @@ func BenchmarkTile(b *testing.B) {
 				b.Fatalf("-gemm.tiles %q: %v", v, err)
 			}
 		}
-		kr := *avx512Kernel
+		kr := *base
 		kr.kc, kr.kcPad, kr.mc, kr.nc = kcv, kcv+16, mcv, ncv
 		switch order {
 		case "":
@@ -133,6 +144,8 @@ func BenchmarkTile(b *testing.B) {
 		}
 	})
 }
+
+var benchTileKernel = flag.String("gemm.tilekernel", "avx512", "BenchmarkTile's kernel: avx512 or avx2")
 
 var benchTilePacked = flag.Bool("gemm.tilepacked", false, "BenchmarkTile: weights packed once per variant (Pool.Pack), as the model's float32 weights on AVX-512, instead of packed block by block")
 

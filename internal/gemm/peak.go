@@ -17,6 +17,11 @@ import (
 // build, a CPU without FMA).
 func PeakF32(threads int, d time.Duration) float64 {
 	loop, flopsPerIter := fmaPeakLoop()
+	return peakOf(loop, flopsPerIter, threads, d)
+}
+
+// peakOf is PeakF32 for loop (n iterations of flopsPerIter flops).
+func peakOf(loop func(n int) float32, flopsPerIter float64, threads int, d time.Duration) float64 {
 	if loop == nil || threads < 1 {
 		return 0
 	}

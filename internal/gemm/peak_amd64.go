@@ -9,7 +9,7 @@ func fmaPeakLoop() (func(n int) float32, float64) {
 	case useAVX512:
 		return fmaPeakAVX512, 2 * 28 * 16 * 2
 	case useAVX2:
-		return fmaPeakAVX2, 2 * 12 * 8 * 2
+		return fmaPeakAVX2, avx2PeakFlops
 	}
 	return nil, 0
 }
@@ -25,3 +25,6 @@ func fmaPeakAVX512(n int) float32
 //
 //go:noescape
 func fmaPeakAVX2(n int) float32
+
+// avx2PeakFlops are the flops of one iteration of fmaPeakAVX2.
+const avx2PeakFlops = 2 * 12 * 8 * 2

@@ -2,7 +2,10 @@
 
 package gemm
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestFMAPeakLoops checks that each FMA peak loop this CPU can run does
 // its multiply-adds: n iterations leave 2n in every lane of every
@@ -24,4 +27,21 @@ func TestFMAPeakLoops(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkFMAPeakAVX2 reports the AVX2 FMA peak (ymm) on one thread and on
+// -gemm.threads: the ceiling of the AVX2 kernel, which on a CPU with
+// AVX-512 sits below PeakF32 (set BenchmarkTile -gemm.tilekernel avx2
+// against it).
+func BenchmarkFMAPeakAVX2(b *testing.B) {
+	if !useAVX2 {
+		b.Skip("CPU lacks AVX2 or FMA")
+	}
+	var one, all float64
+	for b.Loop() {
+		one = max(one, peakOf(fmaPeakAVX2, avx2PeakFlops, 1, 100*time.Millisecond))
+		all = max(all, peakOf(fmaPeakAVX2, avx2PeakFlops, *benchThreads, 100*time.Millisecond))
+	}
+	b.ReportMetric(one, "1thread_GFLOP/s")
+	b.ReportMetric(all, "threads_GFLOP/s")
 }
