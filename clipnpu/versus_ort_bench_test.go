@@ -85,12 +85,8 @@ func BenchmarkVersusORT(b *testing.B) {
 	}
 	const images, texts = 4, 8
 	anchor := startORT(b, *versusONNX, images, texts) // first: it skips when a piece is missing
-	ours, note := versusPasses(b, prec, images, texts)
+	ours, cfg, note := versusPasses(b, prec, images, texts)
 	b.Logf("clipidx %s on %s %s against ONNX Runtime f32", prec, gemm.Kernel(), note)
-	cfg, err := LoadConfig(*versusModel)
-	if err != nil {
-		b.Fatal(err)
-	}
 	gflop := map[string]float64{"img": cfg.ImageFLOPs() * images / 1e9, "txt": cfg.TextFLOPs(cfg.Text.Context) * texts / 1e9}
 	threads := runtime.NumCPU()
 
@@ -148,8 +144,8 @@ func BenchmarkVersusORT(b *testing.B) {
 // versusPasses opens -clipnpu.versus-model with precision prec and the
 // kernel -clipnpu.versus-kernel, checks it is ViT-H/14-shaped, and returns
 // its image and text passes, warmed up (the second packs the weights),
-// with the backend's device note.
-func versusPasses(b *testing.B, prec string, images, texts int) (map[string]func() error, string) {
+// with its config and the backend's device note.
+func versusPasses(b *testing.B, prec string, images, texts int) (map[string]func() error, Config, string) {
 	if *versusKernel != "" {
 		if err := gemm.SetKernel(*versusKernel); err != nil {
 			b.Fatalf("-clipnpu.versus-kernel: %v", err)
@@ -202,5 +198,5 @@ func versusPasses(b *testing.B, prec string, images, texts int) (map[string]func
 			}
 		}
 	}
-	return ours, be.Info().DeviceNote
+	return ours, cfg, be.Info().DeviceNote
 }

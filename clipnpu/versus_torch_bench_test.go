@@ -67,7 +67,7 @@ func BenchmarkVersusTorch(b *testing.B) {
 		b.Fatalf("-clipnpu.versus-precision %q: want f32 or bf16", prec)
 	}
 	const images, texts = 4, 8
-	ours, note := versusPasses(b, prec, images, texts)
+	ours, _, note := versusPasses(b, prec, images, texts)
 	anchor := startTorch(b, images, texts, prec) // --dtype has the same names
 	b.Logf("clipidx %s on %s %s against PyTorch %s; OPENBLAS_CORETYPE=%q", prec, gemm.Kernel(), note, prec, os.Getenv("OPENBLAS_CORETYPE"))
 
