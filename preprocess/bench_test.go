@@ -115,7 +115,8 @@ func BenchmarkToRGB12MP(b *testing.B) {
 }
 
 // BenchmarkResize12MP is the resize and crop alone: 4000x3000 packed RGB to
-// the 224x224 window of its 298x224 resize.
+// the 224x224 window of its 298x224 resize, with the horizontal pass as it
+// runs here (simd where the CPU has it) and in hpassRows (scalar).
 func BenchmarkResize12MP(b *testing.B) {
 	const w, h = 4000, 3000
 	src := synthetic(w, h, "noise")
@@ -125,11 +126,20 @@ func BenchmarkResize12MP(b *testing.B) {
 		b.Fatal(err)
 	}
 	dst := make([]byte, g.cw*g.ch*3)
-	var scratch []byte
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for range b.N {
-		scratch = resizeCrop(dst, src, g, scratch)
+	for _, side := range []string{"simd", "scalar"} {
+		b.Run(side, func(b *testing.B) {
+			if side == "simd" && !hpassSIMD {
+				b.Skip("no SIMD horizontal pass on this CPU or build")
+			}
+			hpassScalar = side == "scalar"
+			defer func() { hpassScalar = false }()
+			var scratch []byte
+			b.ResetTimer()
+			defer cpuTimer(b)()
+			for range b.N {
+				scratch = resizeCrop(dst, src, g, scratch)
+			}
+		})
 	}
 }
 
