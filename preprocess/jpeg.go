@@ -209,7 +209,7 @@ func (d *jpegDecoder) decode() (image.Image, error) {
 	}
 	d.pos = 2
 	d.arena = getJPEGArena()
-	defer func() { jpegArenas.Put(d.arena); d.arena = nil }()
+	defer func() { jpegArenas.put(d.arena); d.arena = nil }()
 	for i := range d.ae.dcU {
 		d.ae.dcU[i], d.ae.acK[i] = 1, 5 // T.81 defaults without DAC
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestJPEGPoolNoLeak decodes JPEGs of different layouts one after the
@@ -35,7 +36,8 @@ func TestJPEGPoolNoLeak(t *testing.T) {
 	}
 	fresh := make([][]byte, len(files))
 	for i, f := range files {
-		jpegArenas, jpegRGBs = sync.Pool{}, sync.Pool{}
+		jpegArenas.reset()
+		jpegRGBs.reset()
 		img, _, err := decodeJPEGImage(f, "fresh.jpg", DefaultMaxPixels)
 		if err != nil {
 			t.Fatal(err)
@@ -101,4 +103,70 @@ func TestProcessorJPEGBufferNotShared(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestSharedPool checks what sync.Pool did not give the decoder: a buffer
+// released on one OS thread is taken back on another; the pool keeps at
+// most GOMAXPROCS+2 buffers; and it lets them go once a garbage
+// collection passes with the pool unused, and not before.
+func TestSharedPool(t *testing.T) {
+	jpegRGBs.reset()
+	t.Cleanup(jpegRGBs.reset)
+	buf := make([]byte, 1<<20)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // this goroutine's thread exits with it
+		releaseDecoded(&packedRGB{Pix: buf})
+		close(done)
+	}()
+	<-done
+	got := make(chan []byte)
+	go func() {
+		runtime.LockOSThread()
+		got <- rgbOutput(len(buf))
+	}()
+	if b := <-got; &b[0] != &buf[0] {
+		t.Fatal("a buffer released on one thread was not taken back on another")
+	}
+
+	limit := runtime.GOMAXPROCS(0) + 2
+	for range limit + 3 {
+		jpegRGBs.put(make([]byte, 16))
+	}
+	jpegRGBs.mu.Lock()
+	held := len(jpegRGBs.items)
+	jpegRGBs.mu.Unlock()
+	if held != limit {
+		t.Fatalf("pool holds %d buffers, want at most %d", held, limit)
+	}
+	// Used since the last collection: the next one keeps the buffers, a
+	// second one with no use in between lets them go.
+	waitGC := func() {
+		t.Helper()
+		seen := gcSeen.Load()
+		for deadline := time.Now().Add(10 * time.Second); gcSeen.Load() == seen; {
+			if time.Now().After(deadline) {
+				t.Fatal("no collection was seen in 10 s")
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+	}
+	jpegRGBs.mu.Lock()
+	jpegRGBs.used = true
+	jpegRGBs.mu.Unlock()
+	waitGC()
+	jpegRGBs.mu.Lock()
+	kept := len(jpegRGBs.items)
+	jpegRGBs.mu.Unlock()
+	if kept != limit {
+		t.Fatalf("a collection right after use left %d buffers, want %d", kept, limit)
+	}
+	waitGC()
+	jpegRGBs.mu.Lock()
+	left := len(jpegRGBs.items)
+	jpegRGBs.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d buffers left after a collection with the pool unused, want 0", left)
+	}
 }
