@@ -7,7 +7,6 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/clipnpu/hf"
-	"github.com/clipidx/clipidx/internal/gemm"
 )
 
 // TestStackQKV checks that bf16 layers run q, k and v as one product where
@@ -18,25 +17,7 @@ import (
 // output bit: the same model with the stacks dropped gives equal
 // embeddings.
 func TestStackQKV(t *testing.T) {
-	if _, err := gemm.BF16Kernel(); err != nil {
-		if err := gemm.SetBF16Kernel("go"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { gemm.SetBF16Kernel("") })
-	}
-	px, ids, n := cacheInputs()
-	embed := func(b core.Backend) [][]float32 {
-		t.Helper()
-		im, err := b.EncodeImages(px, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx, err := b.EncodeTexts(ids, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return [][]float32{im, tx}
-	}
+	bf16OrPortable(t)
 	stacks := func(t *fastTower) (n int) {
 		for i := range t.layers {
 			if t.layers[i].qkvBF != nil {
@@ -63,11 +44,11 @@ func TestStackQKV(t *testing.T) {
 			if got := stacks(f.txt); got != 0 {
 				t.Errorf("text tower (H = 48): %d layers stacked q, k and v, want 0", got)
 			}
-			stacked := embed(b)
+			stacked := embedCacheInputs(t, b)
 			for i := range f.vis.layers {
 				f.vis.layers[i].qkvBF = nil
 			}
-			three := embed(b)
+			three := embedCacheInputs(t, b)
 			for i := range three {
 				if !slices.Equal(stacked[i], three[i]) {
 					t.Fatalf("output %d: one stacked q, k, v product differs from three products", i)

@@ -34,6 +34,32 @@ func cacheInputs() (px []float32, ids []int32, n int) {
 	return px, ids, n
 }
 
+// embedCacheInputs is b's image and text embeddings of cacheInputs.
+func embedCacheInputs(t *testing.T, b core.Backend) [][]float32 {
+	t.Helper()
+	px, ids, n := cacheInputs()
+	im, err := b.EncodeImages(px, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := b.EncodeTexts(ids, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [][]float32{im, tx}
+}
+
+// bf16OrPortable lets bf16 run on a CPU without a bf16 kernel, on the
+// portable Go kernel, until the test ends.
+func bf16OrPortable(t *testing.T) {
+	if _, err := gemm.BF16Kernel(); err != nil {
+		if err := gemm.SetBF16Kernel("go"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { gemm.SetBF16Kernel("") })
+	}
+}
+
 // allMatrices is how many weight matrices packTestConfig's towers have.
 var allMatrices = int64(packTestConfig.Vision.Layers*6 + 2 + packTestConfig.Text.Layers*6 + 1)
 
@@ -51,7 +77,6 @@ type cacheRun struct {
 // second pass: the reference for the products from a mapped file.)
 func startCached(t *testing.T, seed uint64, precision, dir string) cacheRun {
 	t.Helper()
-	px, ids, n := cacheInputs()
 	before := packCount.Load()
 	b, err := NewFast(hf.RandomModel(packTestConfig, seed, core.F32, core.BothTowers, 2), core.Options{Threads: 2, Precision: precision, PackCache: dir, PackEarly: dir == ""})
 	if err != nil {
@@ -60,15 +85,7 @@ func startCached(t *testing.T, seed uint64, precision, dir string) cacheRun {
 	defer b.Close()
 	var run cacheRun
 	for range 2 {
-		im, err := b.EncodeImages(px, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx, err := b.EncodeTexts(ids, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		run.out = append(run.out, im, tx)
+		run.out = append(run.out, embedCacheInputs(t, b)...)
 	}
 	run.packed = packCount.Load() - before
 	run.note = b.Info().DeviceNote
@@ -79,12 +96,7 @@ func startCached(t *testing.T, seed uint64, precision, dir string) cacheRun {
 // CPU: bf16 (on the portable kernel where the CPU has none), and f32 with
 // packing taken as paying (as on the AVX-512 kernel).
 func withCachePrecision(t *testing.T, test func(t *testing.T, precision string)) {
-	if _, err := gemm.BF16Kernel(); err != nil {
-		if err := gemm.SetBF16Kernel("go"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { gemm.SetBF16Kernel("") })
-	}
+	bf16OrPortable(t)
 	prevOff, prevPays := packOff, packPays
 	packOff, packPays = false, func() bool { return true }
 	t.Cleanup(func() { packOff, packPays = prevOff, prevPays })
