@@ -38,6 +38,12 @@ func cacheInputs() (px []float32, ids []int32, n int) {
 func embedCacheInputs(t *testing.T, b core.Backend) [][]float32 {
 	t.Helper()
 	px, ids, n := cacheInputs()
+	return embedBoth(t, b, px, ids, n)
+}
+
+// embedBoth is b's embeddings of n images px and n prompts ids.
+func embedBoth(t *testing.T, b core.Backend, px []float32, ids []int32, n int) [][]float32 {
+	t.Helper()
 	im, err := b.EncodeImages(px, n)
 	if err != nil {
 		t.Fatal(err)

@@ -56,15 +56,7 @@ func TestPackF32SecondUse(t *testing.T) {
 		f := b.(*fastCPU)
 		var out [][]float32
 		for pass := 1; pass <= 3; pass++ {
-			im, err := f.EncodeImages(px, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tx, err := f.EncodeTexts(ids, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, im, tx)
+			out = append(out, embedBoth(t, f, px, ids, n)...)
 			check(pass, f)
 		}
 		return out
