@@ -60,16 +60,28 @@ var jpeg12 = sync.OnceValue(func() []byte {
 
 // BenchmarkJPEG12MP is the whole path for a 12-megapixel photo: decode,
 // colour conversion, resize, crop, normalise.
+// "rows" is the default, the decoder handing rows to the resize as it
+// converts them; "whole" decodes the whole RGB image first.
 func BenchmarkJPEG12MP(b *testing.B) {
 	data := jpeg12()
 	p := New(DefaultConfig(), Options{})
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for range b.N {
-		if _, err := p.Bytes(data, "bench.jpg"); err != nil {
-			b.Fatal(err)
+	for _, whole := range []bool{false, true} {
+		name := "rows"
+		if whole {
+			name = "whole"
 		}
+		b.Run(name, func(b *testing.B) {
+			defer func(old bool) { jpegWhole = old }(jpegWhole)
+			jpegWhole = whole
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			defer cpuTimer(b)()
+			for range b.N {
+				if _, err := p.Bytes(data, "bench.jpg"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -92,6 +92,27 @@ type jpegDecoder struct {
 	ow, oh  int
 	ctx     context.Context
 	arena   *jpegArena // reused buffers (jpegpool.go), back to the pool when decode returns
+	// sink, when set, takes the output rows instead of an image
+	// (decodeJPEGRows); stream is its progress.
+	sink   rowSink
+	stream *rowStream
+}
+
+// rowSink takes a decode's rows in place of a whole image.
+type rowSink interface {
+	// begin is called once, with the output size, before any row.
+	begin(w, h int) error
+	// row takes output row y, packed RGB, which it must not keep. A row
+	// may come again (a later scan changed the planes); the later counts.
+	row(y int, rgb []byte)
+}
+
+// rowStream is how far the rows have gone to a decode's sink.
+type rowStream struct {
+	cv   *converter
+	buf  []byte
+	next int   // rows given, from the top
+	done []int // per component, plane rows decoded by the first scan
 }
 
 // Markers (ITU T.81 table B.1).
@@ -146,6 +167,72 @@ func decodeJPEGImage(data []byte, name string, maxPixels int64) (image.Image, fo
 		return nil, fmtJPEG, jpegError(name, err, maxPixels)
 	}
 	return img, fmtJPEG, nil
+}
+
+// decodeJPEGRows decodes a JPEG at full size and gives its rows to sink
+// as they are converted, instead of making the whole RGB image: a
+// baseline JPEG whose one scan holds every component has its rows
+// converted as each MCU row is decoded, while its planes are still in
+// cache, and a resize reading them never needs the 36 MB of a 12 MP
+// photo's RGB. The rows are those decodeJPEGImage's image holds.
+func decodeJPEGRows(data []byte, name string, maxPixels int64, sink rowSink) error {
+	_, err := safely(func() (image.Image, error) {
+		d := &jpegDecoder{data: data, maxPixels: maxPixels, sink: sink}
+		return d.decode()
+	})
+	if err != nil {
+		return jpegError(name, err, maxPixels)
+	}
+	return nil
+}
+
+// emitRows converts the rows not yet given to the sink, up to the last
+// one the planes can make when component i holds its first done[i] rows
+// (all rows when done is nil).
+func (d *jpegDecoder) emitRows(done []int) error {
+	if d.stream == nil {
+		if err := d.sink.begin(d.ow, d.oh); err != nil {
+			return err
+		}
+		cv, err := d.newConverter()
+		if err != nil {
+			return err
+		}
+		d.stream = &rowStream{cv: cv, buf: make([]byte, d.ow*3), done: make([]int, len(d.comps))}
+	}
+	st := d.stream
+	end := d.oh
+	if done != nil {
+		end = st.cv.ready(st.next, done)
+	}
+	for ; st.next < end; st.next++ {
+		st.cv.row(st.next, st.buf)
+		d.sink.row(st.next, st.buf)
+	}
+	return nil
+}
+
+// streamRows gives the sink the rows that MCU rows 0..my-1 of scan s
+// complete, when s is the frame's first scan, holds every component and
+// writes the planes directly (baseline, full size).
+func (d *jpegDecoder) streamRows(s *scanHeader, my int) error {
+	if d.sink == nil || d.progressive || d.scale != 1 || d.nscans != 0 || len(s.comps) != len(d.comps) {
+		return nil
+	}
+	if d.stream == nil {
+		if err := d.emitRows(make([]int, len(d.comps))); err != nil {
+			return err
+		}
+	}
+	for i := range d.comps {
+		c := &d.comps[i]
+		if len(s.comps) == 1 {
+			d.stream.done[i] = my * 8
+		} else {
+			d.stream.done[i] = my * c.v * 8
+		}
+	}
+	return d.emitRows(d.stream.done)
 }
 
 // jpegError wraps an error of the JPEG decoder for the file name.
@@ -600,6 +687,11 @@ func (d *jpegDecoder) scan() error {
 				return err
 			}
 		}
+		if mx == 0 && my > 0 {
+			if err := d.streamRows(&s, my); err != nil {
+				return err
+			}
+		}
 		if skip {
 			if d.progressive && ri == 0 {
 				break // nothing more can change in this scan
@@ -752,6 +844,12 @@ func (d *jpegDecoder) output() (image.Image, error) {
 			}
 		}
 		c.coef = nil
+	}
+	if d.sink != nil {
+		if d.stream != nil && d.nscans > 1 {
+			d.stream.next = 0 // a later scan changed planes already given
+		}
+		return nil, d.emitRows(nil)
 	}
 	rgb := rgbOutput(d.ow * d.oh * 3)
 	if err := d.convert(rgb); err != nil {

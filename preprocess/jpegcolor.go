@@ -301,59 +301,108 @@ func (u *upsampler) row(y int) []byte {
 // is, grey copied to the three channels, CMYK and YCCK through Pillow's
 // inverted ("CMYK;I") Adobe convention and its cmyk2rgb.
 func (d *jpegDecoder) convert(rgb []byte) error {
+	cv, err := d.newConverter()
+	if err != nil {
+		return err
+	}
 	w := d.ow
+	for y := 0; y < d.oh; y++ {
+		cv.row(y, rgb[y*w*3:(y+1)*w*3])
+	}
+	return nil
+}
+
+// converter turns the decoded planes into packed RGB one output row at a
+// time, in any order.
+type converter struct {
+	d   *jpegDecoder
+	ups []*upsampler
+	cs  int
+}
+
+func (d *jpegDecoder) newConverter() (*converter, error) {
 	minBS := 8
 	for i := range d.comps {
 		minBS = min(minBS, d.comps[i].bs)
 	}
-	ups := make([]*upsampler, len(d.comps))
+	cv := &converter{d: d, ups: make([]*upsampler, len(d.comps)), cs: d.colorSpace()}
 	for i := range d.comps {
-		u, err := newUpsampler(d.arena, i, &d.comps[i], d.hmax, d.vmax, minBS, w)
+		u, err := newUpsampler(d.arena, i, &d.comps[i], d.hmax, d.vmax, minBS, d.ow)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ups[i] = u
+		cv.ups[i] = u
 	}
-	cs := d.colorSpace()
-	t := &jpegTables
+	return cv, nil
+}
+
+// lastRow returns the last plane row of its component that output row y
+// reads.
+func (u *upsampler) lastRow(y int) int {
+	switch u.method {
+	case upFull, upH2V1:
+		return y
+	case upH1V2, upH2V2:
+		if y%2 == 1 {
+			return min(y/2+1, u.c.dh-1)
+		}
+		return y / 2
+	}
+	return y / u.vexp
+}
+
+// ready returns how many output rows from the top can be converted when
+// each component's planes hold their first done[i] rows.
+func (cv *converter) ready(from int, done []int) int {
+	y := from
+	for ; y < cv.d.oh; y++ {
+		for i, u := range cv.ups {
+			if u.lastRow(y) >= done[i] {
+				return y
+			}
+		}
+	}
+	return y
+}
+
+// row converts output row y into dst (ow packed-RGB pixels).
+func (cv *converter) row(y int, dst []byte) {
 	var rows [4][]byte
-	for y := 0; y < d.oh; y++ {
-		for i, u := range ups {
-			rows[i] = u.row(y)[:w]
+	w := cv.d.ow
+	for i, u := range cv.ups {
+		rows[i] = u.row(y)[:w]
+	}
+	t := &jpegTables
+	switch cv.cs {
+	case jcsGray:
+		for x, v := range rows[0] {
+			p := dst[x*3 : x*3+3 : x*3+3]
+			p[0], p[1], p[2] = v, v, v
 		}
-		dst := rgb[y*w*3 : (y+1)*w*3]
-		switch cs {
-		case jcsGray:
-			for x, v := range rows[0] {
-				p := dst[x*3 : x*3+3 : x*3+3]
-				p[0], p[1], p[2] = v, v, v
-			}
-		case jcsYCbCr:
-			jpegRow(dst, rows[0], rows[1], rows[2])
-		case jcsRGB:
-			r, g, b := rows[0], rows[1], rows[2]
-			for x := range r {
-				p := dst[x*3 : x*3+3 : x*3+3]
-				p[0], p[1], p[2] = r[x], g[x], b[x]
-			}
-		case jcsCMYK:
-			c, m, ye, k := rows[0], rows[1], rows[2], rows[3]
-			for x := range c {
-				p := dst[x*3 : x*3+3 : x*3+3]
-				kk := 255 - k[x]
-				p[0], p[1], p[2] = cmykToRGB(255-c[x], kk), cmykToRGB(255-m[x], kk), cmykToRGB(255-ye[x], kk)
-			}
-		case jcsYCCK:
-			yy, cb, cr, k := rows[0], rows[1], rows[2], rows[3]
-			for x := range yy {
-				p := dst[x*3 : x*3+3 : x*3+3]
-				Y := int32(yy[x])
-				kk := 255 - k[x]
-				p[0] = cmykToRGB(clampByte(Y+t.crR[cr[x]]), kk)
-				p[1] = cmykToRGB(clampByte(Y+(t.cbG[cb[x]]+t.crG[cr[x]])>>16), kk)
-				p[2] = cmykToRGB(clampByte(Y+t.cbB[cb[x]]), kk)
-			}
+	case jcsYCbCr:
+		jpegRow(dst, rows[0], rows[1], rows[2])
+	case jcsRGB:
+		r, g, b := rows[0], rows[1], rows[2]
+		for x := range r {
+			p := dst[x*3 : x*3+3 : x*3+3]
+			p[0], p[1], p[2] = r[x], g[x], b[x]
+		}
+	case jcsCMYK:
+		c, m, ye, k := rows[0], rows[1], rows[2], rows[3]
+		for x := range c {
+			p := dst[x*3 : x*3+3 : x*3+3]
+			kk := 255 - k[x]
+			p[0], p[1], p[2] = cmykToRGB(255-c[x], kk), cmykToRGB(255-m[x], kk), cmykToRGB(255-ye[x], kk)
+		}
+	case jcsYCCK:
+		yy, cb, cr, k := rows[0], rows[1], rows[2], rows[3]
+		for x := range yy {
+			p := dst[x*3 : x*3+3 : x*3+3]
+			Y := int32(yy[x])
+			kk := 255 - k[x]
+			p[0] = cmykToRGB(clampByte(Y+t.crR[cr[x]]), kk)
+			p[1] = cmykToRGB(clampByte(Y+(t.cbG[cb[x]]+t.crG[cr[x]])>>16), kk)
+			p[2] = cmykToRGB(clampByte(Y+t.cbB[cb[x]]), kk)
 		}
 	}
-	return nil
 }

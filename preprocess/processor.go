@@ -139,6 +139,9 @@ func (p *Processor) Bytes(data []byte, name string) ([]float32, error) {
 	if p.cfgErr != nil {
 		return nil, p.cfgErr
 	}
+	if out, ok, err := p.jpegRows(data, name); ok {
+		return out, err
+	}
 	img, f, err := decodeImage(data, name, p.maxPixels)
 	if err != nil {
 		return nil, err
@@ -153,6 +156,92 @@ func (p *Processor) Bytes(data []byte, name string) ([]float32, error) {
 		return nil, fmt.Errorf("preprocess %s: %w", name, err)
 	}
 	return out, nil
+}
+
+// jpegRows is Bytes for a JPEG that needs no turning, or only a mirror or
+// a half turn: its rows go from the decoder to the resize as they are
+// converted (decodeJPEGRows), with the same output as decoding the whole
+// image first. ok is false when data is not such a JPEG (a quarter turn,
+// EXIF orientations 5 to 8, makes the rows columns: those are decoded
+// whole and turned).
+func (p *Processor) jpegRows(data []byte, name string) (out []float32, ok bool, err error) {
+	if f, _ := sniff(data, name); f != fmtJPEG || jpegWhole {
+		return nil, false, nil
+	}
+	o := 1
+	if !p.opts.IgnoreEXIF {
+		o = exifOrientation(data, fmtJPEG)
+	}
+	if o > 4 {
+		return nil, false, nil
+	}
+	bufs, _ := p.bufs.Get().(*buffers)
+	if bufs == nil {
+		bufs = new(buffers)
+	}
+	defer p.bufs.Put(bufs)
+	s := &resizeSink{p: p, o: o, scratch: bufs.tmp}
+	err = decodeJPEGRows(data, name, p.maxPixels, s)
+	if s.r != nil {
+		bufs.tmp = s.r.scratch
+	}
+	switch {
+	case s.err != nil:
+		return nil, true, fmt.Errorf("preprocess %s: %w", name, s.err)
+	case err != nil:
+		return nil, true, err
+	}
+	crop := make([]byte, s.g.cw*s.g.ch*3)
+	bufs.tmp = s.r.finish(crop)
+	return p.normalize(crop, s.g.cw, s.g.ch), true, nil
+}
+
+// jpegWhole makes Bytes decode every JPEG whole before resizing it, as it
+// does the other formats (tests and benchmarks compare the two).
+var jpegWhole = false
+
+// resizeSink resizes a decode's rows as they come, turned by EXIF
+// orientation o (1 to 4, as orient does: 2 mirrors each row, 4 swaps the
+// top and bottom, 3 both).
+type resizeSink struct {
+	p       *Processor
+	o       int
+	scratch []byte
+	g       geometry
+	r       *resizer
+	mirror  []byte // a row mirrored
+	err     error  // from begin: the geometry, not the file's bytes
+}
+
+func (s *resizeSink) begin(w, h int) error {
+	if w <= 0 || h <= 0 {
+		s.err = fmt.Errorf("%w: empty image", ErrCorrupt)
+		return s.err
+	}
+	s.g, s.err = s.p.geometry(w, h)
+	if s.err != nil {
+		return s.err
+	}
+	s.r = newResizer(s.g, s.scratch, nil)
+	if s.o == 2 || s.o == 3 {
+		s.mirror = make([]byte, w*3)
+	}
+	return nil
+}
+
+func (s *resizeSink) row(y int, rgb []byte) {
+	if s.o == 3 || s.o == 4 {
+		y = s.g.h - 1 - y
+	}
+	if s.mirror != nil {
+		n := len(rgb) / 3
+		for x := range n {
+			d, p := s.mirror[3*(n-1-x):3*(n-x):3*(n-x)], rgb[3*x:3*x+3:3*x+3]
+			d[0], d[1], d[2] = p[0], p[1], p[2]
+		}
+		rgb = s.mirror
+	}
+	s.r.row(y, rgb)
 }
 
 // Image preprocesses an already decoded image as it is (no EXIF: the

@@ -229,78 +229,155 @@ func cropOffset(size, crop int) int {
 // source rows they need. scratch is reused across calls when large enough;
 // the possibly grown scratch is returned.
 func resizeCrop(dst, src []byte, g geometry, scratch []byte) []byte {
-	x0, x1 := max(0, -g.offX), min(g.cw, g.rw-g.offX)
-	y0, y1 := max(0, -g.offY), min(g.ch, g.rh-g.offY)
-	if x0 > 0 || y0 > 0 || x1 < g.cw || y1 < g.ch {
-		clear(dst)
+	r := newResizer(g, scratch, src)
+	if r.wants() {
+		for y := r.in0; y < r.in1; y++ {
+			r.row(y, src[y*g.w*3:(y+1)*g.w*3])
+		}
 	}
-	if x0 >= x1 || y0 >= y1 {
-		return scratch
+	return r.finish(dst)
+}
+
+// resizer is resizeCrop for rows that arrive one at a time, as a JPEG
+// decode converts them (jpegRows), so that no whole RGB image is kept: the
+// horizontal pass runs on each source row as it comes, into an
+// intermediate of the rows the vertical pass reads, and finish runs the
+// vertical pass. Rows may come in any order and again; a row given twice
+// is resampled again and the later one counts.
+type resizer struct {
+	g              geometry
+	x0, x1, y0, y1 int // output window columns and rows holding resized pixels
+	c0, c1, r0, r1 int // resized columns and rows kept
+	hp, vp         *pass
+	in0, in1       int // source rows the vertical pass reads
+	// The intermediate: rows in0..in1-1, columns c0..c1-1 of the
+	// horizontally resized image, as (buf, stride, off, rowBase).
+	buf                  []byte
+	stride, off, rowBase int
+	scratch              []byte
+	planar               *hpassPlanar // hpassSIMD
+	packed               []uint64     // hpassRows' buffer
+	pend                 []byte       // hpassRows: a row waiting for its pair
+	pendY                int          // its index, -1 when none
+}
+
+// newResizer prepares the resize of geometry g. whole, when not nil, is
+// the whole source image: a resize with no horizontal pass then reads it
+// in place, and no row need be given.
+func newResizer(g geometry, scratch, whole []byte) *resizer {
+	r := &resizer{g: g, scratch: scratch, pendY: -1}
+	r.x0, r.x1 = max(0, -g.offX), min(g.cw, g.rw-g.offX)
+	r.y0, r.y1 = max(0, -g.offY), min(g.ch, g.rh-g.offY)
+	if !r.wants() {
+		return r
 	}
-	c0, c1 := x0+g.offX, x1+g.offX // resized columns kept
-	r0, r1 := y0+g.offY, y1+g.offY // resized rows kept
-	var hp, vp *pass
+	r.c0, r.c1 = r.x0+g.offX, r.x1+g.offX
+	r.r0, r.r1 = r.y0+g.offY, r.y1+g.offY
 	if g.rw != g.w {
-		hp = newPass(g.w, g.rw, c0, c1)
+		r.hp = newPass(g.w, g.rw, r.c0, r.c1)
 	}
 	if g.rh != g.h {
-		vp = newPass(g.h, g.rh, r0, r1)
+		r.vp = newPass(g.h, g.rh, r.r0, r.r1)
 	}
-	// Source rows the vertical pass reads.
-	in0, in1 := r0, r1
-	if vp != nil {
-		in0, in1 = g.h, 0
-		for r := r0; r < r1; r++ {
-			start, w := vp.taps(r)
-			in0, in1 = min(in0, start), max(in1, start+len(w))
+	r.in0, r.in1 = r.r0, r.r1
+	if r.vp != nil {
+		r.in0, r.in1 = g.h, 0
+		for y := r.r0; y < r.r1; y++ {
+			start, w := r.vp.taps(y)
+			r.in0, r.in1 = min(r.in0, start), max(r.in1, start+len(w))
 		}
-		in1 = max(in0, in1)
+		r.in1 = max(r.in0, r.in1)
 	}
-	// Intermediate: rows in0..in1-1, columns c0..c1-1 of the horizontally
-	// resized image, as (buf, stride, off, rowBase).
-	buf, stride, off, rowBase := src, g.w*3, c0*3, 0
-	if hp != nil {
-		stride, off, rowBase = (c1-c0)*3, 0, in0
-		need := (in1 - in0) * stride
-		if cap(scratch) < need {
-			scratch = make([]byte, need)
-		}
-		buf = scratch[:need]
-		row := func(y int) []byte { return src[y*g.w*3 : (y+1)*g.w*3] }
-		out := func(y int) []byte { return buf[(y-in0)*stride : (y-in0+1)*stride] }
-		if hpassSIMD && hp.prec > 0 && !hpassScalar {
-			h := newHpassPlanar(hp, g.w)
-			for y := in0; y < in1; y++ {
-				h.row(out(y), row(y))
-			}
+	if r.hp == nil && whole != nil {
+		r.buf, r.stride, r.off = whole, g.w*3, r.c0*3
+		r.in0, r.in1 = 0, 0 // nothing to give
+		return r
+	}
+	r.stride, r.rowBase = (r.c1-r.c0)*3, r.in0
+	need := (r.in1 - r.in0) * r.stride
+	if cap(r.scratch) < need {
+		r.scratch = make([]byte, need)
+	}
+	r.buf = r.scratch[:need]
+	if r.hp != nil {
+		if hpassSIMD && r.hp.prec > 0 && !hpassScalar {
+			r.planar = newHpassPlanar(r.hp, g.w)
 		} else {
-			packed := make([]uint64, 3*g.w)
-			y := in0
-			for ; y+1 < in1; y += 2 {
-				hpassRows(out(y), out(y+1), row(y), row(y+1), hp, c0, c1, packed)
-			}
-			if y < in1 { // an odd last row goes with itself
-				spare := make([]byte, stride)
-				hpassRows(out(y), spare, row(y), row(y), hp, c0, c1, packed)
-			}
+			r.packed = make([]uint64, 3*g.w)
+			r.pend = make([]byte, g.w*3)
 		}
 	}
-	n := (c1 - c0) * 3
+	return r
+}
+
+// wants reports whether the output window holds any resized pixel (if
+// not, no row is needed and finish only clears dst).
+func (r *resizer) wants() bool { return r.x0 < r.x1 && r.y0 < r.y1 }
+
+// out returns intermediate row y.
+func (r *resizer) out(y int) []byte {
+	return r.buf[(y-r.in0)*r.stride : (y-r.in0+1)*r.stride]
+}
+
+// row takes source row y (g.w packed-RGB pixels); rows the vertical pass
+// does not read are ignored. src is not kept.
+func (r *resizer) row(y int, src []byte) {
+	if y < r.in0 || y >= r.in1 {
+		return
+	}
+	switch {
+	case r.hp == nil:
+		copy(r.out(y), src[r.c0*3:r.c1*3])
+	case r.planar != nil:
+		r.planar.row(r.out(y), src)
+	case r.pendY >= 0 && r.pendY == y-1:
+		// hpassRows resamples two rows at once.
+		hpassRows(r.out(y-1), r.out(y), r.pend, src, r.hp, r.c0, r.c1, r.packed)
+		r.pendY = -1
+	default:
+		r.flushPending()
+		copy(r.pend, src)
+		r.pendY = y
+	}
+}
+
+// flushPending resamples a row left waiting for its pair, with itself.
+func (r *resizer) flushPending() {
+	if r.pendY < 0 {
+		return
+	}
+	spare := make([]byte, r.stride)
+	hpassRows(r.out(r.pendY), spare, r.pend, r.pend, r.hp, r.c0, r.c1, r.packed)
+	r.pendY = -1
+}
+
+// finish runs the vertical pass into dst (packed RGB, g.cw x g.ch) and
+// returns the scratch buffer for the next resize.
+func (r *resizer) finish(dst []byte) []byte {
+	if r.x0 > 0 || r.y0 > 0 || r.x1 < r.g.cw || r.y1 < r.g.ch {
+		clear(dst)
+	}
+	if !r.wants() {
+		return r.scratch
+	}
+	r.flushPending()
+	g := r.g
+	n := (r.c1 - r.c0) * 3
 	var acc []int32
-	if vp != nil {
+	if r.vp != nil {
 		acc = make([]int32, n)
 	}
-	for r := r0; r < r1; r++ {
-		o := (r-g.offY)*g.cw*3 + x0*3
+	for y := r.r0; y < r.r1; y++ {
+		o := (y-g.offY)*g.cw*3 + r.x0*3
 		d := dst[o : o+n]
-		if vp != nil {
-			vpassRow(d, buf, stride, off, rowBase, vp, r, acc)
+		if r.vp != nil {
+			vpassRow(d, r.buf, r.stride, r.off, r.rowBase, r.vp, y, acc)
 		} else {
-			s := (r-rowBase)*stride + off
-			copy(d, buf[s:s+n])
+			s := (y-r.rowBase)*r.stride + r.off
+			copy(d, r.buf[s:s+n])
 		}
 	}
-	return scratch
+	return r.scratch
 }
 
 // hpassPlanar is hpassRows one row at a time in SIMD where the CPU has it
