@@ -58,6 +58,10 @@ var (
 	ErrEncoder = errors.New("encoder failed")
 )
 
+// DefaultBatchSize is the images per encoder pass when
+// Options.BatchSize is 0.
+const DefaultBatchSize = 8
+
 // Options configures Build. Encoder, Preprocess and Identity are required;
 // every other zero value picks a sensible default.
 type Options struct {
@@ -66,7 +70,7 @@ type Options struct {
 	Identity   store.Identity // model identity recorded in and checked against the index
 	Reindex    bool           // wipe an index built with another model; replace a damaged one
 
-	BatchSize      int           // images per encoder pass; 0 = 8
+	BatchSize      int           // images per encoder pass; 0 = DefaultBatchSize
 	Workers        int           // read/hash/decode goroutines; 0 = runtime.NumCPU()
 	CommitEvery    int           // files per commit; 0 = 64
 	CommitInterval time.Duration // longest time between commits; 0 = 2 s
@@ -202,7 +206,7 @@ func (o *Options) defaults() error {
 		return errors.New("index: Options.Video needs Options.PreprocessFrame")
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 8
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.NumCPU()

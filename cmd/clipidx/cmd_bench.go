@@ -9,7 +9,7 @@ func init() {
 	subcommands = append(subcommands, func() *cobra.Command {
 		c := &cobra.Command{
 			Use:   "bench",
-			Short: "Measure this machine: model passes, search latency",
+			Short: "Measure this machine: model passes, builds, search latency",
 		}
 		for _, mk := range benchCommands {
 			c.AddCommand(mk())
