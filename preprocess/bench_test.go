@@ -61,14 +61,18 @@ var jpeg12 = sync.OnceValue(func() []byte {
 // BenchmarkJPEG12MP is the whole path for a 12-megapixel photo: decode,
 // colour conversion, resize, crop, normalise.
 // "rows" is the default, the decoder handing rows to the resize as it
-// converts them; "whole" decodes the whole RGB image first.
+// converts them; "whole" decodes the whole RGB image first. "turned" is
+// the photo with EXIF orientation 6, a portrait taken on a phone.
 func BenchmarkJPEG12MP(b *testing.B) {
-	data := jpeg12()
 	p := New(DefaultConfig(), Options{})
-	for _, whole := range []bool{false, true} {
-		name := "rows"
-		if whole {
-			name = "whole"
+	for _, tc := range []struct {
+		name  string
+		whole bool
+		o     uint16
+	}{{"rows", false, 1}, {"whole", true, 1}, {"rows-turned", false, 6}, {"whole-turned", true, 6}} {
+		name, whole, data := tc.name, tc.whole, jpeg12()
+		if tc.o != 1 {
+			data = withOrientation(data, tc.o)
 		}
 		b.Run(name, func(b *testing.B) {
 			defer func(old bool) { jpegWhole = old }(jpegWhole)

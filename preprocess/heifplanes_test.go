@@ -144,9 +144,15 @@ func jpegWithOrientation(t testing.TB, img image.Image, o uint16) []byte {
 	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 95}); err != nil {
 		t.Fatal(err)
 	}
+	return withOrientation(b.Bytes(), o)
+}
+
+// withOrientation returns the JPEG data with an EXIF segment saying
+// orientation o inserted after its SOI marker.
+func withOrientation(data []byte, o uint16) []byte {
 	app1 := append([]byte("Exif\x00\x00"), tiffBlock(binary.BigEndian, tagOrientation, 3, 1, uint32(o))...)
 	seg := append([]byte{0xff, 0xe1, byte((len(app1) + 2) >> 8), byte(len(app1) + 2)}, app1...)
-	return append(append([]byte{0xff, 0xd8}, seg...), b.Bytes()[2:]...)
+	return append(append([]byte{0xff, 0xd8}, seg...), data[2:]...)
 }
 
 // TestHEIFIrotWithEXIF: a HEIC with an irot (and imir) property and an

@@ -158,12 +158,12 @@ func (p *Processor) Bytes(data []byte, name string) ([]float32, error) {
 	return out, nil
 }
 
-// jpegRows is Bytes for a JPEG that needs no turning, or only a mirror or
-// a half turn: its rows go from the decoder to the resize as they are
-// converted (decodeJPEGRows), with the same output as decoding the whole
-// image first. ok is false when data is not such a JPEG (a quarter turn,
-// EXIF orientations 5 to 8, makes the rows columns: those are decoded
-// whole and turned).
+// jpegRows is Bytes for a JPEG: its rows go from the decoder to the
+// resize as they are converted (decodeJPEGRows), with the same output as
+// decoding the whole image first, and no whole RGB image is made. A
+// photo with a quarter turn (EXIF orientation 5 to 8) is the exception:
+// its rows are columns of the picture, so they are written turned into
+// one image, which is then resized. ok is false when data is no JPEG.
 func (p *Processor) jpegRows(data []byte, name string) (out []float32, ok bool, err error) {
 	if f, _ := sniff(data, name); f != fmtJPEG || jpegWhole {
 		return nil, false, nil
@@ -172,18 +172,18 @@ func (p *Processor) jpegRows(data []byte, name string) (out []float32, ok bool, 
 	if !p.opts.IgnoreEXIF {
 		o = exifOrientation(data, fmtJPEG)
 	}
-	if o > 4 {
-		return nil, false, nil
-	}
 	bufs, _ := p.bufs.Get().(*buffers)
 	if bufs == nil {
 		bufs = new(buffers)
 	}
 	defer p.bufs.Put(bufs)
-	s := &resizeSink{p: p, o: o, scratch: bufs.tmp}
+	s := &resizeSink{p: p, o: o, scratch: bufs.tmp, turned: bufs.rot}
 	err = decodeJPEGRows(data, name, p.maxPixels, s)
 	if s.r != nil {
 		bufs.tmp = s.r.scratch
+	}
+	if s.turned != nil {
+		bufs.rot = s.turned
 	}
 	switch {
 	case s.err != nil:
@@ -192,7 +192,12 @@ func (p *Processor) jpegRows(data []byte, name string) (out []float32, ok bool, 
 		return nil, true, err
 	}
 	crop := make([]byte, s.g.cw*s.g.ch*3)
-	bufs.tmp = s.r.finish(crop)
+	if s.r != nil {
+		bufs.tmp = s.r.finish(crop)
+	} else {
+		s.flushTurn()
+		bufs.tmp = resizeCrop(crop, s.turned, s.g, bufs.tmp)
+	}
 	return p.normalize(crop, s.g.cw, s.g.ch), true, nil
 }
 
@@ -201,16 +206,21 @@ func (p *Processor) jpegRows(data []byte, name string) (out []float32, ok bool, 
 var jpegWhole = false
 
 // resizeSink resizes a decode's rows as they come, turned by EXIF
-// orientation o (1 to 4, as orient does: 2 mirrors each row, 4 swaps the
-// top and bottom, 3 both).
+// orientation o as orient does: 2 mirrors each row, 4 swaps the top and
+// bottom, 3 both; 5 to 8 write each row as a column of the turned image.
 type resizeSink struct {
 	p       *Processor
 	o       int
 	scratch []byte
 	g       geometry
-	r       *resizer
-	mirror  []byte // a row mirrored
-	err     error  // from begin: the geometry, not the file's bytes
+	r       *resizer // orientations 1 to 4
+	mirror  []byte   // a row mirrored (2, 3)
+	turned  []byte   // the turned image (5 to 8), reused when large enough
+	block   []byte   // decoded rows kept for turned (turnRows of them)
+	blockY  int      // the first of them
+	blockN  int      // how many
+	w, h    int      // the decoded size
+	err     error    // from begin: the geometry, not the file's bytes
 }
 
 func (s *resizeSink) begin(w, h int) error {
@@ -218,19 +228,29 @@ func (s *resizeSink) begin(w, h int) error {
 		s.err = fmt.Errorf("%w: empty image", ErrCorrupt)
 		return s.err
 	}
-	s.g, s.err = s.p.geometry(w, h)
+	s.w, s.h = w, h
+	ow, oh := orientDims(w, h, s.o)
+	s.g, s.err = s.p.geometry(ow, oh)
 	if s.err != nil {
 		return s.err
 	}
-	s.r = newResizer(s.g, s.scratch, nil)
-	if s.o == 2 || s.o == 3 {
+	switch s.o {
+	case 5, 6, 7, 8:
+		s.turned = rgbBuffer(s.turned, w*h*3)
+		return nil
+	case 2, 3:
 		s.mirror = make([]byte, w*3)
 	}
+	s.r = newResizer(s.g, s.scratch, nil)
 	return nil
 }
 
 func (s *resizeSink) row(y int, rgb []byte) {
-	if s.o == 3 || s.o == 4 {
+	switch s.o {
+	case 5, 6, 7, 8:
+		s.turn(y, rgb)
+		return
+	case 3, 4:
 		y = s.g.h - 1 - y
 	}
 	if s.mirror != nil {
@@ -242,6 +262,58 @@ func (s *resizeSink) row(y int, rgb []byte) {
 		rgb = s.mirror
 	}
 	s.r.row(y, rgb)
+}
+
+// turnRows is how many decoded rows turn writes at once: 16 pixels of a
+// turned row are 48 bytes, most of a cache line, where one row at a time
+// touches a line per pixel.
+const turnRows = 16
+
+// turn keeps decoded row y for the turned image, and writes the rows kept
+// when turnRows consecutive ones are there (or the next is not the one
+// after: flushTurn).
+func (s *resizeSink) turn(y int, rgb []byte) {
+	if s.block == nil {
+		s.block = make([]byte, turnRows*s.w*3)
+	}
+	if s.blockN > 0 && y != s.blockY+s.blockN {
+		s.flushTurn()
+	}
+	if s.blockN == 0 {
+		s.blockY = y
+	}
+	copy(s.block[s.blockN*s.w*3:], rgb)
+	if s.blockN++; s.blockN == turnRows {
+		s.flushTurn()
+	}
+}
+
+// flushTurn writes the decoded rows kept as columns of the turned image:
+// pixel (x, y) goes to column y (5, 8) or h-1-y (6, 7), row x (5, 6) or
+// w-1-x (7, 8), the inverse of orientWalk.
+func (s *resizeSink) flushTurn() {
+	n := s.blockN
+	if n == 0 {
+		return
+	}
+	s.blockN = 0
+	w, ow := s.w, s.h // the turned image is s.h pixels wide
+	col, dir := s.blockY, 3
+	if s.o == 6 || s.o == 7 {
+		col, dir = s.h-1-s.blockY, -3
+	}
+	for x := range w {
+		row := x
+		if s.o == 7 || s.o == 8 {
+			row = w - 1 - x
+		}
+		i := (row*ow + col) * 3
+		for k := range n {
+			p, q := s.block[(k*w+x)*3:(k*w+x)*3+3:(k*w+x)*3+3], s.turned[i:i+3:i+3]
+			q[0], q[1], q[2] = p[0], p[1], p[2]
+			i += dir
+		}
+	}
 }
 
 // Image preprocesses an already decoded image as it is (no EXIF: the
