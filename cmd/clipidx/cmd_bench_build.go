@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/clipidx/clipidx/clipnpu"
@@ -51,7 +54,14 @@ outside the temporary folder, which is removed at the end.`,
 			if o.runs < 1 || o.passes < 1 || o.workers < 0 {
 				return usageError("--runs and --passes take a count ≥ 1, --workers a count ≥ 0")
 			}
-			return runBenchBuild(cmd.Context(), cmd.OutOrStdout(), args, o)
+			// Ctrl-C stops the build; the temporary index is removed.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			err := runBenchBuild(ctx, cmd.OutOrStdout(), args, o)
+			if errors.Is(err, context.Canceled) {
+				return &exitError{code: 130, err: errors.New("interrupted: nothing measured is kept")}
+			}
+			return err
 		},
 	}
 	f := c.Flags()
@@ -153,6 +163,9 @@ func runBenchBuild(ctx context.Context, w io.Writer, dirs []string, o benchBuild
 	alone := func() (float64, error) {
 		t0 := time.Now()
 		for range o.passes {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
 			if _, err := m.EncodeImages(pixels, batch); err != nil {
 				return 0, err
 			}
