@@ -282,13 +282,13 @@ func TestJPEGRefuses(t *testing.T) {
 	}
 }
 
-// FuzzJPEG feeds arbitrary bytes to the decoder itself (not through
-// safely, which would hide a panic): it must return an error or an image
-// within the pixel limit, whose RGB has the announced size.
-func FuzzJPEG(f *testing.F) {
-	for _, name := range []string{"pil_420_q50_17x9.jpg", "pil_prog_444_17x9.jpg", "cjpeg_restart1b_prog_411_97x35.jpg",
+// addJPEGSeeds adds corpus files of every kind (sampling, progressive,
+// restarts, grey, YCCK, arithmetic) and more, whole and cut short, as
+// seeds of a JPEG fuzz test.
+func addJPEGSeeds(f *testing.F, more ...string) {
+	for _, name := range append([]string{"pil_420_q50_17x9.jpg", "pil_prog_444_17x9.jpg", "cjpeg_restart1b_prog_411_97x35.jpg",
 		"jpegtran_partial_16x9.jpg", "pil_grey_prog_31x7.jpg", "ycck_adobe2.jpg", "bad_rst_sequence.jpg",
-		"cjpeg_arithmetic_97x35.jpg", "jpegtran_arithmetic_partial_97x35.jpg"} {
+		"cjpeg_arithmetic_97x35.jpg"}, more...) {
 		b, err := os.ReadFile(filepath.Join("testdata", "jpeg", name))
 		if err != nil {
 			f.Fatal(err)
@@ -296,6 +296,13 @@ func FuzzJPEG(f *testing.F) {
 		f.Add(b)
 		f.Add(b[:len(b)*3/4])
 	}
+}
+
+// FuzzJPEG feeds arbitrary bytes to the decoder itself (not through
+// safely, which would hide a panic): it must return an error or an image
+// within the pixel limit, whose RGB has the announced size.
+func FuzzJPEG(f *testing.F) {
+	addJPEGSeeds(f, "jpegtran_arithmetic_partial_97x35.jpg")
 	const limit = 1 << 16
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := &jpegDecoder{data: data, maxPixels: limit}
