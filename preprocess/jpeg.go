@@ -186,19 +186,29 @@ func decodeJPEGRows(data []byte, name string, maxPixels int64, sink rowSink) err
 	return nil
 }
 
+// startRows tells the sink the output size and prepares the conversion,
+// once.
+func (d *jpegDecoder) startRows() error {
+	if d.stream != nil {
+		return nil
+	}
+	if err := d.sink.begin(d.ow, d.oh); err != nil {
+		return err
+	}
+	cv, err := d.newConverter()
+	if err != nil {
+		return err
+	}
+	d.stream = &rowStream{cv: cv, buf: make([]byte, d.ow*3), done: make([]int, len(d.comps))}
+	return nil
+}
+
 // emitRows converts the rows not yet given to the sink, up to the last
 // one the planes can make when component i holds its first done[i] rows
 // (all rows when done is nil).
 func (d *jpegDecoder) emitRows(done []int) error {
-	if d.stream == nil {
-		if err := d.sink.begin(d.ow, d.oh); err != nil {
-			return err
-		}
-		cv, err := d.newConverter()
-		if err != nil {
-			return err
-		}
-		d.stream = &rowStream{cv: cv, buf: make([]byte, d.ow*3), done: make([]int, len(d.comps))}
+	if err := d.startRows(); err != nil {
+		return err
 	}
 	st := d.stream
 	end := d.oh
@@ -219,18 +229,15 @@ func (d *jpegDecoder) streamRows(s *scanHeader, my int) error {
 	if d.sink == nil || d.progressive || d.scale != 1 || d.nscans != 0 || len(s.comps) != len(d.comps) {
 		return nil
 	}
-	if d.stream == nil {
-		if err := d.emitRows(make([]int, len(d.comps))); err != nil {
-			return err
-		}
+	if err := d.startRows(); err != nil {
+		return err
 	}
 	for i := range d.comps {
-		c := &d.comps[i]
-		if len(s.comps) == 1 {
-			d.stream.done[i] = my * 8
-		} else {
-			d.stream.done[i] = my * c.v * 8
+		rows := 8 // a block row: a scan of one component has one block an MCU
+		if len(s.comps) > 1 {
+			rows = d.comps[i].v * 8
 		}
+		d.stream.done[i] = my * rows
 	}
 	return d.emitRows(d.stream.done)
 }
