@@ -14,6 +14,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -109,7 +110,7 @@ func (w *wasmModule) instantiate(ctx context.Context) (api.Module, error) {
 	// Anonymous instances may run concurrently; output is discarded.
 	cfg := wazero.NewModuleConfig().WithName("").WithStdout(io.Discard).WithStderr(io.Discard).
 		WithStartFunctions("_initialize")
-	return w.rt.InstantiateModule(ctx, w.cm, cfg)
+	return w.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, wasmAllocator), w.cm, cfg)
 }
 
 // wasmCall holds one instance and the helpers to move bytes in and out.

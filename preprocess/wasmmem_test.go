@@ -1,0 +1,137 @@
+package preprocess
+
+import (
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// heicOf encodes photoLike(w, h) with heif-enc (x265 preset fast).
+func heicOf(t testing.TB, w, h int) []byte {
+	t.Helper()
+	enc := heifNeedTool(t, "heif-enc")
+	dir := t.TempDir()
+	src, out := filepath.Join(dir, "p.png"), filepath.Join(dir, "p.heic")
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe := png.Encoder{CompressionLevel: png.BestSpeed}
+	err = pe.Encode(f, photoLike(w, h))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command(enc, "-q", "80", "-p", "preset=fast", src, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("heif-enc: %v\n%s", err, msg)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestWASMMemoryOffHeap decodes a 1600x1200 HEIC, whose decoder grows its
+// linear memory to tens of MB, and checks that the Go heap saw little more
+// than the pixels copied out: the linear memory lives in an
+// mmap.Reservation and grows in place. With wazero's own memory (a heap
+// slice grown by append), every growth allocated and copied it again.
+func TestWASMMemoryOffHeap(t *testing.T) {
+	data := heicOf(t, 1600, 1200)
+	ctx := context.Background()
+	decode := func() uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		img, err := libheifDecode(ctx, data)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := img.Bounds(); b.Dx() != 1600 || b.Dy() != 1200 {
+			t.Fatalf("decoded %v, want 1600x1200", b)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	decode() // compiles the module
+	heap := decode()
+	// What the heap may see: the planes copied out of the instance (1.5
+	// bytes a pixel at 4:2:0; 4 bounds any layout) and the input. The
+	// instance's own memory holds the decoder's frames besides, several
+	// times as much.
+	bound := uint64(4*1600*1200 + len(data))
+	wasmHeapOnly = true
+	old := decode()
+	wasmHeapOnly = false
+	t.Logf("Go heap allocated by a decode: %.1f MB, %.1f MB with the linear memory on the heap", float64(heap)/1e6, float64(old)/1e6)
+	if heap > bound {
+		t.Errorf("the decode allocated %d bytes on the Go heap, want at most %d (4 bytes a pixel): the decoder's linear memory is on the heap", heap, bound)
+	}
+	if old <= bound {
+		t.Errorf("with heap memory the decode allocated only %d bytes: this test no longer tells the two apart", old)
+	}
+}
+
+// BenchmarkHEICMemory times the whole path of a 12 MP HEIC with the
+// decoder's linear memory reserved (wasmMemory) and on the Go heap
+// (wazero's own way), alternating the two, and reports the median process
+// CPU time of each and their ratio:
+//
+//	go test ./preprocess -run XXX -bench HEICMemory -benchtime 6x
+func BenchmarkHEICMemory(b *testing.B) {
+	data := heic12MP(b)
+	p := New(DefaultConfig(), Options{})
+	if _, err := p.Bytes(data, "bench.heic"); err != nil { // compiles the module
+		b.Fatal(err)
+	}
+	defer func() { wasmHeapOnly = false }()
+	var reserved, heap []float64
+	i := 0
+	for b.Loop() {
+		for _, h := range []bool{i%2 == 1, i%2 == 0} {
+			wasmHeapOnly = h
+			t0 := processCPU()
+			if _, err := p.Bytes(data, "bench.heic"); err != nil {
+				b.Fatal(err)
+			}
+			d := (processCPU() - t0).Seconds()
+			if h {
+				heap = append(heap, d)
+			} else {
+				reserved = append(reserved, d)
+			}
+		}
+		i++
+	}
+	r, h := medianF(reserved), medianF(heap)
+	b.ReportMetric(r, "reserved-cpu-s")
+	b.ReportMetric(h, "heap-cpu-s")
+	b.ReportMetric(r/h, "reserved/heap")
+	b.Logf("CPU seconds a decode, reserved %s, heap %s", fmtSeconds(reserved), fmtSeconds(heap))
+}
+
+func medianF(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+func fmtSeconds(x []float64) string {
+	s := ""
+	for _, v := range x {
+		s += fmt.Sprintf(" %.2f", v)
+	}
+	return s + " (" + time.Duration(medianF(x)*1e9).Round(time.Millisecond).String() + " median)"
+}
