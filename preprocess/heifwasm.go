@@ -15,7 +15,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 // This file runs the WebAssembly builds that gen2brain/heic (v0.4.5:
@@ -96,13 +95,7 @@ func (w *wasmModule) instantiate(ctx context.Context) (api.Module, error) {
 			w.err = fmt.Errorf("embedded decoder: %w", err)
 			return
 		}
-		w.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(wasmMemoryPages).
-			WithCloseOnContextDone(w.stoppable))
-		if _, err := wasi_snapshot_preview1.Instantiate(ctx, w.rt); err != nil {
-			w.err = fmt.Errorf("embedded decoder: %w", err)
-			return
-		}
-		w.cm, w.err = w.rt.CompileModule(ctx, code)
+		w.rt, w.cm, w.err = compileWASM(ctx, code, w.stoppable, codeCacheDir())
 	})
 	if w.err != nil {
 		return nil, w.err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,4 +135,110 @@ func fmtSeconds(x []float64) string {
 		s += fmt.Sprintf(" %.2f", v)
 	}
 	return s + " (" + time.Duration(medianF(x)*1e9).Round(time.Millisecond).String() + " median)"
+}
+
+// TestWASMCodeCache compiles the HEIC decoder into an empty code cache,
+// then loads it from there in a fresh module (as a later process would),
+// then damages the kept code: every decode must give the same pixels, the
+// damage must be reported by CodeCache and repaired (the entry kept again,
+// so that the next load is clean), and a cache folder that cannot be
+// created must leave decoding as it is without one.
+func TestWASMCodeCache(t *testing.T) {
+	data, err := os.ReadFile("testdata/heif/yuv420.heic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := heifModule
+	defer func() { heifModule = saved; SetCodeCache("") }()
+	decode := func(label string) []byte {
+		t.Helper()
+		heifModule = &wasmModule{gz: &heifWASMgz} // compiled afresh, as in a new process
+		img, err := libheifDecode(context.Background(), data)
+		if err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		var px []byte
+		b := img.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				r, g, bl, a := img.At(x, y).RGBA()
+				px = append(px, byte(r>>8), byte(g>>8), byte(bl>>8), byte(a>>8))
+			}
+		}
+		return px
+	}
+	dir := filepath.Join(t.TempDir(), "code")
+	SetCodeCache("")
+	want := decode("no cache")
+
+	SetCodeCache(dir)
+	if got := decode("empty cache"); !slices.Equal(got, want) {
+		t.Fatal("pixels differ when compiled into the cache")
+	}
+	entries := cacheEntries(t, dir)
+	if len(entries) == 0 {
+		t.Fatalf("nothing kept in %s", dir)
+	}
+	if _, size, err := CodeCache(); size <= 0 || err != nil {
+		t.Fatalf("CodeCache: %d bytes, %v; want the kept code and no error", size, err)
+	}
+	if got := decode("loaded from the cache"); !slices.Equal(got, want) {
+		t.Fatal("pixels differ when loaded from the cache")
+	}
+
+	// Damage the machine code of every entry (wazero checks a CRC of it).
+	for _, e := range entries {
+		b, err := os.ReadFile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := len(b) / 3; i < len(b)/3+64; i++ {
+			b[i] ^= 0x5a
+		}
+		if err := os.WriteFile(e, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := decode("damaged cache"); !slices.Equal(got, want) {
+		t.Fatal("pixels differ after the cache was damaged")
+	}
+	if _, _, err := CodeCache(); err == nil {
+		t.Error("CodeCache reports no problem after a damaged entry")
+	}
+	SetCodeCache(dir) // clears the note
+	if got := decode("repaired cache"); !slices.Equal(got, want) {
+		t.Fatal("pixels differ from the repaired cache")
+	}
+	if _, size, err := CodeCache(); size <= 0 || err != nil {
+		t.Errorf("after the repair CodeCache gives %d bytes, %v; want the code kept again, no error", size, err)
+	}
+
+	// A cache folder under a file cannot be created.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	SetCodeCache(filepath.Join(file, "code"))
+	if got := decode("unusable folder"); !slices.Equal(got, want) {
+		t.Fatal("pixels differ with an unusable cache folder")
+	}
+	if _, _, err := CodeCache(); err == nil {
+		t.Error("CodeCache reports no problem with a folder under a file")
+	}
+}
+
+// cacheEntries lists the regular files under dir.
+func cacheEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

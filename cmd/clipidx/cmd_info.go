@@ -12,6 +12,7 @@ import (
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/clipnpu/xdna"
 	"github.com/clipidx/clipidx/internal/gemm"
+	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/search"
 )
 
@@ -59,6 +60,13 @@ type infoJSON struct {
 		// override chose), and where it is kept.
 		Choice     *gemm.Choice `json:"choice,omitempty"`
 		ChoiceNote string       `json:"choice_note,omitempty"`
+		// Decoders is where the HEIC and AVIF decoders' compiled code is
+		// kept between runs, and how big it is.
+		Decoders struct {
+			Dir     string `json:"dir,omitempty"`
+			Bytes   int64  `json:"bytes"`
+			Problem string `json:"problem,omitempty"`
+		} `json:"decoders"`
 	} `json:"cpu"`
 	AutoDevice        string `json:"auto_device"` // what --device auto would use
 	HardwareValidated bool   `json:"hardware_validated"`
@@ -144,6 +152,13 @@ func gatherInfo(node, model string) infoJSON {
 		r.CPU.BF16 = "unavailable: " + err.Error()
 	}
 	r.CPU.Search = search.Kernel()
+	if dir, size, err := preprocess.CodeCache(); dir != "" || err != nil {
+		d := &r.CPU.Decoders
+		d.Dir, d.Bytes = dir, size
+		if err != nil {
+			d.Problem = err.Error()
+		}
+	}
 	r.CPU.Threads = runtime.GOMAXPROCS(0)
 	if g.threads > 0 {
 		r.CPU.Threads = g.threads // what --threads / CLIPIDX_THREADS ask for
@@ -226,6 +241,16 @@ func printInfo(w io.Writer, r infoJSON) {
 	}
 	if len(r.CPU.Features) > 0 {
 		fmt.Fprintf(w, "  features:   %s\n", strings.Join(r.CPU.Features, " "))
+	}
+	if d := r.CPU.Decoders; d.Dir != "" {
+		what := "nothing kept yet: compiled at the first HEIC or AVIF"
+		if d.Bytes > 0 {
+			what = fmt.Sprintf("%.1f MB; delete the folder to compile them again", float64(d.Bytes)/1e6)
+		}
+		fmt.Fprintf(w, "  decoders:   HEIC/AVIF machine code kept in %s (%s)\n", d.Dir, what)
+	}
+	if p := r.CPU.Decoders.Problem; p != "" {
+		fmt.Fprintf(w, "  decoders:   %s\n", p)
 	}
 	m := r.Model
 	fmt.Fprintln(w, "Model")
