@@ -134,7 +134,6 @@ func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Ima
 		if !gbr {
 			file = heifNeutralise(data, info)
 		}
-		img, err = libheifDecode(ctx, file)
 		c := nclx{matrix: 2, fullRange: true} // libheif's default without a colr box
 		switch {
 		case info.colour != nil:
@@ -142,11 +141,18 @@ func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Ima
 		case info.tileColour != nil:
 			c = *info.tileColour
 		}
-		if m, ok := img.(*image.YCbCr); ok {
-			img = heifToRGBDeep(m, c, info.depth)
-		} else if gbr && img != nil {
-			img = gbrToRGB(img, c, info.depth)
-		}
+		// Converted to packed RGB straight from the decoder's memory.
+		img, err = libheifDecode(ctx, file, func(img image.Image) image.Image {
+			if m, ok := img.(*image.YCbCr); ok {
+				return heifToRGBDeep(m, c, info.depth)
+			}
+			if gbr {
+				if out := gbrToRGB(img, c, info.depth); out != nil {
+					return out
+				}
+			}
+			return nil
+		})
 	}
 	if err != nil {
 		return nil, err
@@ -166,6 +172,11 @@ func heifTransform(img image.Image, o int) image.Image {
 	ow, oh := orientDims(w, h, o)
 	r := image.Rect(0, 0, ow, oh)
 	switch m := img.(type) {
+	case *packedRGB:
+		out := &packedRGB{Pix: rgbOutput(ow * oh * 3), W: ow, H: oh}
+		orientPix(out.Pix, m.Pix, w, h, o, 3)
+		releaseDecoded(m)
+		return out
 	case *image.NRGBA:
 		out := image.NewNRGBA(r)
 		orientPix(out.Pix, packRows(m.Pix, m.Stride, 4*w, h), w, h, o, 4)
@@ -324,7 +335,7 @@ func krkbFromPrimaries(idx uint16) (kr, kb float32) {
 // path for full-range 4:2:0 (multipliers rounded to 1/256); Debian's
 // heif-convert (libheif 1.15) does not take it for these files, and the
 // float path matches it exactly (see TestHEIFMatchesHeifConvert).
-func heifToRGB(m *image.YCbCr, c nclx) *image.NRGBA { return heifToRGBDeep(m, c, 8) }
+func heifToRGB(m *image.YCbCr, c nclx) *packedRGB { return heifToRGBDeep(m, c, 8) }
 
 // heifConv converts one pixel as heifToRGB describes or, for planes of
 // more than 8 bits that libheif has shifted to 8, as heifToRGBDeep does.

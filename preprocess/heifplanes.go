@@ -213,28 +213,27 @@ func bmffBoxBytes(typ string, body []byte) []byte {
 // as libheif converts HDR planes (Op_YCbCr_to_RGB<uint16_t>), and the RGB
 // shifted to 8 bits as libheif's convert_hdr_to_8bit does. At 8 bits or
 // less it is heifToRGB.
-func heifToRGBDeep(m *image.YCbCr, c nclx, depth int) *image.NRGBA {
+func heifToRGBDeep(m *image.YCbCr, c nclx, depth int) *packedRGB {
 	b := m.Rect
 	w, h := b.Dx(), b.Dy()
-	out := image.NewNRGBA(image.Rect(0, 0, w, h))
+	out := &packedRGB{Pix: rgbOutput(w * h * 3), W: w, H: h}
 	v := newHeifConv(c, depth)
 	for y := 0; y < h; y++ {
-		row := out.Pix[y*out.Stride : y*out.Stride+4*w]
+		row := out.Pix[y*w*3 : (y+1)*w*3]
 		yrow := m.Y[m.YOffset(b.Min.X, b.Min.Y+y):][:w]
 		for x := 0; x < w; x++ {
 			ci := m.COffset(b.Min.X+x, b.Min.Y+y)
-			p := row[x*4 : x*4+4 : x*4+4]
+			p := row[x*3 : x*3+3 : x*3+3]
 			p[0], p[1], p[2] = v.rgb(yrow[x], m.Cb[ci], m.Cr[ci])
-			p[3] = 255
 		}
 	}
 	return out
 }
 
-// gbrToRGB converts, in place, libheif's RGBA output of a file made by
-// heifPlanesFile (R=Cr, G=Y, B=Cb, chroma at full resolution) to opaque
-// RGB; other images (grey) are returned as they are.
-func gbrToRGB(img image.Image, c nclx, depth int) image.Image {
+// gbrToRGB converts libheif's RGBA output of a file made by heifPlanesFile
+// (R=Cr, G=Y, B=Cb, chroma at full resolution) to opaque packed RGB; it
+// returns nil for other images (grey).
+func gbrToRGB(img image.Image, c nclx, depth int) *packedRGB {
 	var pix []byte
 	var stride int
 	var r image.Rectangle
@@ -244,17 +243,18 @@ func gbrToRGB(img image.Image, c nclx, depth int) image.Image {
 	case *image.RGBA: // alpha, premultiplied or not, is dropped
 		pix, stride, r = m.Pix, m.Stride, m.Rect
 	default:
-		return img
+		return nil
 	}
 	v := newHeifConv(c, depth)
-	w := r.Dx()
-	for y := 0; y < r.Dy(); y++ {
+	w, h := r.Dx(), r.Dy()
+	out := &packedRGB{Pix: rgbOutput(w * h * 3), W: w, H: h}
+	for y := 0; y < h; y++ {
 		row := pix[y*stride : y*stride+4*w]
-		for x := 0; x < len(row); x += 4 {
-			p := row[x : x+4 : x+4]
-			p[0], p[1], p[2] = v.rgb(p[1], p[2], p[0])
-			p[3] = 255
+		dst := out.Pix[y*w*3 : (y+1)*w*3]
+		for x := 0; x < w; x++ {
+			p, d := row[x*4:x*4+4:x*4+4], dst[x*3:x*3+3:x*3+3]
+			d[0], d[1], d[2] = v.rgb(p[1], p[2], p[0])
 		}
 	}
-	return &image.NRGBA{Pix: pix, Stride: stride, Rect: r}
+	return out
 }

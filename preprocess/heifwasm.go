@@ -184,17 +184,9 @@ func (c *wasmCall) u32s(p uint64, n int) ([]uint32, error) {
 	return out, nil
 }
 
-// readCopy copies n bytes out of wasm memory, so the instance can go.
-func (c *wasmCall) readCopy(p uint64, n int) ([]byte, error) {
-	b, ok := c.mod.Memory().Read(uint32(p), uint32(n))
-	if !ok {
-		return nil, errors.New("embedded decoder: memory read out of range")
-	}
-	return bytes.Clone(b), nil
-}
-
 // decodeInto allocates size bytes of wasm memory, runs the full decode
-// (call with configOnly 0) into them and copies the pixels out.
+// (call with configOnly 0) into them and returns them where they are: in
+// the instance's memory, valid until it closes.
 func (c *wasmCall) decodeInto(size int, call func(configOnly, out uint64) error) ([]byte, error) {
 	out, err := c.alloc(size)
 	if err != nil {
@@ -203,7 +195,11 @@ func (c *wasmCall) decodeInto(size int, call func(configOnly, out uint64) error)
 	if err := call(0, out); err != nil {
 		return nil, err
 	}
-	return c.readCopy(out, size)
+	b, ok := c.mod.Memory().Read(uint32(out), uint32(size))
+	if !ok {
+		return nil, errors.New("embedded decoder: memory read out of range")
+	}
+	return b, nil
 }
 
 // wasmTrap turns a trap inside a decoder into a one-line error: wazero's
@@ -234,8 +230,11 @@ func heifStride(w, bpp int) int {
 
 // libheifDecode runs libheif's decode: Y, Cb, Cr planes (HDR reduced to 8
 // bits), grey, or RGBA when the file is coded as RGB; with irot, imir,
-// clap and grids applied by libheif.
-func libheifDecode(ctx context.Context, data []byte) (image.Image, error) {
+// clap and grids applied by libheif. convert, when not nil, is given the
+// image while its pixels are still in the decoder's memory, and what it
+// returns (pixels of its own) is the result; when it returns nil, or is
+// nil, the pixels are copied out as they are.
+func libheifDecode(ctx context.Context, data []byte, convert func(image.Image) image.Image) (image.Image, error) {
 	c, err := newWASMCall(ctx, moduleFor(ctx, heifModule, heifModuleStoppable))
 	if err != nil {
 		return nil, err
@@ -271,6 +270,16 @@ func libheifDecode(ctx context.Context, data []byte) (image.Image, error) {
 		return nil, fmt.Errorf("libheif reports a %dx%d image", w, h)
 	}
 	rect := image.Rect(0, 0, w, h)
+	// The pixels stay in the instance's memory until done has them
+	// converted, or copies them out.
+	done := func(pix []byte, mk func(pix []byte) image.Image) (image.Image, error) {
+		if convert != nil {
+			if out := convert(mk(pix)); out != nil {
+				return out, nil
+			}
+		}
+		return mk(bytes.Clone(pix)), nil
+	}
 	switch colorspace {
 	case heifColorspaceYCbCr:
 		ratio, cw, ch := image.YCbCrSubsampleRatio420, (w+1)/2, (h+1)/2
@@ -290,25 +299,29 @@ func libheifDecode(ctx context.Context, data []byte) (image.Image, error) {
 			return nil, err
 		}
 		i0, i1 := ys*h, ys*h+cs*ch
-		return &image.YCbCr{Y: pix[:i0:i0], Cb: pix[i0:i1:i1], Cr: pix[i1:], YStride: ys, CStride: cs,
-			SubsampleRatio: ratio, Rect: rect}, nil
+		return done(pix, func(pix []byte) image.Image {
+			return &image.YCbCr{Y: pix[:i0:i0], Cb: pix[i0:i1:i1], Cr: pix[i1:], YStride: ys, CStride: cs,
+				SubsampleRatio: ratio, Rect: rect}
+		})
 	case heifColorspaceMonochrome:
 		s := heifStride(w, 1)
 		pix, err := c.decodeInto(s*h, call)
 		if err != nil {
 			return nil, err
 		}
-		return &image.Gray{Pix: pix, Stride: s, Rect: rect}, nil
+		return done(pix, func(pix []byte) image.Image { return &image.Gray{Pix: pix, Stride: s, Rect: rect} })
 	case heifColorspaceRGB:
 		s := heifStride(w, 4)
 		pix, err := c.decodeInto(s*h, call)
 		if err != nil {
 			return nil, err
 		}
-		if v[4] != 0 { // premultiplied alpha
-			return &image.RGBA{Pix: pix, Stride: s, Rect: rect}, nil
-		}
-		return &image.NRGBA{Pix: pix, Stride: s, Rect: rect}, nil
+		return done(pix, func(pix []byte) image.Image {
+			if v[4] != 0 { // premultiplied alpha
+				return &image.RGBA{Pix: pix, Stride: s, Rect: rect}
+			}
+			return &image.NRGBA{Pix: pix, Stride: s, Rect: rect}
+		})
 	}
 	return nil, fmt.Errorf("libheif: unsupported colour space %d", colorspace)
 }
@@ -360,10 +373,11 @@ func libavifDecode(ctx context.Context, data []byte) (image.Image, error) {
 		bpp = 8
 	}
 	size := w * h * bpp
-	pix, err := c.decodeInto(size, call)
+	view, err := c.decodeInto(size, call)
 	if err != nil {
 		return nil, err
 	}
+	pix := bytes.Clone(view) // out of the instance, which closes on return
 	rect := image.Rect(0, 0, w, h)
 	if bpp == 4 {
 		return &image.RGBA{Pix: pix, Stride: 4 * w, Rect: rect}, nil

@@ -1,6 +1,7 @@
 package preprocess
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"image/png"
@@ -53,7 +54,7 @@ func TestWASMMemoryOffHeap(t *testing.T) {
 	decode := func() uint64 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		img, err := libheifDecode(ctx, data)
+		img, err := libheifDecode(ctx, data, nil)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)
@@ -79,6 +80,25 @@ func TestWASMMemoryOffHeap(t *testing.T) {
 	}
 	if old <= bound {
 		t.Errorf("with heap memory the decode allocated only %d bytes: this test no longer tells the two apart", old)
+	}
+
+	// The whole HEIC decode converts the pixels straight out of the
+	// decoder's memory into packed RGB (3 bytes a pixel), without copying
+	// libheif's RGBA (4 bytes a pixel) out first.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	img, err := heifDecode(bytes.NewReader(data))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := img.(*packedRGB); !ok {
+		t.Fatalf("heifDecode gave %T, want packed RGB", img)
+	}
+	whole := after.TotalAlloc - before.TotalAlloc
+	t.Logf("Go heap allocated by heifDecode: %.1f MB", float64(whole)/1e6)
+	if limit := uint64(7*1600*1200/2 + 3*len(data) + 1<<20); whole > limit {
+		t.Errorf("heifDecode allocated %d bytes, want at most %d: the RGB image, the file, and little else", whole, limit)
 	}
 }
 
@@ -153,7 +173,7 @@ func TestWASMCodeCache(t *testing.T) {
 	decode := func(label string) []byte {
 		t.Helper()
 		heifModule = &wasmModule{gz: &heifWASMgz} // compiled afresh, as in a new process
-		img, err := libheifDecode(context.Background(), data)
+		img, err := libheifDecode(context.Background(), data, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
