@@ -95,7 +95,7 @@ func (w *wasmModule) instantiate(ctx context.Context) (api.Module, error) {
 			w.err = fmt.Errorf("embedded decoder: %w", err)
 			return
 		}
-		w.rt, w.cm, w.err = compileWASM(ctx, code, w.stoppable, codeCacheDir())
+		w.rt, w.cm, w.err = compileWASM(ctx, code, codeKey(*w.gz), w.stoppable, codeCacheDir())
 	})
 	if w.err != nil {
 		return nil, w.err

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -69,15 +70,21 @@ func noteCodeCacheErr(err error) {
 	codeCache.err = err
 }
 
+// codeKey names a module's subfolder of the code cache: a checksum of its
+// embedded (compressed) WebAssembly.
+func codeKey(gz []byte) string { return fmt.Sprintf("%08x", crc32.ChecksumIEEE(gz)) }
+
 // compileWASM makes a runtime for one embedded decoder and compiles it,
 // through the code cache in dir when there is one. Each module's entries
-// go in a subfolder named by a checksum of its WebAssembly, so that a
-// damaged entry (wazero then fails the compile: a checksum mismatch, a
-// truncated file) can be removed with its folder and the code compiled
-// and kept again; if that fails too, the code is compiled without a cache.
-func compileWASM(ctx context.Context, code []byte, stoppable bool, dir string) (wazero.Runtime, wazero.CompiledModule, error) {
+// go in a subfolder named by its codeKey, so that a damaged entry (wazero
+// then fails the compile: a checksum mismatch, a truncated file) can be
+// removed with its folder and the code compiled and kept again; if that
+// fails too, the code is compiled without a cache. Subfolders of decoders
+// this build does not embed (left by another version) are removed.
+func compileWASM(ctx context.Context, code []byte, key string, stoppable bool, dir string) (wazero.Runtime, wazero.CompiledModule, error) {
 	if dir != "" {
-		sub := filepath.Join(dir, fmt.Sprintf("%08x", crc32.ChecksumIEEE(code)))
+		pruneCodeCache(dir)
+		sub := filepath.Join(dir, key)
 		for range 2 {
 			rt, cm, err := compileWASMWith(ctx, code, stoppable, sub)
 			if err == nil {
@@ -112,4 +119,21 @@ func compileWASMWith(ctx context.Context, code []byte, stoppable bool, cacheDir 
 		return nil, nil, err
 	}
 	return rt, cm, nil
+}
+
+// pruneCodeCache removes the subfolders of dir named like a codeKey but
+// not the key of a decoder this build embeds. Anything else is left alone.
+func pruneCodeCache(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	keep := map[string]bool{codeKey(heifWASMgz): true, codeKey(avifWASMgz): true}
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() || len(n) != 8 || keep[n] || strings.Trim(n, "0123456789abcdef") != "" {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(dir, n))
+	}
 }

@@ -157,12 +157,13 @@ func fmtSeconds(x []float64) string {
 	return s + " (" + time.Duration(medianF(x)*1e9).Round(time.Millisecond).String() + " median)"
 }
 
-// TestWASMCodeCache compiles the HEIC decoder into an empty code cache,
-// then loads it from there in a fresh module (as a later process would),
-// then damages the kept code: every decode must give the same pixels, the
-// damage must be reported by CodeCache and repaired (the entry kept again,
-// so that the next load is clean), and a cache folder that cannot be
-// created must leave decoding as it is without one.
+// TestWASMCodeCache compiles the HEIC decoder into a code cache that holds
+// only what another version left (which must go), then loads it from there
+// in a fresh module (as a later process would), then damages the kept
+// code: every decode must give the same pixels, the damage must be
+// reported by CodeCache and repaired (the entry kept again, so that the
+// next load is clean), and a cache folder that cannot be created must
+// leave decoding as it is without one.
 func TestWASMCodeCache(t *testing.T) {
 	data, err := os.ReadFile("testdata/heif/yuv420.heic")
 	if err != nil {
@@ -191,9 +192,29 @@ func TestWASMCodeCache(t *testing.T) {
 	SetCodeCache("")
 	want := decode("no cache")
 
+	// What another version left (a decoder this build does not embed) goes;
+	// what is not the cache's stays.
+	stale, other := filepath.Join(dir, "0badc0de"), filepath.Join(dir, "notes")
+	for _, d := range []string{stale, other} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	SetCodeCache(dir)
 	if got := decode("empty cache"); !slices.Equal(got, want) {
 		t.Fatal("pixels differ when compiled into the cache")
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the subfolder of a decoder not embedded is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(other, "f")); err != nil {
+		t.Errorf("a folder that is not the cache's was touched: %v", err)
+	}
+	if err := os.RemoveAll(other); err != nil {
+		t.Fatal(err)
 	}
 	entries := cacheEntries(t, dir)
 	if len(entries) == 0 {
