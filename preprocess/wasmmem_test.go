@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"image/png"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -15,41 +13,13 @@ import (
 	"time"
 )
 
-// heicOf encodes photoLike(w, h) with heif-enc (x265 preset fast).
-func heicOf(t testing.TB, w, h int) []byte {
-	t.Helper()
-	enc := heifNeedTool(t, "heif-enc")
-	dir := t.TempDir()
-	src, out := filepath.Join(dir, "p.png"), filepath.Join(dir, "p.heic")
-	f, err := os.Create(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pe := png.Encoder{CompressionLevel: png.BestSpeed}
-	err = pe.Encode(f, photoLike(w, h))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if msg, err := exec.Command(enc, "-q", "80", "-p", "preset=fast", src, "-o", out).CombinedOutput(); err != nil {
-		t.Fatalf("heif-enc: %v\n%s", err, msg)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 // TestWASMMemoryOffHeap decodes a 1600x1200 HEIC, whose decoder grows its
 // linear memory to tens of MB, and checks that the Go heap saw little more
 // than the pixels copied out: the linear memory lives in an
 // mmap.Reservation and grows in place. With wazero's own memory (a heap
 // slice grown by append), every growth allocated and copied it again.
 func TestWASMMemoryOffHeap(t *testing.T) {
-	data := heicOf(t, 1600, 1200)
+	data := heifEncode(t, photoLike(1600, 1200), "-q", "80", "-p", "preset=fast")
 	ctx := context.Background()
 	decode := func() uint64 {
 		var before, after runtime.MemStats
