@@ -88,9 +88,28 @@ func TestBenchBuildCommand(t *testing.T) {
 		if got := run.ModelImageS / run.PhotoS; got != run.ModelShare {
 			t.Errorf("run %d: model share %g, want %g", i, run.ModelShare, got)
 		}
+		if run.SteadyPasses != 2 || run.WholePhotoS != run.WallS/17 || run.WholeModelShare != run.ModelImageS/run.WholePhotoS {
+			t.Errorf("run %d: %d steady passes, whole build %g s a photo, share %g; want 2, %g, %g", i,
+				run.SteadyPasses, run.WholePhotoS, run.WholeModelShare, run.WallS/17, run.ModelImageS/run.WholePhotoS)
+		}
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+
+	// The text output gives the whole build beside the steady state, and
+	// says that two passes after the first are too few to trust it.
+	root = newRoot()
+	out.Reset()
+	root.SetOut(&out)
+	root.SetArgs([]string{"--model", model, "--device", "cpu", "--precision", "f32", "bench", "build", photos, "--runs", "1", "--passes", "1"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"whole build, loading included:", "note     the steady state spans 2 passes after the first"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 
 	few := filepath.Join(t.TempDir(), "few")
