@@ -1,6 +1,8 @@
 package preprocess
 
 import (
+	"strconv"
+
 	"github.com/clipidx/clipidx/internal/mmap"
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -55,9 +57,11 @@ func (m *heapMemory) Reallocate(size uint64) []byte {
 func (m *heapMemory) Free() { m.b = nil }
 
 // wasmAllocator gives each decoder instance a wasmMemory of its maximum
-// (at most wasmMemoryPages of 64 KiB).
+// (at most wasmMemoryPages of 64 KiB) on 64-bit systems; a 32-bit process
+// has too little address space to set 2 GiB aside for each decoder, and
+// keeps heap memory.
 var wasmAllocator = experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
-	if max > 0 && max <= uint64(wasmMemoryPages)*65536 && !wasmHeapOnly {
+	if max > 0 && max <= uint64(wasmMemoryPages)*65536 && !wasmHeapOnly && strconv.IntSize == 64 {
 		if r, err := mmap.Reserve(int(max)); err == nil {
 			return wasmMemory{r}
 		}
