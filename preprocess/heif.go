@@ -348,6 +348,7 @@ type heifConv struct {
 	// the largest sample, all at depth bits.
 	scale, mid, half, off float32
 	top                   int64
+	tab                   *heifTables // matrixRow's, made at its first use
 }
 
 func newHeifConv(c nclx, depth int) *heifConv {

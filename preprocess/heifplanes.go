@@ -251,10 +251,80 @@ func gbrToRGB(img image.Image, c nclx, depth int) *packedRGB {
 	for y := 0; y < h; y++ {
 		row := pix[y*stride : y*stride+4*w]
 		dst := out.Pix[y*w*3 : (y+1)*w*3]
+		if v.matrixRow(dst, row) {
+			continue
+		}
 		for x := 0; x < w; x++ {
 			p, d := row[x*4:x*4+4:x*4+4], dst[x*3:x*3+3:x*3+3]
 			d[0], d[1], d[2] = v.rgb(p[1], p[2], p[0])
 		}
 	}
 	return out
+}
+
+// matrixRow is v.rgb over a row of GBR pixels (4 bytes each, R=Cr, G=Y,
+// B=Cb) into packed RGB, for the common case of 8-bit samples and a
+// matrix of coefficients (not GBR, not YCgCo), through v.tables: the same
+// float32 arithmetic, term by term, without rgb's dispatch and float work
+// at every pixel (TestHEIFMatrixRowExact compares them on every sample
+// triple). It reports false, doing nothing, in the other cases.
+func (v *heifConv) matrixRow(dst, src []byte) bool {
+	if v.shift > 0 || v.c.matrix == 0 || v.c.matrix == 8 {
+		return false
+	}
+	t := v.tables()
+	n := min(len(dst)/3, len(src)/4)
+	for x := 0; x < n; x++ {
+		p, d := src[x*4:x*4+4:x*4+4], dst[x*3:x*3+3:x*3+3]
+		yc, yb := int(p[1])<<8|int(p[0]), int(p[1])<<8|int(p[2])
+		d[0] = t.r[yc]
+		d[1] = heifClipF(t.g[yb] + t.gCr[p[0]])
+		d[2] = t.b[yb]
+	}
+	return true
+}
+
+// heifTables hold v.rgb's terms for 8-bit samples: R of (Y, Cr), B of
+// (Y, Cb), G's sum of the Y and Cb terms, and its Cr term.
+type heifTables struct {
+	r, b [256 * 256]uint8
+	g    [256 * 256]float32
+	gCr  [256]float32
+}
+
+// tables computes v's tables once (about 0.3 ms).
+func (v *heifConv) tables() *heifTables {
+	if v.tab != nil {
+		return v.tab
+	}
+	t, k := new(heifTables), v.k
+	term := func(s uint8, luma bool) float32 { // a sample as rgb scales it
+		if luma {
+			f := float32(int32(s))
+			if !v.c.fullRange {
+				f = float32(f-16) * 1.1689
+			}
+			return f
+		}
+		f := float32(int32(s) - 128)
+		if !v.c.fullRange {
+			f = f * 1.1429
+		}
+		return f
+	}
+	for c := range 256 {
+		t.gCr[c] = float32(k.gCr * term(uint8(c), false))
+	}
+	for y := range 256 {
+		fy := term(uint8(y), true)
+		for c := range 256 {
+			fc := term(uint8(c), false)
+			i := y<<8 | c
+			t.r[i] = heifClipF(fy + float32(k.rCr*fc))
+			t.b[i] = heifClipF(fy + float32(k.bCb*fc))
+			t.g[i] = float32(fy + float32(k.gCb*fc))
+		}
+	}
+	v.tab = t
+	return t
 }
