@@ -2,6 +2,7 @@ package preprocess
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"math"
@@ -159,14 +160,18 @@ func BenchmarkResize12MP(b *testing.B) {
 	}
 }
 
-// BenchmarkOrient12MP is the cost of a rotated phone photo (orientation 6).
+// BenchmarkOrient12MP is the cost of a rotated phone photo (orientation
+// 6), of a mirrored one (2) and of one upside down (3).
 func BenchmarkOrient12MP(b *testing.B) {
 	const w, h = 4000, 3000
 	src := synthetic(w, h, "noise")
 	dst := make([]byte, len(src))
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for range b.N {
-		orient(dst, src, w, h, 6)
+	for _, o := range []int{6, 2, 3} {
+		b.Run(fmt.Sprint(o), func(b *testing.B) {
+			defer cpuTimer(b)()
+			for range b.N {
+				orient(dst, src, w, h, o)
+			}
+		})
 	}
 }

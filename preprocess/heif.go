@@ -174,7 +174,7 @@ func heifTransform(img image.Image, o int) image.Image {
 	switch m := img.(type) {
 	case *packedRGB:
 		out := &packedRGB{Pix: rgbOutput(ow * oh * 3), W: ow, H: oh}
-		orientPix(out.Pix, m.Pix, w, h, o, 3)
+		orient(out.Pix, m.Pix, w, h, o)
 		releaseDecoded(m)
 		return out
 	case *image.NRGBA:
