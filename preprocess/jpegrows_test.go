@@ -246,13 +246,14 @@ func FuzzJPEGRows(f *testing.F) {
 		if f, _ := sniff(data, "f.jpg"); f != fmtJPEG {
 			return
 		}
+		o := 1 + len(data)%8 // every EXIF orientation, turned ones included
 		var want []float32
 		d := &jpegDecoder{data: data, maxPixels: limit}
 		img, wantErr := d.decode()
 		if wantErr == nil {
-			want, wantErr = p.run(img, yccJFIF, 1)
+			want, wantErr = p.run(img, yccJFIF, o)
 		}
-		s := &resizeSink{p: p, o: 1}
+		s := &resizeSink{p: p, o: o}
 		d = &jpegDecoder{data: data, maxPixels: limit, sink: s}
 		_, gotErr := d.decode()
 		if (gotErr == nil) != (wantErr == nil) {
@@ -262,9 +263,11 @@ func FuzzJPEGRows(f *testing.F) {
 			return
 		}
 		got := make([]byte, s.g.cw*s.g.ch*3)
-		s.r.finish(got)
+		if err := s.finish(got); err != nil {
+			t.Fatal(err)
+		}
 		if !slices.Equal(p.normalize(got, s.g.cw, s.g.ch), want) {
-			t.Fatal("tensors differ")
+			t.Fatalf("orientation %d: tensors differ", o)
 		}
 	})
 }

@@ -161,9 +161,11 @@ func (p *Processor) Bytes(data []byte, name string) ([]float32, error) {
 // jpegRows is Bytes for a JPEG: its rows go from the decoder to the
 // resize as they are converted (decodeJPEGRows), with the same output as
 // decoding the whole image first, and no whole RGB image is made. A
-// photo with a quarter turn (EXIF orientation 5 to 8) is the exception:
-// its rows are columns of the picture, so they are written turned into
-// one image, which is then resized. ok is false when data is no JPEG.
+// photo with a quarter turn (EXIF orientation 5 to 8) has rows that are
+// columns of the picture: turnResizer sums them into the resized columns;
+// where it does not apply (no resize along a side) they are written
+// turned into one image, which is then resized. ok is false when data is
+// no JPEG.
 func (p *Processor) jpegRows(data []byte, name string) (out []float32, ok bool, err error) {
 	if f, _ := sniff(data, name); f != fmtJPEG || jpegWhole {
 		return nil, false, nil
@@ -179,9 +181,6 @@ func (p *Processor) jpegRows(data []byte, name string) (out []float32, ok bool, 
 	defer p.bufs.Put(bufs)
 	s := &resizeSink{p: p, o: o, scratch: bufs.tmp, turned: bufs.rot}
 	err = decodeJPEGRows(data, name, p.maxPixels, s)
-	if s.r != nil {
-		bufs.tmp = s.r.scratch
-	}
 	if s.turned != nil {
 		bufs.rot = s.turned
 	}
@@ -192,11 +191,10 @@ func (p *Processor) jpegRows(data []byte, name string) (out []float32, ok bool, 
 		return nil, true, err
 	}
 	crop := make([]byte, s.g.cw*s.g.ch*3)
-	if s.r != nil {
-		bufs.tmp = s.r.finish(crop)
-	} else {
-		s.flushTurn()
-		bufs.tmp = resizeCrop(crop, s.turned, s.g, bufs.tmp)
+	err = s.finish(crop)
+	bufs.tmp = s.scratch
+	if err != nil {
+		return nil, true, fmt.Errorf("preprocess %s: %w", name, err)
 	}
 	return p.normalize(crop, s.g.cw, s.g.ch), true, nil
 }
@@ -213,14 +211,15 @@ type resizeSink struct {
 	o       int
 	scratch []byte
 	g       geometry
-	r       *resizer // orientations 1 to 4
-	mirror  []byte   // a row mirrored (2, 3)
-	turned  []byte   // the turned image (5 to 8), reused when large enough
-	block   []byte   // decoded rows kept for turned (turnRows of them)
-	blockY  int      // the first of them
-	blockN  int      // how many
-	w, h    int      // the decoded size
-	err     error    // from begin: the geometry, not the file's bytes
+	r       *resizer     // orientations 1 to 4
+	t       *turnResizer // 5 to 8, when it applies (else turned)
+	mirror  []byte       // a row mirrored (2, 3)
+	turned  []byte       // the turned image (5 to 8), reused when large enough
+	block   []byte       // decoded rows kept for turned (turnRows of them)
+	blockY  int          // the first of them
+	blockN  int          // how many
+	w, h    int          // the decoded size
+	err     error        // from begin: the geometry, not the file's bytes
 }
 
 func (s *resizeSink) begin(w, h int) error {
@@ -236,7 +235,9 @@ func (s *resizeSink) begin(w, h int) error {
 	}
 	switch s.o {
 	case 5, 6, 7, 8:
-		s.turned = rgbBuffer(s.turned, w*h*3)
+		if s.t = newTurnResizer(s.g, s.o, w, h); s.t == nil {
+			s.turned = rgbBuffer(s.turned, w*h*3)
+		}
 		return nil
 	case 2, 3:
 		s.mirror = make([]byte, w*3)
@@ -248,7 +249,11 @@ func (s *resizeSink) begin(w, h int) error {
 func (s *resizeSink) row(y int, rgb []byte) {
 	switch s.o {
 	case 5, 6, 7, 8:
-		s.turn(y, rgb)
+		if s.t != nil {
+			s.t.row(y, rgb)
+		} else {
+			s.turn(y, rgb)
+		}
 		return
 	case 3, 4:
 		y = s.g.h - 1 - y
@@ -262,6 +267,21 @@ func (s *resizeSink) row(y int, rgb []byte) {
 		rgb = s.mirror
 	}
 	s.r.row(y, rgb)
+}
+
+// finish writes the resized window into crop (g.cw x g.ch packed RGB) once
+// every row has come, and leaves in s.scratch the buffer to reuse.
+func (s *resizeSink) finish(crop []byte) error {
+	switch {
+	case s.r != nil:
+		s.scratch = s.r.finish(crop)
+	case s.t != nil:
+		return s.t.finish(crop)
+	default:
+		s.flushTurn()
+		s.scratch = resizeCrop(crop, s.turned, s.g, s.scratch)
+	}
+	return nil
 }
 
 // turnRows is how many decoded rows turn writes at once: 16 pixels of a

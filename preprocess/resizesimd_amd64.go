@@ -20,3 +20,8 @@ func deinterleaveRGB(rp, gp, bp, src *byte, n int)
 //
 //go:noescape
 func hpassPlanarAVX2(dst, planes *byte, pstride int, starts *int32, w *int16, kw, n int, prec uint)
+
+// vaccAVX2 does acc[i] += int32(src[i]) * w for i < n, n a multiple of 16.
+//
+//go:noescape
+func vaccAVX2(acc *int32, src *byte, n int, w int32)

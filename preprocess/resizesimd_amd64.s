@@ -155,3 +155,33 @@ hptap:
 hpdone:
 	VZEROUPPER
 	RET
+
+// func vaccAVX2(acc *int32, src *byte, n int, w int32)
+// acc[i] += int32(src[i]) * w for i < n, n a multiple of 16.
+TEXT ·vaccAVX2(SB), NOSPLIT, $0-28
+	MOVQ acc+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVL w+24(FP), AX
+	VMOVD AX, X0
+	VPBROADCASTD X0, Y0
+	SHRQ $4, CX
+	JZ   vaccDone
+
+vaccLoop:
+	VPMOVZXBD (SI), Y1
+	VPMOVZXBD 8(SI), Y2
+	VPMULLD   Y0, Y1, Y1
+	VPMULLD   Y0, Y2, Y2
+	VPADDD    (DI), Y1, Y1
+	VPADDD    32(DI), Y2, Y2
+	VMOVDQU   Y1, (DI)
+	VMOVDQU   Y2, 32(DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       vaccLoop
+
+vaccDone:
+	VZEROUPPER
+	RET
