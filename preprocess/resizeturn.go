@@ -19,9 +19,7 @@ var errRowOrder = errors.New("internal error: decoded rows out of order")
 type turnResizer struct {
 	g              geometry
 	o              int
-	w, h           int // decoded size
-	x0, x1, y0, y1 int // output window holding resized pixels
-	c0, c1, r0, r1 int // resized columns and rows kept
+	c0, c1, r0, r1 int // resized columns and rows kept (the window's)
 	hp, vp         *pass
 	in0, in1       int // shown rows the vertical pass reads
 	cs0, cs1       int // the decoded columns they are
@@ -50,14 +48,14 @@ func newTurnResizer(g geometry, o, w, h int) *turnResizer {
 	if o < 5 || o > 8 || g.rw == g.w || g.rh == g.h {
 		return nil
 	}
-	t := &turnResizer{g: g, o: o, w: w, h: h}
-	t.x0, t.x1 = max(0, -g.offX), min(g.cw, g.rw-g.offX)
-	t.y0, t.y1 = max(0, -g.offY), min(g.ch, g.rh-g.offY)
-	if t.x0 >= t.x1 || t.y0 >= t.y1 {
+	t := &turnResizer{g: g, o: o}
+	x0, x1 := max(0, -g.offX), min(g.cw, g.rw-g.offX) // the window's columns
+	y0, y1 := max(0, -g.offY), min(g.ch, g.rh-g.offY) // and rows holding resized pixels
+	if x0 >= x1 || y0 >= y1 {
 		return nil
 	}
-	t.c0, t.c1 = t.x0+g.offX, t.x1+g.offX
-	t.r0, t.r1 = t.y0+g.offY, t.y1+g.offY
+	t.c0, t.c1 = x0+g.offX, x1+g.offX
+	t.r0, t.r1 = y0+g.offY, y1+g.offY
 	t.hp = newPass(g.w, g.rw, t.c0, t.c1)
 	t.vp = newPass(g.h, g.rh, t.r0, t.r1)
 	if t.hp.prec == 0 || t.vp.prec == 0 {
