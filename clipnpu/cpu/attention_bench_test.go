@@ -99,6 +99,7 @@ func attnSetup(c attnCase, workers int, seed uint64) (t *fastTower, qkv []float3
 //	go test ./clipnpu/cpu -run '^$' -bench Attention -benchtime 60x
 func BenchmarkAttention(b *testing.B) {
 	const threads = 2
+	benchKernels(b, threads)
 	for _, c := range attnBenchCases {
 		b.Run(c.name, func(b *testing.B) {
 			f := &fastCPU{pool: gemm.NewPool(threads)}
@@ -143,6 +144,7 @@ func BenchmarkAttention(b *testing.B) {
 
 // BenchmarkAttentionNew times attention alone (for profiles).
 func BenchmarkAttentionNew(b *testing.B) {
+	benchKernels(b, 2)
 	for _, c := range attnBenchCases {
 		b.Run(c.name, func(b *testing.B) {
 			f := &fastCPU{pool: gemm.NewPool(2)}
@@ -155,6 +157,20 @@ func BenchmarkAttentionNew(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchKernels applies the GEMM kernels clipidx's commands would run on
+// this CPU at this many threads, chosen by measurement (afresh, nothing
+// kept), rather than the package's unmeasured default (AVX2 on AMD, where
+// the chooser picks AVX-512 on Zen 5: an image layer's attention 8.1-9.0 ms
+// against 4.9 ms).
+func benchKernels(b *testing.B, threads int) {
+	c, err := gemm.Choose(gemm.ChooseOptions{Threads: threads})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { gemm.SetKernel(""); gemm.SetBF16Kernel("") })
+	b.Logf("kernels chosen by measurement: %s", c.Summary(gemm.ContestF32))
 }
 
 // medianOf is the median of x (x is reordered).
