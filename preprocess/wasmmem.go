@@ -41,7 +41,8 @@ func (m wasmMemory) Free() { _ = m.r.Free() }
 var wasmHeapOnly bool
 
 // heapMemory is what wasmAllocator falls back to when no address space can
-// be reserved: a heap slice grown as wazero grows its own.
+// be reserved (a 32-bit process, a system without mmap.Reserve): a heap
+// slice grown as wazero grows its own.
 type heapMemory struct{ b []byte }
 
 func (m *heapMemory) Reallocate(size uint64) []byte {

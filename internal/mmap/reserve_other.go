@@ -2,44 +2,27 @@
 
 package mmap
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
-// Reservation is memory that grows up to a fixed size: here a heap slice,
-// which Grow reallocates and copies when it outgrows its capacity (see the
-// unix version, which grows in place).
-type Reservation struct {
-	mem  []byte
-	size int
-	free bool
-}
+// Reservation is address space that grows in place; only unix systems
+// have it here (see the unix version).
+type Reservation struct{}
 
-// Reserve prepares a Reservation of size bytes.
+// errNoReserve is Reserve's error where address space cannot be set aside.
+var errNoReserve = errors.New("not supported on this system")
+
+// Reserve fails here: callers keep memory on the heap instead.
 func Reserve(size int) (*Reservation, error) {
-	if size <= 0 {
-		return nil, fmt.Errorf("reserve %d bytes: size must be positive", size)
-	}
-	return &Reservation{size: size}, nil
+	return nil, fmt.Errorf("reserve %d bytes of address space: %w", size, errNoReserve)
 }
 
-// Grow returns the first n bytes, zero beyond what an earlier Grow returned.
+// Grow fails: there is no Reservation to grow.
 func (r *Reservation) Grow(n int) ([]byte, error) {
-	if r.free {
-		return nil, fmt.Errorf("grow reserved memory to %d bytes: already freed", n)
-	}
-	if n < 0 || n > r.size {
-		return nil, fmt.Errorf("grow reserved memory to %d bytes: beyond the %d reserved", n, r.size)
-	}
-	if n > cap(r.mem) {
-		grown := make([]byte, n, min(r.size, max(n, cap(r.mem)+cap(r.mem)/4)))
-		copy(grown, r.mem)
-		r.mem = grown
-	}
-	r.mem = r.mem[:max(n, len(r.mem))]
-	return r.mem[:n:n], nil
+	return nil, fmt.Errorf("grow reserved memory to %d bytes: %w", n, errNoReserve)
 }
 
-// Free lets the collector have the memory.
-func (r *Reservation) Free() error {
-	r.mem, r.free = nil, true
-	return nil
-}
+// Free does nothing.
+func (r *Reservation) Free() error { return nil }
