@@ -64,16 +64,19 @@ func defaultKernel() kernelChoice {
 }
 
 // Features lists the SIMD features of this CPU that the kernels care about,
-// as the OS reports them usable (for `clipidx info`).
+// as the OS reports them usable (for `clipidx info`). The AVX-512
+// extensions count only with AVX-512F, which they need: GODEBUG can turn
+// off avx512f alone (GODEBUG=cpu.avx512f=off), and knows no avx512bf16.
 func Features() []string {
 	var f []string
+	f512 := cpu.X86.HasAVX512F
 	for _, x := range []struct {
 		name string
 		has  bool
 	}{
 		{"AVX2", cpu.X86.HasAVX2}, {"FMA", cpu.X86.HasFMA}, {"F16C", cpu.X86.HasF16C},
-		{"AVX-512F", cpu.X86.HasAVX512F}, {"AVX512BW", cpu.X86.HasAVX512BW},
-		{"AVX512VL", cpu.X86.HasAVX512VL}, {"AVX512_BF16", cpu.X86.HasAVX512BF16},
+		{"AVX-512F", f512}, {"AVX512BW", f512 && cpu.X86.HasAVX512BW},
+		{"AVX512VL", f512 && cpu.X86.HasAVX512VL}, {"AVX512_BF16", f512 && cpu.X86.HasAVX512BF16},
 		{"AMX-TILE", cpu.X86.HasAMXTile}, {"AMX-BF16", cpu.X86.HasAMXBF16},
 	} {
 		if x.has {
