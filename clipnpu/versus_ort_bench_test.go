@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 var (
 	versusONNX = flag.String("clipnpu.versus-onnx", "", "folder written by internal/anchors/ort_clip_export.py from -clipnpu.versus-model, BenchmarkVersusORT's graphs; empty: skip")
 	versusNode = flag.String("clipnpu.versus-node", "node", "node, BenchmarkVersusORT's runner of onnxruntime-node")
+	versusORT  = flag.String("clipnpu.versus-ort", "", "folder holding ort_clip_bench.mjs and its node_modules (as internal/anchors/ort_avx2.py writes); empty: internal/anchors")
 )
 
 // startORT starts internal/anchors/ort_clip_bench.mjs --serve: a node
@@ -27,7 +29,11 @@ var (
 // sessions set up as Immich sets up its own, running one pass each time it
 // is asked. It skips b when a piece is missing, saying how to get it.
 func startORT(b *testing.B, dir string, images, texts int) *anchors.Process {
-	anchorsDir, err := filepath.Abs(filepath.Join("..", "internal", "anchors"))
+	anchorsDir := *versusORT
+	if anchorsDir == "" {
+		anchorsDir = filepath.Join("..", "internal", "anchors")
+	}
+	anchorsDir, err := filepath.Abs(anchorsDir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,6 +52,7 @@ func startORT(b *testing.B, dir string, images, texts int) *anchors.Process {
 	cmd := exec.Command(node, filepath.Join(anchorsDir, "ort_clip_bench.mjs"), "--serve", dir,
 		"--images", strconv.Itoa(images), "--texts", strconv.Itoa(texts))
 	cmd.Dir = anchorsDir // where node finds node_modules
+	b.Logf("ONNX Runtime runner: %s", anchorsDir)
 	cmd.Stderr = os.Stderr
 	p, err := anchors.Start(cmd)
 	if err != nil {
@@ -75,6 +82,11 @@ func startORT(b *testing.B, dir string, images, texts int) *anchors.Process {
 //	go test ./clipnpu -run XXX -bench VersusORT -benchtime 8x -args \
 //	    -clipnpu.versus-model=/tmp/h14 -clipnpu.versus-onnx=/tmp/h14-onnx \
 //	    [-clipnpu.versus-precision=bf16] [-clipnpu.versus-kernel=avx512]
+//
+// To stand in for an AVX2-only CPU on one with AVX-512, both sides run
+// without it: ONNX Runtime from the copy internal/anchors/ort_avx2.py
+// writes (-clipnpu.versus-ort=DIR), clipidx with
+// GODEBUG=cpu.avx512f=off,cpu.avx512bw=off,cpu.avx512vl=off,cpu.avx512dq=off,cpu.avx512cd=off.
 func BenchmarkVersusORT(b *testing.B) {
 	if *versusModel == "" || *versusONNX == "" {
 		b.Skip("no model: -clipnpu.versus-model=DIR -clipnpu.versus-onnx=ONNXDIR (internal/anchors/README.md)")
@@ -86,7 +98,8 @@ func BenchmarkVersusORT(b *testing.B) {
 	const images, texts = 4, 8
 	anchor := startORT(b, *versusONNX, images, texts) // first: it skips when a piece is missing
 	ours, cfg, note := versusPasses(b, prec, images, texts)
-	b.Logf("clipidx %s on %s %s against ONNX Runtime f32", prec, gemm.Kernel(), note)
+	b.Logf("clipidx %s on %s %s (CPU features used: %s) against ONNX Runtime f32",
+		prec, gemm.Kernel(), note, strings.Join(gemm.Features(), " "))
 	gflop := map[string]float64{"img": cfg.ImageFLOPs() * images / 1e9, "txt": cfg.TextFLOPs(cfg.Text.Context) * texts / 1e9}
 	threads := runtime.NumCPU()
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -47,6 +48,10 @@ func TestORTAnchor(t *testing.T) {
 		t.Fatalf("ort_clip_bench.mjs --check: %v\n%s", err, out)
 	}
 
+	if runtime.GOARCH == "amd64" {
+		checkAVX2Copy(t, node, dir)
+	}
+
 	// Torch's text embeddings scaled: the check must see it.
 	good := filepath.Join(dir, "check", "text_embeds.bin")
 	b, err := os.ReadFile(good)
@@ -83,5 +88,45 @@ func TestORTAnchor(t *testing.T) {
 	if _, err := Start(exec.Command(node, "ort_clip_bench.mjs", "--serve", filepath.Join(dir, "none"))); err == nil ||
 		!strings.Contains(err.Error(), "ort_clip_export.py") {
 		t.Errorf("--serve on a folder without graphs: %v, want an error naming the exporter", err)
+	}
+}
+
+// checkAVX2Copy writes the copy of the runner that ort_avx2.py makes and
+// checks it: libonnxruntime.so.1 differs from the installed one in one
+// byte, the AVX-512F test's je (0x74) made a jmp (0xEB), and the copy's
+// runner still gives torch's embeddings of the export in dir.
+func checkAVX2Copy(t *testing.T, node, dir string) {
+	t.Helper()
+	dest := filepath.Join(t.TempDir(), "ort-avx2")
+	out, err := exec.Command("/usr/bin/python3", "ort_avx2.py", dest).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ort_avx2.py: %v\n%s", err, out)
+	}
+	lib := filepath.Join("node_modules", "onnxruntime-node", "bin", "napi-v6", "linux", "x64", "libonnxruntime.so.1")
+	was, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := os.ReadFile(filepath.Join(dest, lib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now) != len(was) {
+		t.Fatalf("the copied library has %d bytes, the installed one %d", len(now), len(was))
+	}
+	var diffs []int
+	for i := range was {
+		if was[i] != now[i] {
+			diffs = append(diffs, i)
+		}
+	}
+	if len(diffs) != 1 || was[diffs[0]] != 0x74 || now[diffs[0]] != 0xEB {
+		t.Fatalf("ort_avx2.py changed bytes at %v; want one je (0x74) made a jmp (0xEB)", diffs)
+	}
+	cmd := exec.Command(node, filepath.Join(dest, "ort_clip_bench.mjs"), "--check", dir)
+	cmd.Dir = dest
+	out, err = cmd.CombinedOutput()
+	if err != nil || strings.Count(string(out), ": ok") != 2 {
+		t.Fatalf("the copy's ort_clip_bench.mjs --check: %v\n%s", err, out)
 	}
 }
