@@ -9,6 +9,8 @@
 //   - FaissFlat: a FAISS IndexFlatIP file and its .paths file.
 //
 // Rows are the indexed files (or webdataset samples) in path order, one
-// per file: files with identical bytes each get their row. Export reads
+// per file: files with identical bytes each get their row. A video gives a
+// row to each of its frames (image_path VIDEO#t=SECONDS; the metadata's
+// video_path and video_time say which video and when). Export reads
 // through package store and never overwrites a file.
 package export

@@ -65,6 +65,9 @@ func fixture(t *testing.T, seed uint64) (string, []string) {
 		}
 	}
 	put("/photos/b/copy.jpg", "photo 3") // same bytes as 003.jpg: its own row, the same vector
+	for _, at := range []float64{0, 2.5} { // a video's frames, each a row
+		put(store.FramePath("/videos/clip.mp4", at), fmt.Sprintf("frame %g", at))
+	}
 	b.Put("/photos/b/broken.jpg", store.File{Size: 3, Err: "decode: bad"}, nil)
 	for i := range 12 {
 		p := fmt.Sprintf("/data/00000.tar#%09d", i)
@@ -314,7 +317,8 @@ func checkMetadata(t *testing.T, db string, metas, paths []string) {
 		}
 		for name, want := range map[string]string{"taken": "BYTE_ARRAY/STRING", "gps_latitude": "DOUBLE/<nil>", "pixel_width": "INT64/INTEGER", "city": "BYTE_ARRAY/STRING",
 			"image_path": "BYTE_ARRAY/STRING", "caption": "BYTE_ARRAY/STRING", "sha256": "BYTE_ARRAY/STRING",
-			"mtime": "INT64/TIMESTAMP", "url": "BYTE_ARRAY/STRING", "width": "INT64/INTEGER", "score": "DOUBLE/<nil>", "ok": "BOOLEAN/<nil>", "exif": "BYTE_ARRAY/STRING"} {
+			"mtime": "INT64/TIMESTAMP", "url": "BYTE_ARRAY/STRING", "width": "INT64/INTEGER", "score": "DOUBLE/<nil>", "ok": "BOOLEAN/<nil>", "exif": "BYTE_ARRAY/STRING",
+			"video_path": "BYTE_ARRAY/STRING", "video_time": "DOUBLE/<nil>"} {
 			if types[name] != want {
 				t.Errorf("%s: column %s is %s, want %s", m, name, types[name], want)
 			}
@@ -332,6 +336,13 @@ func checkMetadata(t *testing.T, db string, metas, paths []string) {
 				t.Errorf("row %d = %v, want %s with its hash and mtime %d", i, r, p, f.MtimeNs)
 			}
 			checkPhotoColumns(t, i, p, r, s)
+			if video, at, ok := store.SplitFrame(p); ok {
+				if r["video_path"] != video || fmt.Sprint(r["video_time"]) != store.FrameTime(at) {
+					t.Errorf("row %d (%s, a frame): video_path %v video_time %v, want %s and %s", i, p, r["video_path"], r["video_time"], video, store.FrameTime(at))
+				}
+			} else if r["video_path"] != nil || r["video_time"] != nil {
+				t.Errorf("row %d (%s): video_path %v video_time %v, want null", i, p, r["video_path"], r["video_time"])
+			}
 			smp, ok, _ := s.Sample(p)
 			if !ok {
 				if r["caption"] != nil || r["url"] != nil {

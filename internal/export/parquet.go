@@ -20,6 +20,10 @@ const (
 	colCaption = "caption"    // the .txt member of a sample; null for a plain file
 	colSHA256  = "sha256"     // hex SHA-256 of the image bytes
 	colMtime   = "mtime"      // the file's (or shard's) modification time
+	// A video's frame is a row of its own, image_path VIDEO#t=SECONDS;
+	// these say which video and when, null on other rows.
+	colVideo     = "video_path" // the video file
+	colVideoTime = "video_time" // seconds from its start
 )
 
 // kind is the Parquet type chosen for a JSON field from the values seen.
@@ -90,7 +94,8 @@ func decodeJSON(b []byte) map[string]any {
 
 func fixedColumn(name string) bool {
 	_, photo := photoColumns[name]
-	return name == colPath || name == colCaption || name == colSHA256 || name == colMtime || photo
+	return name == colPath || name == colCaption || name == colSHA256 || name == colMtime ||
+		name == colVideo || name == colVideoTime || photo
 }
 
 // observe adds the fields of one sample's JSON.
@@ -110,6 +115,9 @@ func (m *metaSchema) build() {
 		colCaption: parquet.Optional(parquet.String()),
 		colSHA256:  parquet.String(),
 		colMtime:   parquet.Timestamp(parquet.Nanosecond),
+
+		colVideo:     parquet.Optional(parquet.String()),
+		colVideoTime: parquet.Optional(parquet.Leaf(parquet.DoubleType)),
 	}
 	addPhotoColumns(g) // photometa.go
 	for k, kd := range m.fields {
@@ -176,6 +184,12 @@ func (mw *metaWriter) add(path string, f store.File, smp *store.Sample, pm *stor
 	set(colSHA256, parquet.ByteArrayValue([]byte(hex.EncodeToString(f.Hash[:]))), false)
 	set(colMtime, parquet.Int64Value(f.MtimeNs), false)
 	setPhoto(set, pm)
+	if smp == nil { // a sample's key is no frame time, whatever it reads
+		if video, t, ok := store.SplitFrame(path); ok {
+			set(colVideo, parquet.ByteArrayValue([]byte(video)), true)
+			set(colVideoTime, parquet.DoubleValue(t), true)
+		}
+	}
 	if smp != nil {
 		set(colCaption, parquet.ByteArrayValue([]byte(smp.Caption)), true)
 		for k, v := range decodeJSON(smp.JSON) {
