@@ -64,7 +64,7 @@ func fixture(t *testing.T, seed uint64) (string, []string) {
 			b.PutMeta(p, m)
 		}
 	}
-	put("/photos/b/copy.jpg", "photo 3") // same bytes as 003.jpg: its own row, the same vector
+	put("/photos/b/copy.jpg", "photo 3")   // same bytes as 003.jpg: its own row, the same vector
 	for _, at := range []float64{0, 2.5} { // a video's frames, each a row
 		put(store.FramePath("/videos/clip.mp4", at), fmt.Sprintf("frame %g", at))
 	}
