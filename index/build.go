@@ -340,7 +340,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 
-	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{},
+	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
 		sum:  &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()},
 		prog: progressState{roots: abs, started: time.Now()}, scope: scope,
 		frames: groupFrames(old), ctx: ctx}
@@ -439,9 +439,10 @@ type builder struct {
 	// sorted holds the paths of the records under the roots (oldPaths).
 	sorted []string
 
-	mu      sync.Mutex
-	claimed map[store.Hash]bool // contents being embedded in this run (see claim)
-	sum     *Summary
+	mu            sync.Mutex
+	claimed       map[store.Hash]bool // contents being embedded in this run (see claim)
+	claimedVideos map[store.Hash]bool // video contents being sampled in this run (claimVideo)
+	sum           *Summary
 
 	canary     []float32 // pixels of an image the encoder embedded (see canaryFails)
 	ready      bool      // Options.Ready has run
@@ -583,16 +584,29 @@ type collector struct {
 	queuedAt time.Time               // arrival of queue[0]
 	waiting  map[store.Hash][]result // duplicates whose first file is not done
 	outcome  map[store.Hash]error    // first files done: nil = vector stored
+
+	videoWaiting map[store.Hash][]result     // copies of a video not sampled yet
+	videos       map[store.Hash]videoOutcome // videos sampled in this run
 }
 
 func (b *builder) newCollector() *collector {
-	return &collector{b: b, waiting: map[store.Hash][]result{}, outcome: map[store.Hash]error{}}
+	return &collector{b: b, waiting: map[store.Hash][]result{}, outcome: map[store.Hash]error{},
+		videoWaiting: map[store.Hash][]result{}, videos: map[store.Hash]videoOutcome{}}
 }
 
 func (c *collector) add(r result) {
 	switch {
+	case r.video != nil && r.dup:
+		if out, ok := c.videos[r.hash]; ok {
+			c.recordVideoDup(r, out)
+		} else {
+			c.videoWaiting[r.hash] = append(c.videoWaiting[r.hash], r)
+		}
 	case r.video != nil:
 		c.b.record(r) // its frames went through the encoder already
+		if r.act == actEmbed {
+			c.settleVideo(r)
+		}
 	case r.dup:
 		if e, ok := c.outcome[r.hash]; ok {
 			c.recordDup(r, e)
@@ -651,13 +665,15 @@ func (c *collector) flush() error {
 // orphans records the duplicates whose first file never arrived (none
 // unless the pipeline is broken), so that no file is silently dropped.
 func (c *collector) orphans() {
-	for _, list := range c.waiting {
-		for _, d := range list {
-			d.err = errors.New("internal error: the first file with this content was not processed; run the build again")
-			c.b.record(d)
+	for _, waiting := range []map[store.Hash][]result{c.waiting, c.videoWaiting} {
+		for _, list := range waiting {
+			for _, d := range list {
+				d.err = errors.New("internal error: the first file with this content was not processed; run the build again")
+				c.b.record(d)
+			}
 		}
+		clear(waiting)
 	}
-	clear(c.waiting)
 }
 
 // claim reports whether this is the first file of the run with content h

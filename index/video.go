@@ -149,6 +149,13 @@ func (b *builder) prepareVideo(j job) result {
 		return r
 	}
 	r.act = actEmbed
+	if !b.claimVideo(h) {
+		// Another video of this run has these bytes: it alone is sampled
+		// and embedded, this one takes its frames (collector.add).
+		r.dup = true
+		r.meta = b.probeMeta(j)
+		return r
+	}
 	frames, info, err := b.opts.Video.Sample(b.ctx, j.path)
 	if err != nil {
 		r.err = err
@@ -401,3 +408,51 @@ func videoMeta(in video.Info, mtimeNs int64) *store.Meta {
 }
 
 var _ VideoProber = (*video.Sampler)(nil)
+
+// claimVideo reports whether this is the first video of the run with
+// content h that needs sampling, as claim does for images (a map of its
+// own: a video's frames are not the vector of its bytes).
+func (b *builder) claimVideo(h store.Hash) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.claimedVideos[h] {
+		return false
+	}
+	b.claimedVideos[h] = true
+	return true
+}
+
+// videoOutcome is what a video sampled in this run gave, for the copies
+// of it that wait (collector.videoWaiting).
+type videoOutcome struct {
+	frames []vframe // times and frame hashes, their vectors stored
+	err    error
+}
+
+// settleVideo keeps the outcome of a video sampled in this run and
+// records the copies that waited for it.
+func (c *collector) settleVideo(r result) {
+	out := videoOutcome{err: r.err}
+	if r.err == nil {
+		for _, fr := range r.video.frames {
+			out.frames = append(out.frames, vframe{t: fr.t, hash: fr.hash})
+		}
+	}
+	c.videos[r.hash] = out
+	for _, d := range c.videoWaiting[r.hash] {
+		c.recordVideoDup(d, out)
+	}
+	delete(c.videoWaiting, r.hash)
+}
+
+// recordVideoDup records a copy of a video sampled in this run: its
+// frames (their vectors found by hash), or the first one's failure.
+func (c *collector) recordVideoDup(d result, out videoOutcome) {
+	if out.err != nil {
+		d.err = out.err
+	} else {
+		d.act = actReuse
+		d.video.frames = slices.Clone(out.frames)
+	}
+	c.b.record(d)
+}

@@ -356,3 +356,70 @@ func TestBuildVideoMeta(t *testing.T) {
 		t.Errorf("%d decodes and %d probes, want 1 decode and a probe for the rename", s.calls.Load(), s.probes.Load())
 	}
 }
+
+// TestBuildVideoCopies: copies of a new video in one build are sampled and
+// embedded once; each gets its own frame records on the same vectors. A
+// broken video's copies fail with its error.
+func TestBuildVideoCopies(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	for _, name := range []string{"v1.mp4", "v2.mp4", "sub/v3.mov"} {
+		write(t, filepath.Join(dir, name), "FAKEVIDEO 0,4 same")
+	}
+	for _, name := range []string{"b1.mp4", "b2.mp4"} {
+		write(t, filepath.Join(dir, name), "FAKEVIDEO BROKEN copy")
+	}
+	e, s := &fakeEnc{}, &fakeSampler{}
+	sum, err := Build(context.Background(), db, []string{dir}, videoOpts(e, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sumOf(sum), "added=1 updated=0 unchanged=0 reused=2 removed=0 failed=2"; got != want {
+		t.Errorf("summary %s, want %s (failures %v)", got, want, sum.Failures)
+	}
+	if s.calls.Load() != 2 || e.images.Load() != 2 {
+		t.Errorf("%d videos sampled, %d frames embedded; want 2 and 2 (one of each content)", s.calls.Load(), e.images.Load())
+	}
+	if sum.Frames != 6 {
+		t.Errorf("%d frames, want 6", sum.Frames)
+	}
+	wantRecords(t, db, dir, "b1.mp4!", "b2.mp4!", "sub/v3.mov#t=0", "sub/v3.mov#t=4",
+		"v1.mp4#t=0", "v1.mp4#t=4", "v2.mp4#t=0", "v2.mp4#t=4")
+	for _, f := range sum.Failures {
+		if !strings.Contains(f.Error, "not a readable video") {
+			t.Errorf("failure %+v, want the broken video's error", f)
+		}
+	}
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.View(func(sn *store.Snapshot) error {
+		for _, at := range []string{"0", "4"} {
+			var vecs []store.VecID
+			for _, name := range []string{"v1.mp4", "v2.mp4", "sub/v3.mov"} {
+				f, ok, err := sn.File(filepath.Join(dir, name) + store.FrameSep + at)
+				if err != nil || !ok || f.Vec == 0 {
+					t.Errorf("%s at %s: %+v, %v, %v", name, at, f, ok, err)
+				}
+				vecs = append(vecs, f.Vec)
+			}
+			if vecs[0] != vecs[1] || vecs[0] != vecs[2] {
+				t.Errorf("the frames at %s s of the copies have vectors %v, want one", at, vecs)
+			}
+		}
+		return nil
+	})
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing left to do: the copies are unchanged now.
+	sum, err = Build(context.Background(), db, []string{dir}, videoOpts(e, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sumOf(sum), "added=0 updated=0 unchanged=5 reused=0 removed=0 failed=0"; got != want {
+		t.Errorf("second build: summary %s, want %s", got, want)
+	}
+}
