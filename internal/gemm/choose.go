@@ -91,11 +91,12 @@ func (c *Choice) BF16Faster() bool {
 }
 
 // Summary words one contest for `clipidx info`: "avx512 (chosen by
-// measurement 2026-12-02: avx512 41 GFLOP/s, avx2 24 GFLOP/s)".
+// measurement 2026-12-02: avx512 41 GFLOP/s, avx2 24 GFLOP/s)"; "" when
+// the CPU has no kernel of that kind.
 func (c *Choice) Summary(contest string) string {
 	o, ok := c.Contests[contest]
-	if !ok {
-		return ""
+	if !ok || o.Chosen == "" {
+		return "" // no kernel of this kind on this CPU
 	}
 	if len(o.Figures) < 2 {
 		return o.Chosen + " (nothing to measure it against on this CPU)"

@@ -94,6 +94,18 @@ func TestChooseSummary(t *testing.T) {
 	}
 }
 
+// TestChooseSummaryNoBF16: where the CPU has no bf16 kernel, the bf16
+// contest has no summary, so that `bench model` prints no empty choice.
+func TestChooseSummaryNoBF16(t *testing.T) {
+	c := chooseOn(t, avx2Only, &fakeTimes{ms: map[string]float64{"f32/avx2": 75}}, "")
+	if got := c.Summary(ContestBF16); got != "" {
+		t.Errorf("bf16 Summary on an AVX2-only CPU = %q, want none", got)
+	}
+	if got := c.Summary(ContestF32); !strings.HasPrefix(got, "avx2 ") {
+		t.Errorf("float32 Summary = %q, want the avx2 kernel", got)
+	}
+}
+
 // TestChooseTieKeepsIncumbent: a kernel at most 5% faster than the
 // incumbent does not replace it, for the float32 kernel and for the
 // precision.
