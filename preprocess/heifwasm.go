@@ -328,8 +328,10 @@ func libheifDecode(ctx context.Context, data []byte, convert func(image.Image) i
 
 // libavifDecode runs libavif's decode of the first frame: RGBA with
 // premultiplied alpha, 8-bit, or 16-bit for deeper files, converted by
-// libavif from the file's nclx. irot/imir are not applied by libavif.
-func libavifDecode(ctx context.Context, data []byte) (image.Image, error) {
+// libavif from the file's nclx, returned as packed RGB (toRGB) converted
+// straight from the instance's memory. irot/imir are not applied by
+// libavif.
+func libavifDecode(ctx context.Context, data []byte) (*packedRGB, error) {
 	c, err := newWASMCall(ctx, moduleFor(ctx, avifModule, avifModuleStoppable))
 	if err != nil {
 		return nil, err
@@ -377,15 +379,20 @@ func libavifDecode(ctx context.Context, data []byte) (image.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	pix := bytes.Clone(view) // out of the instance, which closes on return
+	// view lies in the instance, which closes on return.
 	rect := image.Rect(0, 0, w, h)
+	var img image.Image
 	if bpp == 4 {
-		return &image.RGBA{Pix: pix, Stride: 4 * w, Rect: rect}, nil
+		img = &image.RGBA{Pix: view, Stride: 4 * w, Rect: rect}
+	} else {
+		// libavif's 16-bit samples are little-endian in wasm memory; Go's
+		// RGBA64 is big-endian.
+		for i := 0; i+1 < len(view); i += 2 {
+			view[i], view[i+1] = view[i+1], view[i]
+		}
+		img = &image.RGBA64{Pix: view, Stride: 8 * w, Rect: rect}
 	}
-	// libavif's 16-bit samples are little-endian in wasm memory; Go's
-	// RGBA64 is big-endian.
-	for i := 0; i+1 < len(pix); i += 2 {
-		pix[i], pix[i+1] = pix[i+1], pix[i]
-	}
-	return &image.RGBA64{Pix: pix, Stride: 8 * w, Rect: rect}, nil
+	out := &packedRGB{Pix: rgbOutput(w * h * 3), W: w, H: h}
+	toRGB(out.Pix, img, yccJFIF) // writes into out.Pix, which has the room
+	return out, nil
 }

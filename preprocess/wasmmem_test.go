@@ -74,6 +74,27 @@ func TestWASMMemoryOffHeap(t *testing.T) {
 	if limit := uint64(7*1600*1200/2 + 3*len(data) + 1<<20); whole > limit {
 		t.Errorf("heifDecode allocated %d bytes, want at most %d: the RGB image, the file, and little else", whole, limit)
 	}
+
+	// An AVIF too: libavif's RGBA (4 bytes a pixel) is converted where it
+	// lies, not copied out first.
+	avif := heifEncode(t, photoLike(1600, 1200), "-A", "-q", "60", "-p", "speed=9")
+	if _, err := heifDecode(bytes.NewReader(avif)); err != nil { // compiles the module
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&before)
+	img, err = heifDecode(bytes.NewReader(avif))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := img.(*packedRGB); !ok {
+		t.Fatalf("heifDecode of an AVIF gave %T, want packed RGB", img)
+	}
+	whole = after.TotalAlloc - before.TotalAlloc
+	t.Logf("Go heap allocated by heifDecode of an AVIF: %.1f MB", float64(whole)/1e6)
+	if limit := uint64(3*1600*1200 + 3*len(avif) + 1<<20); whole > limit {
+		t.Errorf("heifDecode of an AVIF allocated %d bytes, want at most %d: the RGB image, the file, and little else", whole, limit)
+	}
 }
 
 // BenchmarkHEICMemory times the whole path of a 12 MP HEIC with the
