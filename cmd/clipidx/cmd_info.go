@@ -67,6 +67,15 @@ type infoJSON struct {
 			Bytes   int64  `json:"bytes"`
 			Problem string `json:"problem,omitempty"`
 		} `json:"decoders"`
+		// Packed is the folder where the model's weights are kept packed
+		// for the kernels (`clipidx model path --packed`), and what it
+		// holds.
+		Packed struct {
+			Dir     string `json:"dir,omitempty"`
+			Files   int    `json:"files"`
+			Bytes   int64  `json:"bytes"`
+			Problem string `json:"problem,omitempty"`
+		} `json:"packed"`
 	} `json:"cpu"`
 	AutoDevice        string `json:"auto_device"` // what --device auto would use
 	HardwareValidated bool   `json:"hardware_validated"`
@@ -157,6 +166,14 @@ func gatherInfo(node, model string) infoJSON {
 		d.Dir, d.Bytes = dir, size
 		if err != nil {
 			d.Problem = err.Error()
+		}
+	}
+	if dir := packCacheDir(); dir != "" {
+		p := &r.CPU.Packed
+		p.Dir = dir
+		var err error
+		if p.Files, p.Bytes, err = packCacheSize(dir); err != nil {
+			p.Problem = err.Error()
 		}
 	}
 	r.CPU.Threads = runtime.GOMAXPROCS(0)
@@ -251,6 +268,15 @@ func printInfo(w io.Writer, r infoJSON) {
 	}
 	if p := r.CPU.Decoders.Problem; p != "" {
 		fmt.Fprintf(w, "  decoders:   %s\n", p)
+	}
+	switch p := r.CPU.Packed; {
+	case p.Problem != "":
+		fmt.Fprintf(w, "  packed:     %s\n", p.Problem)
+	case p.Dir != "" && p.Files == 0:
+		fmt.Fprintf(w, "  packed:     weights packed for the kernels are kept in %s (none yet: the first start in bf16, or in f32 with the AVX-512 kernel, writes them)\n", p.Dir)
+	case p.Dir != "":
+		fmt.Fprintf(w, "  packed:     weights packed for the kernels kept in %s (%.2f GB in %d files; rebuilt when needed; remove them with rm -r %s)\n",
+			p.Dir, float64(p.Bytes)/1e9, p.Files, p.Dir)
 	}
 	m := r.Model
 	fmt.Fprintln(w, "Model")

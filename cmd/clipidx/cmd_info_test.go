@@ -159,3 +159,47 @@ func TestInfoWeights(t *testing.T) {
 		t.Errorf("folder without weights: exit %d\n%s", code, out)
 	}
 }
+
+// TestInfoPacked: info says where the packed weights are kept and what
+// the folder holds, in text and JSON.
+func TestInfoPacked(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	dir := filepath.Join(cache, "clipidx", "packed")
+	type packed struct {
+		Dir   string `json:"dir"`
+		Files int    `json:"files"`
+		Bytes int64  `json:"bytes"`
+	}
+	read := func() packed {
+		t.Helper()
+		js, errs, code := runCLI(t, "--model", t.TempDir(), "info", "--json")
+		var r struct {
+			CPU struct {
+				Packed packed `json:"packed"`
+			} `json:"cpu"`
+		}
+		if err := json.Unmarshal([]byte(js), &r); err != nil || code != 0 {
+			t.Fatalf("exit %d, %v: %s%s", code, err, js, errs)
+		}
+		return r.CPU.Packed
+	}
+	if got := read(); got != (packed{Dir: dir}) {
+		t.Errorf("before any packing: %+v, want the folder and nothing in it", got)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, size := range map[string]int{"m-image-bf16-1.pack": 3000, "m-text-bf16-2.pack": 500} {
+		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := read(); got != (packed{Dir: dir, Files: 2, Bytes: 3500}) {
+		t.Errorf("with two packed files: %+v, want 2 files of 3500 bytes", got)
+	}
+	out, _, code := runCLI(t, "--model", t.TempDir(), "info")
+	if code != 0 || !strings.Contains(out, "packed:     weights packed for the kernels kept in "+dir) || !strings.Contains(out, "in 2 files") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}

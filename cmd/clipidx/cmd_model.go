@@ -333,22 +333,33 @@ func printPackCache(out, info io.Writer) error {
 		return errors.New("this system names no user cache folder: packed weights are not kept (set HOME or XDG_CACHE_HOME)")
 	}
 	fmt.Fprintln(out, dir)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
+	n, size, err := packCacheSize(dir)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
 		fmt.Fprintln(info, "no packed weights yet (the first start in bf16, or in f32 with the AVX-512 kernel, writes them)")
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("read packed-weights folder: %w", err)
-	}
-	var n int
-	var size int64
-	for _, e := range ents {
-		if st, err := e.Info(); err == nil && st.Mode().IsRegular() {
-			n++
-			size += st.Size()
-		}
-	}
 	fmt.Fprintf(info, "%.2f GB in %d files; rebuilt when needed, remove them with: rm -r %s\n", float64(size)/1e9, n, dir)
 	return nil
+}
+
+// packCacheSize counts the files in the packed-weights folder dir and
+// their bytes; a folder not made yet holds none.
+func packCacheSize(dir string) (files int, bytes int64, err error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("read packed-weights folder: %w", err)
+	}
+	for _, e := range ents {
+		if st, err := e.Info(); err == nil && st.Mode().IsRegular() {
+			files++
+			bytes += st.Size()
+		}
+	}
+	return files, bytes, nil
 }
