@@ -430,8 +430,13 @@ type videoOutcome struct {
 }
 
 // settleVideo keeps the outcome of a video sampled in this run and
-// records the copies that waited for it.
+// records the copies that waited for it. A video whose frames were not
+// embedded (the build was stopped) settles nothing: its copies, like it,
+// are left to the next build.
 func (c *collector) settleVideo(r result) {
+	if r.err == nil && slices.ContainsFunc(r.video.frames, func(fr vframe) bool { return fr.pixels != nil }) {
+		return
+	}
 	out := videoOutcome{err: r.err}
 	if r.err == nil {
 		for _, fr := range r.video.frames {

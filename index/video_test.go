@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -422,4 +423,58 @@ func TestBuildVideoCopies(t *testing.T) {
 	if got, want := sumOf(sum), "added=0 updated=0 unchanged=5 reused=0 removed=0 failed=0"; got != want {
 		t.Errorf("second build: summary %s, want %s", got, want)
 	}
+}
+
+// slowSampler samples the videos whose content holds "SLOW" 20 ms late.
+type slowSampler struct{ fakeSampler }
+
+func (s *slowSampler) Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error) {
+	if data, _ := os.ReadFile(path); strings.Contains(string(data), "SLOW") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s.fakeSampler.Sample(ctx, path)
+}
+
+// stopEnc stops the build during its first pass, 50 ms in, as Ctrl-C
+// while the model runs: the results that came meanwhile are recorded but
+// not embedded.
+type stopEnc struct {
+	fakeEnc
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (e *stopEnc) EncodeImages(pix []float32, n int) ([]float32, error) {
+	e.once.Do(func() {
+		time.Sleep(50 * time.Millisecond)
+		e.cancel()
+	})
+	return e.fakeEnc.EncodeImages(pix, n)
+}
+
+// TestBuildVideoCopiesStopped: a build stopped while a video and its copy
+// wait for the model keeps what was embedded before the stop (the copy
+// does not take frames whose vectors were never stored, which failed the
+// stopped build's last commit and lost it), and the next build completes
+// them.
+func TestBuildVideoCopiesStopped(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	write(t, filepath.Join(dir, "a.mp4"), "FAKEVIDEO 0,3 SLOW")
+	write(t, filepath.Join(dir, "b.mp4"), "FAKEVIDEO 0,3 SLOW")
+	write(t, filepath.Join(dir, "x.mp4"), "FAKEVIDEO 1 other")
+	ctx, cancel := context.WithCancel(context.Background())
+	o := videoOpts(nil, &slowSampler{})
+	o.Encoder = &stopEnc{cancel: cancel}
+	o.Workers = 3
+	if _, err := Build(ctx, db, []string{dir}, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped build: %v, want context.Canceled", err)
+	}
+	// x.mp4, embedded before the stop, is kept; a.mp4 came back but was
+	// not embedded, so neither it nor its copy is recorded.
+	wantRecords(t, db, dir, "x.mp4#t=1")
+	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(&fakeEnc{}, &fakeSampler{})); err != nil {
+		t.Fatal(err)
+	}
+	wantRecords(t, db, dir, "a.mp4#t=0", "a.mp4#t=3", "b.mp4#t=0", "b.mp4#t=3", "x.mp4#t=1")
 }
