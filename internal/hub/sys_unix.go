@@ -32,12 +32,3 @@ func unlockFile(f *os.File) {
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	f.Close()
 }
-
-// diskFree returns the bytes available to this user on dir's file system.
-func diskFree(dir string) (int64, bool) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, false
-	}
-	return int64(st.Bavail) * int64(st.Bsize), true
-}

@@ -20,7 +20,7 @@ func Anon(n int) (b []byte, free func() error, err error) {
 	if n <= 0 {
 		return []byte{}, func() error { return nil }, nil
 	}
-	b, err = unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	b, err = unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, nil, fmt.Errorf("map %d bytes of memory: %w", n, err)
 	}

@@ -24,7 +24,7 @@ func Reserve(size int) (*Reservation, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("reserve %d bytes of address space: size must be positive", size)
 	}
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, fmt.Errorf("reserve %d bytes of address space: %w", size, err)
 	}
