@@ -145,6 +145,9 @@ type Options struct {
 	// build has committed so far. Tests use it to look at the index, or to
 	// stop a build, at a known point instead of after a guessed time.
 	committed func(records int)
+	// commitFails, when set (by this package's tests only), is asked
+	// before each commit and fails it with the error it returns.
+	commitFails func() error
 	// mountPoint, when set (by this package's tests only), decides which
 	// folders are mount points, in place of comparing devices: tests
 	// cannot mount a disk.
@@ -263,7 +266,9 @@ type result struct {
 // Build brings the index at dbPath up to date with the images under roots
 // and returns what it did. Cancelling ctx stops it after committing the
 // work already finished (Summary.Complete false, nothing removed); the
-// error is then ctx.Err(). Per-file problems never stop a build: they are
+// error is then ctx.Err(), joined with the commit's error when that last
+// commit failed (what it held is then not saved). Per-file problems never
+// stop a build: they are
 // recorded in the index and listed in Summary.Failures.
 func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*Summary, error) {
 	if err := opts.defaults(); err != nil {
@@ -412,7 +417,14 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 	if err := b.run(ctx, jobs); err != nil {
 		if ctx.Err() != nil {
-			return b.finish(ctx, abs, nil, nil)
+			sum, ferr := b.finish(ctx, abs, nil, nil)
+			if !errors.Is(err, ctx.Err()) {
+				// Stopped, and the last commit failed too: what it held is
+				// lost (the next build does it again), and the caller
+				// must not say the finished work is saved.
+				ferr = errors.Join(err, ferr)
+			}
+			return sum, ferr
 		}
 		b.sortFailures()
 		if errors.Is(err, ErrEncoder) {
@@ -935,6 +947,11 @@ func (b *builder) maybeCommit(force bool) error {
 		return err
 	}
 	b.w.StageProgress(b.progress("index"))
+	if b.opts.commitFails != nil {
+		if err := b.opts.commitFails(); err != nil {
+			return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
+		}
+	}
 	if err := b.w.Commit(&b.batch); err != nil {
 		return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
 	}

@@ -478,3 +478,30 @@ func TestBuildVideoCopiesStopped(t *testing.T) {
 	}
 	wantRecords(t, db, dir, "a.mp4#t=0", "a.mp4#t=3", "b.mp4#t=0", "b.mp4#t=3", "x.mp4#t=1")
 }
+
+// TestBuildStoppedCommitFails: when the commit a stopped build makes of
+// its finished work fails, Build says so beside the stop (the work is not
+// saved), and the next build does it.
+func TestBuildStoppedCommitFails(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	write(t, filepath.Join(dir, "x.mp4"), "FAKEVIDEO 1 other")
+	ctx, cancel := context.WithCancel(context.Background())
+	o := videoOpts(nil, &fakeSampler{})
+	o.Encoder = &stopEnc{cancel: cancel}
+	o.commitFails = func() error {
+		if ctx.Err() != nil {
+			return errors.New("no space left on device")
+		}
+		return nil
+	}
+	_, err := Build(ctx, db, []string{dir}, o)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("stopped build whose last commit failed: %v, want the stop and the commit's error", err)
+	}
+	wantRecords(t, db, dir)
+	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(&fakeEnc{}, &fakeSampler{})); err != nil {
+		t.Fatal(err)
+	}
+	wantRecords(t, db, dir, "x.mp4#t=1")
+}

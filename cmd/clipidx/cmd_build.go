@@ -226,7 +226,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 				printBuildSummary(cmd, sum)
 			}
 			if errors.Is(err, context.Canceled) {
-				return &exitError{code: 130, err: errors.New("interrupted: finished work is saved; run the same command again to continue")}
+				return interrupted(err)
 			}
 			if err == nil && len(missing) > 0 {
 				err = missingError(missing)
@@ -401,4 +401,14 @@ func indexedRoots() ([]string, error) {
 		err = errors.New("no folder indexed yet: give the folders to index (clipidx build DIR...)")
 	}
 	return roots, err
+}
+
+// interrupted is the exit of a build stopped by a signal: the finished work
+// is saved, unless index.Build also reports that its last commit failed.
+func interrupted(err error) *exitError {
+	msg := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(err.Error()), context.Canceled.Error()))
+	if msg == "" {
+		return &exitError{code: 130, err: errors.New("interrupted: finished work is saved; run the same command again to continue")}
+	}
+	return &exitError{code: 130, err: fmt.Errorf("interrupted, and the work finished since the last save was not saved (%s); run the same command again to redo it", msg)}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -53,5 +55,18 @@ func TestBuildSummarySaysWhatIsRetried(t *testing.T) {
 	want := "failed, not recorded (will be retried): /p/a.jpg: read: input/output error\nfailed: decode /p/b.jpg: corrupt image\n"
 	if errw.String() != want {
 		t.Errorf("printed %q, want %q", errw.String(), want)
+	}
+}
+
+// TestInterruptedMessage: a stopped build says its finished work is
+// saved, unless its last commit failed, which it then names.
+func TestInterruptedMessage(t *testing.T) {
+	if e := interrupted(context.Canceled); e.code != 130 || !strings.Contains(e.err.Error(), "finished work is saved") {
+		t.Errorf("plain stop: %d %v", e.code, e.err)
+	}
+	e := interrupted(errors.Join(errors.New("commit to /x/index.db: no space left on device"), context.Canceled))
+	if msg := e.err.Error(); e.code != 130 || strings.Contains(msg, "is saved") || !strings.Contains(msg, "(commit to /x/index.db: no space left on device)") ||
+		strings.Contains(msg, "context canceled") {
+		t.Errorf("stop with a failed commit: %d %q", e.code, msg)
 	}
 }
