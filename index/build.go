@@ -268,8 +268,8 @@ type result struct {
 // work already finished (Summary.Complete false, nothing removed); the
 // error is then ctx.Err(), joined with the commit's error when that last
 // commit failed (what it held is then not saved). Per-file problems never
-// stop a build: they are
-// recorded in the index and listed in Summary.Failures.
+// stop a build: they are recorded in the index and listed in
+// Summary.Failures.
 func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*Summary, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
