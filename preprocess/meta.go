@@ -100,6 +100,9 @@ func displaySize(data []byte, f format) (int, int) {
 			return 0, 0
 		}
 		w, h = p.w, p.h
+		if cw, ch, ok := dngCropSize(data); ok {
+			w, h = cw, ch // a DNG says what its developed picture measures
+		}
 	case fmtHEIC, fmtAVIF:
 		info, err := parseHEIF(data)
 		if err != nil {

@@ -115,7 +115,13 @@ func wantMeta(t *testing.T, name string, e map[string]any, heif bool) Meta {
 	if v, ok := first(e, "EXIF:LensModel"); ok {
 		m.Lens = strings.TrimSpace(text(v))
 	}
-	if v, ok := first(e, "Composite:ImageSize"); ok {
+	size, sized := first(e, "Composite:ImageSize")
+	if v, ok := first(e, "EXIF:DefaultCropSize"); ok {
+		// A DNG's developed picture is the default crop of its raw image,
+		// which exiftool gives beside ImageSize (the raw image's own).
+		size, sized = v, true
+	}
+	if v, ok := size, sized; ok {
 		f := strings.Fields(strings.ReplaceAll(text(v), "x", " "))
 		if len(f) == 2 {
 			m.Width, _ = strconv.Atoi(f[0])
@@ -156,36 +162,55 @@ func testPicture(w, h int) *image.RGBA {
 }
 
 // craftDNG lays out a minimal DNG by hand: IFD0 is a JPEG preview strip
-// (compression 7) with DNGVersion; exiftool then writes the EXIF into it.
+// (compression 7) with DNGVersion, and its SubIFD the raw image (CFA,
+// 64x40, 8 bits) with a DefaultCropSize of 60x36, the size of the
+// developed picture; exiftool then writes the EXIF into it.
 func craftDNG(t *testing.T, path string) {
 	var j bytes.Buffer
 	if err := jpeg.Encode(&j, testPicture(48, 32), nil); err != nil {
 		t.Fatal(err)
 	}
 	le := binary.LittleEndian
-	const n = 9
+	const n, nr = 10, 10
 	ifd := 8
-	data := ifd + 2 + 12*n + 4
+	raw := ifd + 2 + 12*n + 4
+	crop := raw + 2 + 12*nr + 4 // two LONGs
+	rawData := crop + 8         // 64x40 bytes
+	data := rawData + 64*40     // the preview
 	b := make([]byte, data)
 	copy(b, "II*\x00")
 	le.PutUint32(b[4:], uint32(ifd))
 	le.PutUint16(b[ifd:], n)
-	entry := func(k int, tag, typ uint16, count, val uint32) {
-		e := b[ifd+2+12*k:]
+	le.PutUint16(b[raw:], nr)
+	entry := func(at, k int, tag, typ uint16, count, val uint32) {
+		e := b[at+2+12*k:]
 		le.PutUint16(e, tag)
 		le.PutUint16(e[2:], typ)
 		le.PutUint32(e[4:], count)
 		le.PutUint32(e[8:], val)
 	}
-	entry(0, 0x00fe, 4, 1, 1)  // NewSubfileType: reduced resolution
-	entry(1, 0x0100, 4, 1, 48) // ImageWidth
-	entry(2, 0x0101, 4, 1, 32) // ImageLength
-	entry(3, 0x0103, 3, 1, 7)  // Compression: JPEG
-	entry(4, 0x0106, 3, 1, 6)  // PhotometricInterpretation: YCbCr
-	entry(5, 0x0111, 4, 1, uint32(data))
-	entry(6, 0x0115, 3, 1, 3)
-	entry(7, 0x0117, 4, 1, uint32(j.Len()))
-	entry(8, 0xc612, 1, 4, 0x00000401) // DNGVersion 1.4.0.0
+	entry(ifd, 0, 0x00fe, 4, 1, 1)  // NewSubfileType: reduced resolution
+	entry(ifd, 1, 0x0100, 4, 1, 48) // ImageWidth
+	entry(ifd, 2, 0x0101, 4, 1, 32) // ImageLength
+	entry(ifd, 3, 0x0103, 3, 1, 7)  // Compression: JPEG
+	entry(ifd, 4, 0x0106, 3, 1, 6)  // PhotometricInterpretation: YCbCr
+	entry(ifd, 5, 0x0111, 4, 1, uint32(data))
+	entry(ifd, 6, 0x0115, 3, 1, 3)
+	entry(ifd, 7, 0x0117, 4, 1, uint32(j.Len()))
+	entry(ifd, 8, 0x014a, 4, 1, uint32(raw))     // SubIFDs
+	entry(ifd, 9, 0xc612, 1, 4, 0x00000401)      // DNGVersion 1.4.0.0
+	entry(raw, 0, 0x00fe, 4, 1, 0)               // NewSubfileType: the main image
+	entry(raw, 1, 0x0100, 4, 1, 64)              // ImageWidth
+	entry(raw, 2, 0x0101, 4, 1, 40)              // ImageLength
+	entry(raw, 3, 0x0102, 3, 1, 8)               // BitsPerSample
+	entry(raw, 4, 0x0103, 3, 1, 1)               // Compression: none
+	entry(raw, 5, 0x0106, 3, 1, 32803)           // PhotometricInterpretation: CFA
+	entry(raw, 6, 0x0111, 4, 1, uint32(rawData)) // StripOffsets
+	entry(raw, 7, 0x0115, 3, 1, 1)
+	entry(raw, 8, 0x0117, 4, 1, 64*40)        // StripByteCounts
+	entry(raw, 9, 0xc620, 4, 2, uint32(crop)) // DefaultCropSize
+	le.PutUint32(b[crop:], 60)
+	le.PutUint32(b[crop+4:], 36)
 	b = append(b, j.Bytes()...)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"math"
 )
 
 // This file embeds camera RAW files through the largest JPEG preview the
@@ -197,6 +198,9 @@ type tiffWalker struct {
 	seen   map[uint64]bool
 	orient int
 	add    func(off, n uint64)
+	// crop is a DNG's DefaultCropSize (width, height) of its main raw
+	// image (NewSubfileType 0): the size a developed picture has.
+	crop [2]uint64
 }
 
 func newTIFFWalker(d []byte) (*tiffWalker, error) {
@@ -282,6 +286,22 @@ func (t *tiffWalker) uint(e tiffEntry, i int) (uint64, bool) {
 	return 0, false
 }
 
+// dngCropSize is the DefaultCropSize of a DNG's main raw image, the size
+// of the developed picture (before its orientation), when the file has
+// one: its previews are often smaller.
+func dngCropSize(d []byte) (w, h int, ok bool) {
+	t, err := newTIFFWalker(d)
+	if err != nil {
+		return 0, 0, false
+	}
+	t.add = func(off, n uint64) {}
+	t.walkChain(t.ifd0, true)
+	if t.crop[0] == 0 || t.crop[0] > 1<<20 || t.crop[1] > 1<<20 {
+		return 0, 0, false
+	}
+	return int(t.crop[0]), int(t.crop[1]), true
+}
+
 // walkChain visits an IFD and those after it in the next-IFD chain.
 func (t *tiffWalker) walkChain(off uint32, first bool) {
 	for off != 0 {
@@ -300,11 +320,21 @@ func (t *tiffWalker) walkIFD(base, off uint64, isIFD0 bool) (uint32, bool) {
 	if !ok {
 		return 0, false
 	}
-	var compression, jpegOff, jpegLen, stripOff, stripLen uint64
+	var compression, jpegOff, jpegLen, stripOff, stripLen, subfile uint64
 	var strips int
+	var crop [2]uint64
 	for _, e := range es {
 		v, _ := t.uint(e, 0)
 		switch e.tag {
+		case 0x00fe:
+			subfile = v
+		case 0xc620: // DNG DefaultCropSize: SHORT, LONG or RATIONAL
+			for i := range crop {
+				crop[i], _ = t.uint(e, i)
+				if r, ok := t.rational(e, i); ok && r > 0 && r < 1<<20 {
+					crop[i] = uint64(math.Round(r))
+				}
+			}
 		case 0x0112:
 			if isIFD0 && v >= 1 && v <= 8 {
 				t.orient = int(v)
@@ -334,6 +364,9 @@ func (t *tiffWalker) walkIFD(base, off uint64, isIFD0 bool) (uint32, bool) {
 		case 0x927c: // MakerNote
 			t.olympusMakerNote(e)
 		}
+	}
+	if subfile == 0 && crop[0] > 0 && crop[1] > 0 && t.crop[0] == 0 {
+		t.crop = crop
 	}
 	if jpegLen > 0 {
 		t.add(base+jpegOff, jpegLen)
