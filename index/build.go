@@ -691,13 +691,17 @@ func (c *collector) orphans() {
 // claim reports whether this is the first file of the run with content h
 // that needs the model. Workers call it before decoding, so a duplicate
 // costs a hash, not a decode.
-func (b *builder) claim(h store.Hash) bool {
+func (b *builder) claim(h store.Hash) bool { return b.claimIn(b.claimed, h) }
+
+// claimIn adds h to the set of contents claimed in this run, and reports
+// whether it was not there yet.
+func (b *builder) claimIn(set map[store.Hash]bool, h store.Hash) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.claimed[h] {
+	if set[h] {
 		return false
 	}
-	b.claimed[h] = true
+	set[h] = true
 	return true
 }
 

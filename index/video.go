@@ -412,15 +412,7 @@ var _ VideoProber = (*video.Sampler)(nil)
 // claimVideo reports whether this is the first video of the run with
 // content h that needs sampling, as claim does for images (a map of its
 // own: a video's frames are not the vector of its bytes).
-func (b *builder) claimVideo(h store.Hash) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.claimedVideos[h] {
-		return false
-	}
-	b.claimedVideos[h] = true
-	return true
-}
+func (b *builder) claimVideo(h store.Hash) bool { return b.claimIn(b.claimedVideos, h) }
 
 // videoOutcome is what a video sampled in this run gave, for the copies
 // of it that wait (collector.videoWaiting).
