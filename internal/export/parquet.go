@@ -184,13 +184,14 @@ func (mw *metaWriter) add(path string, f store.File, smp *store.Sample, pm *stor
 	set(colSHA256, parquet.ByteArrayValue([]byte(hex.EncodeToString(f.Hash[:]))), false)
 	set(colMtime, parquet.Int64Value(f.MtimeNs), false)
 	setPhoto(set, pm)
-	if smp == nil { // a sample's key is no frame time, whatever it reads
+	if smp == nil {
+		// A plain file's record, or a video's frame (a sample's key is no
+		// frame time, whatever it reads).
 		if video, t, ok := store.SplitFrame(path); ok {
 			set(colVideo, parquet.ByteArrayValue([]byte(video)), true)
 			set(colVideoTime, parquet.DoubleValue(t), true)
 		}
-	}
-	if smp != nil {
+	} else {
 		set(colCaption, parquet.ByteArrayValue([]byte(smp.Caption)), true)
 		for k, v := range decodeJSON(smp.JSON) {
 			kd, ok := m.fields[k]
