@@ -135,7 +135,9 @@ type Options struct {
 	// PreprocessFrame turns a frame into the Encoder's pixels (the photo
 	// preprocessing of a decoded image). Nil Video skips videos: they are
 	// counted in Summary.VideosSkipped and their records, if any, kept, so
-	// that a later build with a sampler takes them up.
+	// that a later build with a sampler takes them up. A new or changed
+	// video whose bytes are those of a recorded one (renamed, copied,
+	// touched) still takes its frames: no sampling is needed for that.
 	Video           VideoSampler
 	PreprocessFrame func(img image.Image) ([]float32, error)
 
@@ -399,6 +401,10 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 			continue
 		}
 		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
+	}
+	jobs, err = b.unsampled(jobs)
+	if err != nil {
+		return nil, err
 	}
 	if err := b.startIndexPhase(len(wk.files), len(jobs)); err != nil {
 		return nil, err

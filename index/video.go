@@ -25,8 +25,9 @@ import (
 // frame records carry its size and mtime. A changed video is sampled again
 // and its frames replaced; a removed one loses them all; a renamed or
 // copied one takes the frames of a recorded video with the same content
-// (no decode, no model). A video that fails is recorded under its own
-// path, as a photo that fails, and has no frames.
+// (no decode, no model; no sampler either: that works without ffmpeg). A
+// video that fails is recorded under its own path, as a photo that fails,
+// and has no frames.
 
 // videoExts are the extensions (lower case) the walk takes for videos;
 // ffprobe confirms them.
@@ -93,18 +94,48 @@ func groupFrames(old map[string]*store.File) map[string][]frameRec {
 
 // planVideo decides what a build does with a video found on disk: it
 // returns true when the video needs reading (changed, new, or a failure to
-// retry) and a sampler is there, and otherwise counts it (unchanged, or
-// skipped for want of a sampler).
+// retry), and otherwise counts it as unchanged. Without a sampler, such a
+// video can still take the frames recorded for its bytes (a video renamed,
+// copied or touched while ffmpeg is missing): unsampled keeps those jobs.
 func (b *builder) planVideo(f found, failed *store.File) bool {
 	if !b.videoChanged(f, failed) {
 		b.sum.Unchanged++
 		return false
 	}
-	if b.opts.Video == nil {
-		b.sum.VideosSkipped++ // its records, if any, stay (see keepFrame)
-		return false
-	}
 	return true
+}
+
+// errNoSampler is prepareVideo's outcome for a video whose frames would
+// have to be sampled when there is no sampler: it is skipped, its records
+// kept.
+var errNoSampler = errors.New("no video sampler")
+
+// unsampled drops, when there is no sampler, the video jobs whose size no
+// recorded video has: nothing in the index can be theirs, so they are not
+// even hashed. They are counted as skipped; their records, if any, stay
+// (see keepFrame). The others are hashed by prepareVideo and take the
+// frames recorded for their bytes, if any.
+func (b *builder) unsampled(jobs []job) ([]job, error) {
+	if b.opts.Video != nil || !slices.ContainsFunc(jobs, func(j job) bool { return IsVideoName(j.path) && j.tar == nil }) {
+		return jobs, nil
+	}
+	if err := b.w.View(func(s *store.Snapshot) error { return b.readAllFrames(s, jobs) }); err != nil {
+		return nil, err
+	}
+	sizes := map[int64]bool{}
+	for _, recs := range b.allFrames {
+		sizes[recs[0].f.Size] = true
+	}
+	out := jobs[:0]
+	for _, j := range jobs {
+		if IsVideoName(j.path) && j.tar == nil && !sizes[j.size] {
+			b.sum.VideosSkipped++
+			continue
+		}
+		j.seq = len(out)
+		out = append(out, j)
+	}
+	return out, nil
 }
 
 // videoChanged reports whether a video needs reading: new, changed since
@@ -140,12 +171,16 @@ func (b *builder) prepareVideo(j job) result {
 	r.hash = h
 	if same := framesOf(h, r.video.old, b.known); same != nil {
 		r.act, r.video.frames = actTouch, same
-		r.meta = b.probeMeta(j)
+		r.meta = b.probeMeta(j, "")
 		return r
 	}
-	if same := b.recordedVideo(h); same != nil {
+	if same, from := b.recordedVideo(h); same != nil {
 		r.act, r.video.frames = actReuse, same
-		r.meta = b.probeMeta(j)
+		r.meta = b.probeMeta(j, from)
+		return r
+	}
+	if b.opts.Video == nil {
+		r.err = errNoSampler
 		return r
 	}
 	r.act = actEmbed
@@ -153,7 +188,7 @@ func (b *builder) prepareVideo(j job) result {
 		// Another video of this run has these bytes: it alone is sampled
 		// and embedded, this one takes its frames (collector.add).
 		r.dup = true
-		r.meta = b.probeMeta(j)
+		r.meta = b.probeMeta(j, "")
 		return r
 	}
 	frames, info, err := b.opts.Video.Sample(b.ctx, j.path)
@@ -197,9 +232,9 @@ func framesOf(h store.Hash, recs []frameRec, known map[store.Hash]bool) []vframe
 }
 
 // readAllFrames reads the frame records of the whole index when a video
-// is to be read, for recordedVideo.
+// is to be read, for recordedVideo (once).
 func (b *builder) readAllFrames(s *store.Snapshot, jobs []job) error {
-	if !slices.ContainsFunc(jobs, func(j job) bool { return IsVideoName(j.path) && j.tar == nil }) {
+	if b.allFrames != nil || !slices.ContainsFunc(jobs, func(j job) bool { return IsVideoName(j.path) && j.tar == nil }) {
 		return nil
 	}
 	all := map[string]*store.File{}
@@ -214,16 +249,17 @@ func (b *builder) readAllFrames(s *store.Snapshot, jobs []job) error {
 }
 
 // recordedVideo returns the frames of a video recorded anywhere in the
-// index (as the build started) with content h, or nil.
-func (b *builder) recordedVideo(h store.Hash) []vframe {
+// index (as the build started) with content h, and the path of its first
+// frame record, or nil.
+func (b *builder) recordedVideo(h store.Hash) ([]vframe, string) {
 	for _, recs := range b.allFrames {
 		if recs[0].f.Hash == frameHash(h, recs[0].t) {
 			if fr := framesOf(h, recs, b.known); fr != nil {
-				return fr
+				return fr, recs[0].path
 			}
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // hashFile is the SHA-256 of a file's bytes, read as a stream; ctx stops
@@ -299,7 +335,9 @@ func (b *builder) recordVideo(r result) {
 		}
 	}
 	stat := store.File{Size: r.size, MtimeNs: r.mtimeNs, Hash: r.hash}
-	if r.err != nil {
+	if errors.Is(r.err, errNoSampler) {
+		b.sum.VideosSkipped++ // its records, if any, stay (see keepFrame)
+	} else if r.err != nil {
 		f, ok := b.failure(r.path, stat, r.err)
 		if !ok {
 			return // not the video's fault: its records stay, it is read again next time
@@ -383,10 +421,27 @@ type VideoProber interface {
 // from a probe where the sampler can, else only the file's time. A probe
 // that fails leaves the frames' metadata as the file's time too (the
 // frames themselves are sound).
-func (b *builder) probeMeta(j job) *store.Meta {
+//
+// Without a sampler the container is not read: a video's own frames keep
+// their metadata (nil), and frames taken from the recorded video whose
+// first frame record is from get a copy of its metadata.
+func (b *builder) probeMeta(j job, from string) *store.Meta {
 	var in video.Info
 	if p, ok := b.opts.Video.(VideoProber); ok {
 		in, _ = p.Probe(b.ctx, j.path)
+	} else if b.opts.Video == nil {
+		if from == "" {
+			return nil
+		}
+		var m store.Meta
+		var found bool
+		err := b.w.View(func(s *store.Snapshot) (err error) {
+			m, found, err = s.Meta(from)
+			return err
+		})
+		if err == nil && found {
+			return &m
+		}
 	}
 	return videoMeta(in, j.mtimeNs)
 }

@@ -505,3 +505,56 @@ func TestBuildStoppedCommitFails(t *testing.T) {
 	}
 	wantRecords(t, db, dir, "x.mp4#t=1")
 }
+
+// TestBuildVideoWithoutSampler: while ffmpeg is missing (no sampler), a
+// renamed or copied video still takes the frames recorded for its bytes,
+// with their metadata, and a touched one keeps its frames under its new
+// time; a video no record has is skipped, whether a recorded video has its
+// size (then it is hashed) or not.
+func TestBuildVideoWithoutSampler(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	write(t, filepath.Join(dir, "a.mp4"), "FAKEVIDEO 0,4 first")
+	write(t, filepath.Join(dir, "b.mp4"), "FAKEVIDEO 1 second")
+	created := time.Date(2019, 7, 14, 6, 5, 12, 0, time.UTC)
+	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(&fakeEnc{}, &datedSampler{created: created})); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rename(t, filepath.Join(dir, "a.mp4"), filepath.Join(dir, "sub", "c.mp4"))
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "b.mp4"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "d.mp4"), "FAKEVIDEO 2 others") // b's size, other bytes
+	write(t, filepath.Join(dir, "e.mp4"), "FAKEVIDEO 2 a size no video has")
+	e := &fakeEnc{}
+	sum, err := Build(context.Background(), db, []string{dir}, opts(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRecords(t, db, dir, "b.mp4#t=1", "sub/c.mp4#t=0", "sub/c.mp4#t=4")
+	if sum.Reused != 1 || sum.VideosSkipped != 2 || sum.Failed != 0 || sum.Removed != 1 || e.calls.Load() != 0 {
+		t.Errorf("summary %+v, %d encoder passes; want 1 reused (the rename), 2 skipped, 1 removed and no pass", sum, e.calls.Load())
+	}
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.View(func(s *store.Snapshot) error {
+		f, ok, err := s.File(filepath.Join(dir, "b.mp4#t=1"))
+		if err != nil || !ok || f.MtimeNs != later.UnixNano() {
+			t.Errorf("b.mp4's frame: %+v, %v, %v; want the touched time %d", f, ok, err, later.UnixNano())
+		}
+		for _, p := range []string{"sub/c.mp4#t=0", "b.mp4#t=1"} {
+			m, ok, err := s.Meta(filepath.Join(dir, p))
+			if err != nil || !ok || m.TakenSource != store.TakenVideo {
+				t.Errorf("%s: metadata %+v (%v, %v), want the creation time the video's probe gave", p, m, ok, err)
+			}
+		}
+		return nil
+	})
+}
