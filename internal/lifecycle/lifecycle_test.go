@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/internal/video"
 	"github.com/clipidx/clipidx/internal/web"
 	"github.com/clipidx/clipidx/store"
 )
@@ -39,9 +40,10 @@ const dim = 16
 
 var ident = store.Identity{Model: "lifecycle-fake", Dim: dim, Preprocess: "fake/1"}
 
-// Three kinds of content: real PNGs (the server can thumbnail them),
+// Four kinds of content: real PNGs (the server can thumbnail them),
 // "HEIC" files that the decoder reads only once its reach holds heic (an
-// upgrade), and junk that no decoder reads.
+// upgrade), videos (videoSampler reads them when "ffmpeg" is installed),
+// and junk that no decoder reads.
 var heicMagic = []byte("\x00\x00\x00\x18ftypheic")
 
 func kindOf(data []byte) string {
@@ -50,8 +52,114 @@ func kindOf(data []byte) string {
 		return "png"
 	case bytes.HasPrefix(data, heicMagic):
 		return "heic"
+	case bytes.HasPrefix(data, videoMagic):
+		return "video"
 	}
 	return "junk"
+}
+
+// A "video" is "FAKEVIDEO 0,2.5,7 <noise>": its frames are at the listed
+// times, each a 4x4 picture made from the content and the time; one whose
+// list is "BROKEN" is a video ffmpeg cannot read.
+var videoMagic = []byte("FAKEVIDEO ")
+
+// frameTimes returns the times of a video content's frames; ok is false
+// for a content ffmpeg would not read.
+func frameTimes(data []byte) (ts []float64, ok bool) {
+	f := strings.Fields(string(data))
+	if kindOf(data) != "video" || len(f) < 2 || f[1] == "BROKEN" {
+		return nil, false
+	}
+	for _, s := range strings.Split(f[1], ",") {
+		t, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, false
+		}
+		ts = append(ts, t)
+	}
+	return ts, true
+}
+
+// frameOf is the frame at t of a video content, as the sampler returns it.
+func frameOf(data []byte, t float64) video.Frame {
+	h := sha256.Sum256(append(slices.Clone(data), store.FrameTime(t)...))
+	rgb := bytes.Repeat(h[:], 2)[:48]
+	return video.Frame{Time: t, Width: 4, Height: 4, RGB: rgb}
+}
+
+// framePixels is what the fake frame preprocessing returns for a frame's
+// picture, and so the fake model's vector for it.
+func framePixels(img image.Image) []float32 { return pixelsOf(img.(*image.RGBA).Pix) }
+
+// frameHash is the content hash of the frame at t of a video whose bytes
+// hash to h, as index writes it. It is part of the index's format: were it
+// to change, every video of an upgraded index would be embedded again.
+func frameHash(h store.Hash, t float64) store.Hash {
+	return sha256.Sum256([]byte("clipidx video frame\x00" + string(h[:]) + store.FrameSep + store.FrameTime(t)))
+}
+
+// videoSampler is the fake ffmpeg. It counts the contents it samples and
+// notes each frame's pixels for the fake model.
+type videoSampler struct {
+	enc     *countEnc
+	mu      sync.Mutex
+	sampled []store.Hash
+}
+
+func (s *videoSampler) Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, video.Info{}, err
+	}
+	h := store.Hash(sha256.Sum256(data))
+	s.mu.Lock()
+	s.sampled = append(s.sampled, h)
+	s.mu.Unlock()
+	ts, ok := frameTimes(data)
+	if !ok {
+		return nil, video.Info{}, fmt.Errorf("%w: moov atom not found", video.ErrNotVideo)
+	}
+	var out []video.Frame
+	for _, t := range ts {
+		fr := frameOf(data, t)
+		s.enc.mu.Lock()
+		s.enc.contents[pixKey(framePixels(fr.Image()))] = frameHash(h, t)
+		s.enc.mu.Unlock()
+		out = append(out, fr)
+	}
+	return out, video.Info{}, nil
+}
+
+// holdsVideo reports whether held has every frame of the video content
+// data (ffmpeg would read it).
+func holdsVideo(held map[store.Hash]bool, data []byte) bool {
+	h := store.Hash(sha256.Sum256(data))
+	ts, ok := frameTimes(data)
+	return ok && !slices.ContainsFunc(ts, func(t float64) bool { return !held[frameHash(h, t)] })
+}
+
+// frameStill is the fake FrameStill of the server: the frame's picture as
+// a PNG.
+func frameStill(ctx context.Context, path string, t float64) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := frameTimes(data); !ok {
+		return nil, fmt.Errorf("%w: %s", video.ErrNotVideo, path)
+	}
+	var buf bytes.Buffer
+	err = png.Encode(&buf, frameOf(data, t).Image())
+	return buf.Bytes(), err
+}
+
+// videoOf is the video a record's path belongs to: the path itself, or a
+// frame record's video.
+func videoOf(p string) string {
+	if v, _, ok := store.SplitFrame(p); ok {
+		return v
+	}
+	return p
 }
 
 func readable(data []byte, reach []string) bool {
@@ -117,7 +225,7 @@ func (e *countEnc) EncodeImages(pix []float32, n int) ([]float32, error) {
 func decoder(enc *countEnc, reach []string) index.PreprocessFunc {
 	return func(data []byte, path string) ([]float32, error) {
 		switch kindOf(data) {
-		case "junk":
+		case "junk", "video":
 			return nil, fmt.Errorf("%w (%d bytes)", index.ErrNotImage, len(data))
 		case "heic":
 			if !slices.Contains(reach, "heic") {
@@ -130,9 +238,23 @@ func decoder(enc *countEnc, reach []string) index.PreprocessFunc {
 	}
 }
 
-func buildOptions(enc *countEnc, reach []string) index.Options {
-	return index.Options{Encoder: enc, Preprocess: decoder(enc, reach), Identity: ident, Reach: reach,
+// buildOptions are a build's options; with sampler nil, ffmpeg is not
+// installed.
+func buildOptions(enc *countEnc, reach []string, sampler *videoSampler) index.Options {
+	o := index.Options{Encoder: enc, Preprocess: decoder(enc, reach), Identity: ident, Reach: reach,
 		BatchSize: 3, CommitEvery: 4, Workers: 2}
+	if sampler != nil {
+		o.Video, o.PreprocessFrame = sampler, func(img image.Image) ([]float32, error) { return framePixels(img), nil }
+	}
+	return o
+}
+
+// sampler is the fake ffmpeg for a build, or nil while it is not installed.
+func (l *lab) sampler(enc *countEnc) *videoSampler {
+	if !l.ffmpeg {
+		return nil
+	}
+	return &videoSampler{enc: enc}
 }
 
 // rec is what the index holds for one path, as the test compares it.
@@ -150,6 +272,9 @@ type lab struct {
 	reach []string
 	clock time.Time // the next mtime written
 	blobs map[store.Hash][]byte
+	// frames maps the hash of each video frame made to its vector.
+	frames map[store.Hash][]float32
+	ffmpeg bool // builds can read videos
 
 	srv             *web.Server
 	nasAway, extAwy bool
@@ -176,7 +301,22 @@ func (l *lab) step(format string, a ...any) {
 // content makes a new file content: mostly PNGs, some HEIC, some junk.
 func (l *lab) content() []byte {
 	var data []byte
-	switch r := l.rng.Intn(20); {
+	switch r := l.rng.Intn(24); {
+	case r >= 20:
+		times := "BROKEN"
+		if r < 23 {
+			var ts []string
+			for i := range 1 + l.rng.Intn(4) {
+				ts = append(ts, store.FrameTime(float64(i)*2.5+float64(l.rng.Intn(1000))/1000))
+			}
+			times = strings.Join(ts, ",")
+		}
+		data = fmt.Appendf(slices.Clone(videoMagic), "%s %s", times, strconv.FormatUint(l.rng.Uint64(), 36))
+		h := sha256.Sum256(data)
+		ts, _ := frameTimes(data)
+		for _, t := range ts {
+			l.frames[frameHash(h, t)] = framePixels(frameOf(data, t).Image())
+		}
 	case r < 15:
 		img := image.NewNRGBA(image.Rect(0, 0, 4+l.rng.Intn(4), 4))
 		for i := range img.Pix {
@@ -240,8 +380,17 @@ func (l *lab) files() []string {
 	return out
 }
 
-func (l *lab) newName(d string) string {
-	return d + "/" + strconv.FormatUint(l.rng.Uint64()%1e6, 36) + ".png"
+// newName is a new name in folder d with extension ext.
+func (l *lab) newName(d, ext string) string {
+	return d + "/" + strconv.FormatUint(l.rng.Uint64()%1e6, 36) + ext
+}
+
+// extFor is the extension of a new file with content data.
+func extFor(data []byte) string {
+	if kindOf(data) == "video" {
+		return ".mp4"
+	}
+	return ".png"
 }
 
 // index reads every record of the index.
@@ -263,7 +412,13 @@ func (l *lab) index() map[string]rec {
 				return nil
 			}
 			v := s.Vector(f.Vec)
-			want := pixelsOf(l.blobs[f.Hash])
+			want, ok := l.frames[f.Hash]
+			if _, _, frame := store.SplitFrame(p); !frame {
+				want, ok = pixelsOf(l.blobs[f.Hash]), l.blobs[f.Hash] != nil
+			}
+			if !ok {
+				l.fatalf("%s: its hash %x is of no content or frame this test made", p, f.Hash[:6])
+			}
 			if cos := cosine(v, want); !(cos > 0.99999) {
 				l.fatalf("%s: stored vector at cosine %.6f to its content's", p, cos)
 			}
@@ -351,12 +506,40 @@ func (l *lab) expectBuild(prev map[string]rec, rel string) map[string]rec {
 		return exp // a root that lists nothing: its disk is away
 	}
 	disk := l.onDisk(rel)
-	for p, data := range disk {
-		exp[p] = rec{ok: readable(data, l.reach), hash: sha256.Sum256(data)}
+	framed := map[store.Hash]bool{} // the frames the index holds
+	for p, r := range prev {
+		if _, _, frame := store.SplitFrame(p); frame && r.ok {
+			framed[r.hash] = true
+		}
 	}
 	for p := range prev {
-		if store.Within(p, root) && disk[p] == nil && !within(p, away) {
+		v := videoOf(p)
+		if store.Within(v, root) && disk[v] == nil && !within(v, away) {
 			delete(exp, p)
+		}
+	}
+	for p, data := range disk {
+		h := sha256.Sum256(data)
+		if !index.IsVideoName(p) {
+			exp[p] = rec{ok: readable(data, l.reach), hash: h}
+			continue
+		}
+		if !l.ffmpeg && !holdsVideo(framed, data) {
+			// Not read, and no recorded video has these bytes: what the
+			// index held of it stays.
+			continue
+		}
+		for q := range prev {
+			if videoOf(q) == p {
+				delete(exp, q)
+			}
+		}
+		ts, ok := frameTimes(data)
+		if !ok {
+			exp[p] = rec{ok: false, hash: h}
+		}
+		for _, t := range ts {
+			exp[store.FramePath(p, t)] = rec{ok: true, hash: frameHash(h, t)}
 		}
 	}
 	return exp
@@ -409,17 +592,44 @@ func (l *lab) checkEmbedded(prev map[string]rec, embedded []store.Hash) {
 	}
 }
 
+// checkSampled fails when a build sampled a video content twice, or one
+// whose frames the index held (a renamed or copied video takes them).
+func (l *lab) checkSampled(prev map[string]rec, s *videoSampler) {
+	l.t.Helper()
+	if s == nil {
+		return
+	}
+	held := map[store.Hash]bool{}
+	for _, r := range prev {
+		if r.ok {
+			held[r.hash] = true
+		}
+	}
+	seen := map[store.Hash]bool{}
+	for _, h := range s.sampled {
+		if holdsVideo(held, l.blobs[h]) {
+			l.fatalf("video content %x sampled although the index held all its frames", h[:6])
+		}
+		if seen[h] {
+			l.fatalf("video content %x sampled twice by one build", h[:6])
+		}
+		seen[h] = true
+	}
+}
+
 func (l *lab) build(rel string) {
 	l.t.Helper()
-	l.step("build %s (reach %v)", rel, l.reach)
+	l.step("build %s (reach %v, ffmpeg %v)", rel, l.reach, l.ffmpeg)
 	prev := l.index()
 	exp := l.expectBuild(prev, rel)
 	enc := newEnc()
-	sum, err := index.Build(context.Background(), l.db, []string{l.path(rel)}, buildOptions(enc, l.reach))
+	vs := l.sampler(enc)
+	sum, err := index.Build(context.Background(), l.db, []string{l.path(rel)}, buildOptions(enc, l.reach, vs))
 	if err != nil {
 		l.fatalf("build %s: %v", rel, err)
 	}
 	l.checkEmbedded(prev, enc.embedded)
+	l.checkSampled(prev, vs)
 	// Each away folder that held records under this root is reported.
 	away := l.away()
 	if ents, err := os.ReadDir(l.path(rel)); err != nil || len(ents) == 0 {
@@ -451,7 +661,7 @@ func (l *lab) kill(rel string) {
 	passes := 1 + l.rng.Intn(3)
 	l.step("SIGKILL a build of %s after %d passes", rel, passes)
 	before := l.index()
-	spec, _ := json.Marshal(childSpec{DB: l.db, Root: l.path(rel), Reach: l.reach})
+	spec, _ := json.Marshal(childSpec{DB: l.db, Root: l.path(rel), Reach: l.reach, FFmpeg: l.ffmpeg})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLifecycleChild$", "-test.v")
 	cmd.Env = append(os.Environ(), envChild+"="+string(spec))
 	out, err := cmd.StdoutPipe()
@@ -497,6 +707,14 @@ func (l *lab) kill(rel string) {
 			l.fatalf("after SIGKILL %s holds a record no build of the files makes", p)
 		}
 	}
+	// A video's records are all as they were or all as the build makes
+	// them: its frames are committed together.
+	for v := range videoRecords(after) {
+		got := videoRecords(after)[v]
+		if !maps.Equal(got, videoRecords(before)[v]) && !maps.Equal(got, videoRecords(exp)[v]) {
+			l.fatalf("after SIGKILL the records of video %s are neither as they were nor as a build makes them: %v", v, got)
+		}
+	}
 	l.build(rel) // completes it: checks against the files, and that nothing committed is embedded again
 }
 
@@ -508,6 +726,22 @@ const (
 type childSpec struct {
 	DB, Root string
 	Reach    []string
+	FFmpeg   bool
+}
+
+// videoRecords groups the records of videos (frames, or a failure under
+// the video's path) by video.
+func videoRecords(recs map[string]rec) map[string]map[string]rec {
+	out := map[string]map[string]rec{}
+	for p, r := range recs {
+		if v := videoOf(p); index.IsVideoName(v) {
+			if out[v] == nil {
+				out[v] = map[string]rec{}
+			}
+			out[v][p] = r
+		}
+	}
+	return out
 }
 
 // TestLifecycleChild is the build that the lifecycle test kills.
@@ -523,7 +757,11 @@ func TestLifecycleChild(t *testing.T) {
 	enc := newEnc()
 	enc.delay = 20 * time.Millisecond
 	enc.onPass = func() { fmt.Printf("%s\n", childPass); os.Stdout.Sync() }
-	o := buildOptions(enc, spec.Reach)
+	var vs *videoSampler
+	if spec.FFmpeg {
+		vs = &videoSampler{enc: enc}
+	}
+	o := buildOptions(enc, spec.Reach, vs)
 	o.BatchSize, o.CommitEvery = 1, 1
 	if _, err := index.Build(context.Background(), spec.DB, []string{spec.Root}, o); err != nil {
 		t.Fatal(err)
@@ -538,10 +776,12 @@ func (l *lab) merge() {
 		l.t.Fatal(err)
 	}
 	for range 2 + l.rng.Intn(4) {
-		l.write(l.path(l.newName(name)), l.content())
+		data := l.content()
+		l.write(l.path(l.newName(name, extFor(data))), data)
 	}
 	odb := filepath.Join(l.dir, name+".db")
-	if _, err := index.Build(context.Background(), odb, []string{l.path(name)}, buildOptions(newEnc(), l.reach)); err != nil {
+	enc := newEnc()
+	if _, err := index.Build(context.Background(), odb, []string{l.path(name)}, buildOptions(enc, l.reach, l.sampler(enc))); err != nil {
 		l.fatalf("build %s: %v", name, err)
 	}
 	prev := l.index()
@@ -580,9 +820,9 @@ func (l *lab) forget(rel string) {
 func (l *lab) serveCheck() {
 	l.t.Helper()
 	recs := l.index()
-	var any *rec
-	for _, r := range recs {
-		if r.ok {
+	var any *rec // a photo's record: its bytes are the query
+	for p, r := range recs {
+		if _, _, frame := store.SplitFrame(p); r.ok && !frame {
 			any = &r
 			break
 		}
@@ -600,9 +840,16 @@ func (l *lab) serveCheck() {
 	}
 	ids := map[string]string{}
 	offline := map[string]bool{}
+	listed := map[string]string{} // a video's frame among the results: one, its best
 	for _, r := range a.Results {
 		ids[r.Path] = r.ID
 		offline[r.Path] = r.Offline != ""
+		if v, _, frame := store.SplitFrame(r.Path); frame {
+			if listed[v] != "" {
+				l.fatalf("serve: video %s is listed twice (%s and %s)", v, listed[v], r.Path)
+			}
+			listed[v] = r.Path
+		}
 	}
 	paths := make([]string, 0, len(recs))
 	for p := range recs {
@@ -613,6 +860,18 @@ func (l *lab) serveCheck() {
 	for _, p := range paths {
 		r := recs[p]
 		if !r.ok {
+			continue
+		}
+		if v, t, frame := store.SplitFrame(p); frame {
+			switch q := listed[v]; {
+			case q == "":
+				l.fatalf("serve: indexed video %s is not among the results of a search for all", v)
+			case q == p:
+				if within(p, slices.Collect(maps.Keys(l.reported))) && a.Results[slices.IndexFunc(a.Results, func(r web.Result) bool { return r.Path == p })].Offline == "" {
+					l.fatalf("serve: %s, whose disk a build found away, is not marked offline", p)
+				}
+				l.serveFrame(p, ids[p], v, t, r)
+			}
 			continue
 		}
 		ok = append(ok, p)
@@ -640,6 +899,29 @@ func (l *lab) serveCheck() {
 	p := ok[l.rng.Intn(len(ok))]
 	if code, body := l.do("GET", "/api/similar?k=1000&id="+ids[p], nil); code != http.StatusOK {
 		l.fatalf("serve: similar images of %s answered %d %s", p, code, body)
+	}
+}
+
+// serveFrame checks that the server gives an indexed frame (record p, id)
+// of video v at t: its picture, its thumbnail, and the video's bytes.
+func (l *lab) serveFrame(p, id, v string, t float64, r rec) {
+	l.t.Helper()
+	data, err := os.ReadFile(v)
+	if err != nil || frameHash(sha256.Sum256(data), t) != r.hash {
+		return // changed or away since it was indexed
+	}
+	still, err := frameStill(context.Background(), v, t)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if code, body := l.do("GET", "/image/"+id, nil); code != http.StatusOK || !bytes.Equal(body, still) {
+		l.fatalf("serve: /image of indexed frame %s answered %d (%d bytes, want the %d of its picture)", p, code, len(body), len(still))
+	}
+	if code, body := l.do("GET", "/thumb/"+id, nil); code != http.StatusOK {
+		l.fatalf("serve: /thumb of indexed frame %s answered %d %s", p, code, body)
+	}
+	if code, body := l.do("GET", "/video/"+id, nil); code != http.StatusOK || !bytes.Equal(body, data) {
+		l.fatalf("serve: /video of indexed frame %s answered %d (%d bytes, want its video's %d)", p, code, len(body), len(data))
 	}
 }
 
@@ -674,7 +956,8 @@ func TestLifecycle(t *testing.T) {
 		steps = 40
 	}
 	l := &lab{t: t, rng: rand.New(rand.NewSource(seed)), dir: t.TempDir(), reach: []string{"png"},
-		clock: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), blobs: map[store.Hash][]byte{}, reported: map[string]bool{}}
+		clock: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), blobs: map[store.Hash][]byte{}, reported: map[string]bool{},
+		frames: map[store.Hash][]float32{}, ffmpeg: true}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("seed %d (replay: CLIPIDX_LIFECYCLE_SEED=%d CLIPIDX_LIFECYCLE_STEPS=%d go test ./internal/lifecycle -run 'TestLifecycle$')", seed, seed, steps)
@@ -697,9 +980,10 @@ func TestLifecycle(t *testing.T) {
 	}
 	for range 12 {
 		d := l.dirs()
-		l.write(l.path(l.newName(d[l.rng.Intn(len(d))])), l.content())
+		data := l.content()
+		l.write(l.path(l.newName(d[l.rng.Intn(len(d))], extFor(data))), data)
 	}
-	l.srv, err = web.New(web.Options{DB: l.db, Addr: addr})
+	l.srv, err = web.New(web.Options{DB: l.db, Addr: addr, FrameStill: frameStill})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -719,6 +1003,9 @@ func TestLifecycle(t *testing.T) {
 	if l.extAwy {
 		l.toggleExt()
 	}
+	if !l.ffmpeg {
+		l.toggleFFmpeg()
+	}
 	for _, r := range append([]string{"lib", "nas"}, l.others...) {
 		l.build(r)
 	}
@@ -731,15 +1018,17 @@ func (l *lab) randomStep() {
 	dirs := l.dirs()
 	switch r := l.rng.Intn(100); {
 	case r < 14 || len(files) == 0:
-		p := l.newName(dirs[l.rng.Intn(len(dirs))])
-		l.step("add %s", p)
-		l.write(l.path(p), l.content())
+		data := l.content()
+		p := l.newName(dirs[l.rng.Intn(len(dirs))], extFor(data))
+		l.step("add %s (%s)", p, kindOf(data))
+		l.write(l.path(p), data)
 	case r < 22:
-		p := pick()
-		l.step("change %s", p)
-		l.write(l.path(p), l.content())
+		p, data := pick(), l.content()
+		l.step("change %s (%s)", p, kindOf(data))
+		l.write(l.path(p), data)
 	case r < 28:
-		p, q := pick(), l.newName(dirs[l.rng.Intn(len(dirs))])
+		p := pick()
+		q := l.newName(dirs[l.rng.Intn(len(dirs))], filepath.Ext(p))
 		l.step("copy %s to %s", p, q)
 		b, err := os.ReadFile(l.path(p))
 		if err != nil {
@@ -747,7 +1036,8 @@ func (l *lab) randomStep() {
 		}
 		l.write(l.path(q), b)
 	case r < 36:
-		p, q := pick(), l.newName(dirs[l.rng.Intn(len(dirs))])
+		p := pick()
+		q := l.newName(dirs[l.rng.Intn(len(dirs))], filepath.Ext(p))
 		l.step("rename %s to %s", p, q)
 		if err := os.Rename(l.path(p), l.path(q)); err != nil {
 			l.t.Fatal(err)
@@ -777,10 +1067,19 @@ func (l *lab) randomStep() {
 	case r < 88:
 		targets := append([]string{"lib/a", "lib/b", "nas"}, l.others...)
 		l.forget(targets[l.rng.Intn(len(targets))])
+	case r < 91:
+		l.toggleFFmpeg()
 	default:
 		l.step("serve check")
 		l.serveCheck()
 	}
+}
+
+// toggleFFmpeg uninstalls or installs ffmpeg: without it builds leave
+// videos as the index holds them.
+func (l *lab) toggleFFmpeg() {
+	l.ffmpeg = !l.ffmpeg
+	l.step("ffmpeg installed: %v", l.ffmpeg)
 }
 
 // toggleNAS unmounts or mounts the "NAS": its folder stays, empty, while
