@@ -685,18 +685,26 @@ func (l *lab) kill(rel string) {
 	for sc.Scan() { // drain until the child is gone
 	}
 	cmd.Wait()
-	// Vectors the killed build left queued for GC are fine: the next build
-	// frees them.
+	l.checkInterrupted("SIGKILL", before, rel)
+	l.build(rel) // completes it: checks against the files, and that nothing committed is embedded again
+}
+
+// checkInterrupted checks the index after a build of rel was interrupted
+// (what): consistent, and every record either as it was before or as the
+// build makes it, a video's records all one or all the other.
+func (l *lab) checkInterrupted(what string, before map[string]rec, rel string) {
+	l.t.Helper()
+	// Vectors an interrupted build left queued for GC are fine: the next
+	// build frees them.
 	r, err := store.OpenReader(l.db, store.ReaderOptions{})
 	if err != nil {
-		l.fatalf("open after SIGKILL: %v", err)
+		l.fatalf("open after %s: %v", what, err)
 	}
 	err = r.View(func(s *store.Snapshot) error { return s.Check(true) })
 	r.Close()
 	if err != nil {
-		l.fatalf("check after SIGKILL: %v", err)
+		l.fatalf("check after %s: %v", what, err)
 	}
-	// Every record is either what it was or what the build would make.
 	after := l.index()
 	exp := l.expectBuild(before, rel)
 	for p, r := range after {
@@ -704,18 +712,54 @@ func (l *lab) kill(rel string) {
 			continue
 		}
 		if e, ok := exp[p]; !ok || e.ok != r.ok || r.ok && e.hash != r.hash {
-			l.fatalf("after SIGKILL %s holds a record no build of the files makes", p)
+			l.fatalf("after %s %s holds a record no build of the files makes", what, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			if _, ok := exp[p]; ok {
+				l.fatalf("after %s the record of %s is gone, though a build keeps it", what, p)
+			}
 		}
 	}
 	// A video's records are all as they were or all as the build makes
 	// them: its frames are committed together.
-	for v := range videoRecords(after) {
-		got := videoRecords(after)[v]
-		if !maps.Equal(got, videoRecords(before)[v]) && !maps.Equal(got, videoRecords(exp)[v]) {
-			l.fatalf("after SIGKILL the records of video %s are neither as they were nor as a build makes them: %v", v, got)
+	was, will := videoRecords(before), videoRecords(exp)
+	for v, got := range videoRecords(after) {
+		if !maps.Equal(got, was[v]) && !maps.Equal(got, will[v]) {
+			l.fatalf("after %s the records of video %s are neither as they were nor as a build makes them: %v", what, v, got)
 		}
 	}
-	l.build(rel) // completes it: checks against the files, and that nothing committed is embedded again
+}
+
+// stop runs a build of rel and stops it (its context cancelled, as ^C
+// does) after a few encoder passes, then checks what it left and that a
+// build completes the job.
+func (l *lab) stop(rel string) {
+	l.t.Helper()
+	passes := 1 + l.rng.Intn(3)
+	l.step("stop a build of %s after %d passes (ffmpeg %v)", rel, passes, l.ffmpeg)
+	before := l.index()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	enc := newEnc()
+	n := 0
+	enc.onPass = func() {
+		if n++; n == passes {
+			cancel()
+		}
+	}
+	o := buildOptions(enc, l.reach, l.sampler(enc))
+	o.BatchSize, o.CommitEvery = 1, 1
+	// A stopped build returns the context's error alone: one joined with
+	// another is a failure the stop would hide (a commit that failed).
+	_, err := index.Build(ctx, l.db, []string{l.path(rel)}, o)
+	if err != nil && err != context.Canceled {
+		l.fatalf("stopped build of %s: %v", rel, err)
+	}
+	l.checkEmbedded(before, enc.embedded)
+	l.checkInterrupted("a stop", before, rel)
+	l.build(rel)
 }
 
 const (
@@ -1022,6 +1066,11 @@ func (l *lab) randomStep() {
 		p := l.newName(dirs[l.rng.Intn(len(dirs))], extFor(data))
 		l.step("add %s (%s)", p, kindOf(data))
 		l.write(l.path(p), data)
+		if l.rng.Intn(4) == 0 { // imported twice
+			q := l.newName(dirs[l.rng.Intn(len(dirs))], extFor(data))
+			l.step("add %s, the same content", q)
+			l.write(l.path(q), data)
+		}
 	case r < 22:
 		p, data := pick(), l.content()
 		l.step("change %s (%s)", p, kindOf(data))
@@ -1060,8 +1109,10 @@ func (l *lab) randomStep() {
 			l.step("upgrade: the decoder now reads HEIC")
 			l.reach = []string{"heic", "png"}
 		}
-	case r < 81:
+	case r < 78:
 		l.kill("lib")
+	case r < 81:
+		l.stop("lib")
 	case r < 85:
 		l.merge()
 	case r < 88:
