@@ -623,10 +623,15 @@ func (l *lab) build(rel string) {
 	prev := l.index()
 	exp := l.expectBuild(prev, rel)
 	enc := newEnc()
+	enc.delay = 3 * time.Millisecond // searches run between the build's commits
 	vs := l.sampler(enc)
+	asked := l.askDuring(prev, exp)
 	sum, err := index.Build(context.Background(), l.db, []string{l.path(rel)}, buildOptions(enc, l.reach, vs))
 	if err != nil {
 		l.fatalf("build %s: %v", rel, err)
+	}
+	if err := asked(); err != nil {
+		l.fatalf("serve during build %s: %v", rel, err)
 	}
 	l.checkEmbedded(prev, enc.embedded)
 	l.checkSampled(prev, vs)
@@ -651,6 +656,61 @@ func (l *lab) build(rel string) {
 		l.fatalf("check after build: %v", err)
 	}
 	l.compare("build "+rel, l.index(), exp)
+}
+
+// askDuring searches the open server over and over, from another
+// goroutine, until the function it returns is called (when a build is
+// done). Each answer must be 200 and list only records the index held
+// before the build (prev) or holds after it (exp): a search sees the
+// index as one commit left it. The function returns the first fault.
+func (l *lab) askDuring(prev, exp map[string]rec) func() error {
+	var query []byte // a photo the index holds all the while: no model needed
+	kept := map[store.Hash]bool{}
+	for _, r := range exp {
+		kept[r.hash] = kept[r.hash] || r.ok
+	}
+	for p, r := range prev {
+		if _, _, frame := store.SplitFrame(p); r.ok && !frame && kept[r.hash] {
+			query = l.blobs[r.hash]
+			break
+		}
+	}
+	if query == nil {
+		return func() error { return nil }
+	}
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			code, body := l.do("POST", "/api/search/image?k=1000", query)
+			if code != http.StatusOK {
+				done <- fmt.Errorf("search %d: %d %s", n, code, body)
+				return
+			}
+			var a web.Answer
+			if err := json.Unmarshal(body, &a); err != nil {
+				done <- fmt.Errorf("search %d: %v", n, err)
+				return
+			}
+			for _, r := range a.Results {
+				_, was := prev[r.Path]
+				_, will := exp[r.Path]
+				if !was && !will {
+					done <- fmt.Errorf("search %d lists %s, a record neither before nor after the build", n, r.Path)
+					return
+				}
+			}
+		}
+	}()
+	return func() error {
+		close(stop)
+		return <-done
+	}
 }
 
 // kill runs a build of rel in a child process and kills it with SIGKILL
