@@ -1,11 +1,11 @@
 // Package lifecycle holds no code: its test lives a photo library's life.
 // A seeded, randomised sequence of operations (photos and videos added,
-// imported twice, changed, copied, renamed and deleted; builds of a root
-// or of a folder under it; a disk that goes away and comes back; a link
-// whose target goes; decoders that learn a format; ffmpeg uninstalled and
-// installed again; a build killed with SIGKILL or stopped; merge; forget)
-// is applied to a temporary tree and its index, with one `serve` open all
-// the while and searched while each build runs, and after every step the
-// index and the server are compared with what should be. See
-// lifecycle_test.go.
+// imported twice, changed, copied, renamed and deleted; a folder moved;
+// builds of a root or of a folder under it; a disk that goes away and
+// comes back; a link whose target goes; decoders that learn a format;
+// ffmpeg uninstalled and installed again; a build killed with SIGKILL or
+// stopped; merge; forget) is applied to a temporary tree and its index,
+// with one `serve` open all the while and searched while each build runs,
+// and after every step the index and the server are compared with what
+// should be. See lifecycle_test.go.
 package lifecycle

@@ -274,7 +274,8 @@ type lab struct {
 	blobs map[store.Hash][]byte
 	// frames maps the hash of each video frame made to its vector.
 	frames map[store.Hash][]float32
-	ffmpeg bool // builds can read videos
+	ffmpeg bool   // builds can read videos
+	c      string // the folder that moves: lib/b/c or lib/a/c
 
 	srv             *web.Server
 	nasAway, extAwy bool
@@ -355,7 +356,7 @@ func (l *lab) touch(p string) {
 // dirs are the folders where files may be added now: not those of an
 // away disk.
 func (l *lab) dirs() []string {
-	d := []string{"lib", "lib/a", "lib/b", "lib/b/c"}
+	d := []string{"lib", "lib/a", "lib/b", l.c}
 	if !l.extAwy {
 		d = append(d, "ext")
 	}
@@ -1061,7 +1062,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	l := &lab{t: t, rng: rand.New(rand.NewSource(seed)), dir: t.TempDir(), reach: []string{"png"},
 		clock: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), blobs: map[store.Hash][]byte{}, reported: map[string]bool{},
-		frames: map[store.Hash][]float32{}, ffmpeg: true}
+		frames: map[store.Hash][]float32{}, ffmpeg: true, c: "lib/b/c"}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("seed %d (replay: CLIPIDX_LIFECYCLE_SEED=%d CLIPIDX_LIFECYCLE_STEPS=%d go test ./internal/lifecycle -run 'TestLifecycle$')", seed, seed, steps)
@@ -1158,7 +1159,7 @@ func (l *lab) randomStep() {
 			l.t.Fatal(err)
 		}
 	case r < 62:
-		targets := append([]string{"lib", "lib", "nas", "lib/a", "lib/b", "lib/b/c"}, l.others...)
+		targets := append([]string{"lib", "lib", "nas", "lib/a", "lib/b", l.c}, l.others...)
 		l.build(targets[l.rng.Intn(len(targets))])
 	case r < 67:
 		l.toggleNAS()
@@ -1180,10 +1181,26 @@ func (l *lab) randomStep() {
 		l.forget(targets[l.rng.Intn(len(targets))])
 	case r < 91:
 		l.toggleFFmpeg()
+	case r < 94:
+		l.moveFolder()
 	default:
 		l.step("serve check")
 		l.serveCheck()
 	}
+}
+
+// moveFolder moves the folder c, with what it holds, from lib/b to lib/a
+// or back, under another name (a user tidying up).
+func (l *lab) moveFolder() {
+	to := "lib/a/c"
+	if l.c == to {
+		to = "lib/b/c"
+	}
+	l.step("move folder %s to %s", l.c, to)
+	if err := os.Rename(l.path(l.c), l.path(to)); err != nil {
+		l.t.Fatal(err)
+	}
+	l.c = to
 }
 
 // toggleFFmpeg uninstalls or installs ffmpeg: without it builds leave
