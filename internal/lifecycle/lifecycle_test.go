@@ -276,6 +276,9 @@ type lab struct {
 	frames map[store.Hash][]float32
 	ffmpeg bool   // builds can read videos
 	c      string // the folder that moves: lib/b/c or lib/a/c
+	// watching: a watcher builds lib (TestLifecycleWatch); files change
+	// only in lib's own folders.
+	watching bool
 
 	srv             *web.Server
 	nasAway, extAwy bool
@@ -357,6 +360,9 @@ func (l *lab) touch(p string) {
 // away disk.
 func (l *lab) dirs() []string {
 	d := []string{"lib", "lib/a", "lib/b", l.c}
+	if l.watching {
+		return d // the watched root's own folders
+	}
 	if !l.extAwy {
 		d = append(d, "ext")
 	}
@@ -548,6 +554,13 @@ func (l *lab) expectBuild(prev map[string]rec, rel string) map[string]rec {
 
 func (l *lab) compare(what string, got, exp map[string]rec) {
 	l.t.Helper()
+	if bad := diff(got, exp); len(bad) > 0 {
+		l.fatalf("after %s the index differs from what should be:\n  %s", what, strings.Join(bad, "\n  "))
+	}
+}
+
+// diff lists how the records got differ from exp, sorted.
+func diff(got, exp map[string]rec) []string {
 	var bad []string
 	for p, e := range exp {
 		g, ok := got[p]
@@ -565,10 +578,8 @@ func (l *lab) compare(what string, got, exp map[string]rec) {
 			bad = append(bad, p+": should not be in the index")
 		}
 	}
-	if len(bad) > 0 {
-		sort.Strings(bad)
-		l.fatalf("after %s the index differs from what should be:\n  %s", what, strings.Join(bad, "\n  "))
-	}
+	sort.Strings(bad)
+	return bad
 }
 
 // checkEmbedded fails when a content was embedded twice by one build, or
@@ -1048,24 +1059,17 @@ func envInt(name string, def int64) int64 {
 	return def
 }
 
-// TestLifecycle lives a library's life. CLIPIDX_LIFECYCLE_STEPS sets the
-// number of steps (default 200), CLIPIDX_LIFECYCLE_SEED replays a run; the
-// seed is printed when it fails.
-func TestLifecycle(t *testing.T) {
-	if os.Getenv(envChild) != "" {
-		t.Skip("in the child process")
-	}
+// newLab makes a lab in a temporary folder: the tree lib (a, b, b/c, and
+// link → ext) and nas, with 12 files. The seed is CLIPIDX_LIFECYCLE_SEED's
+// or the clock's, logged when the test fails with how to replay it.
+func newLab(t *testing.T, test string, steps int) *lab {
 	seed := envInt("CLIPIDX_LIFECYCLE_SEED", time.Now().UnixNano())
-	steps := int(envInt("CLIPIDX_LIFECYCLE_STEPS", 200))
-	if testing.Short() {
-		steps = 40
-	}
 	l := &lab{t: t, rng: rand.New(rand.NewSource(seed)), dir: t.TempDir(), reach: []string{"png"},
 		clock: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), blobs: map[store.Hash][]byte{}, reported: map[string]bool{},
 		frames: map[store.Hash][]float32{}, ffmpeg: true, c: "lib/b/c"}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("seed %d (replay: CLIPIDX_LIFECYCLE_SEED=%d CLIPIDX_LIFECYCLE_STEPS=%d go test ./internal/lifecycle -run 'TestLifecycle$')", seed, seed, steps)
+			t.Logf("seed %d (replay: CLIPIDX_LIFECYCLE_SEED=%d CLIPIDX_LIFECYCLE_STEPS=%d go test ./internal/lifecycle -run '%s$')", seed, seed, steps, test)
 		}
 	})
 	// The tree may hold a link to /tmp's real path: resolve it once.
@@ -1088,6 +1092,22 @@ func TestLifecycle(t *testing.T) {
 		data := l.content()
 		l.write(l.path(l.newName(d[l.rng.Intn(len(d))], extFor(data))), data)
 	}
+	return l
+}
+
+// TestLifecycle lives a library's life. CLIPIDX_LIFECYCLE_STEPS sets the
+// number of steps (default 200), CLIPIDX_LIFECYCLE_SEED replays a run; the
+// seed is printed when it fails.
+func TestLifecycle(t *testing.T) {
+	if os.Getenv(envChild) != "" {
+		t.Skip("in the child process")
+	}
+	steps := int(envInt("CLIPIDX_LIFECYCLE_STEPS", 200))
+	if testing.Short() {
+		steps = 40
+	}
+	l := newLab(t, "TestLifecycle", steps)
+	var err error
 	l.srv, err = web.New(web.Options{DB: l.db, Addr: addr, FrameStill: frameStill})
 	if err != nil {
 		t.Fatal(err)
@@ -1118,10 +1138,47 @@ func TestLifecycle(t *testing.T) {
 }
 
 func (l *lab) randomStep() {
+	switch r := l.rng.Intn(100); {
+	case r < 44:
+		l.fileStep(r)
+	case r < 62:
+		targets := append([]string{"lib", "lib", "nas", "lib/a", "lib/b", l.c}, l.others...)
+		l.build(targets[l.rng.Intn(len(targets))])
+	case r < 67:
+		l.toggleNAS()
+	case r < 72:
+		l.toggleExt()
+	case r < 75:
+		if !slices.Contains(l.reach, "heic") {
+			l.step("upgrade: the decoder now reads HEIC")
+			l.reach = []string{"heic", "png"}
+		}
+	case r < 78:
+		l.kill("lib")
+	case r < 81:
+		l.stop("lib")
+	case r < 85:
+		l.merge()
+	case r < 88:
+		targets := append([]string{"lib/a", "lib/b", "nas"}, l.others...)
+		l.forget(targets[l.rng.Intn(len(targets))])
+	case r < 91:
+		l.toggleFFmpeg()
+	case r < 94:
+		l.moveFolder()
+	default:
+		l.step("serve check")
+		l.serveCheck()
+	}
+}
+
+// fileStep changes the files (r < 44 picks what): one added (sometimes
+// twice), changed, copied, renamed or deleted.
+func (l *lab) fileStep(r int) {
 	files := l.files()
 	pick := func() string { return files[l.rng.Intn(len(files))] }
 	dirs := l.dirs()
-	switch r := l.rng.Intn(100); {
+	switch {
 	case r < 14 || len(files) == 0:
 		data := l.content()
 		p := l.newName(dirs[l.rng.Intn(len(dirs))], extFor(data))
@@ -1158,34 +1215,6 @@ func (l *lab) randomStep() {
 		if err := os.Remove(l.path(p)); err != nil {
 			l.t.Fatal(err)
 		}
-	case r < 62:
-		targets := append([]string{"lib", "lib", "nas", "lib/a", "lib/b", l.c}, l.others...)
-		l.build(targets[l.rng.Intn(len(targets))])
-	case r < 67:
-		l.toggleNAS()
-	case r < 72:
-		l.toggleExt()
-	case r < 75:
-		if !slices.Contains(l.reach, "heic") {
-			l.step("upgrade: the decoder now reads HEIC")
-			l.reach = []string{"heic", "png"}
-		}
-	case r < 78:
-		l.kill("lib")
-	case r < 81:
-		l.stop("lib")
-	case r < 85:
-		l.merge()
-	case r < 88:
-		targets := append([]string{"lib/a", "lib/b", "nas"}, l.others...)
-		l.forget(targets[l.rng.Intn(len(targets))])
-	case r < 91:
-		l.toggleFFmpeg()
-	case r < 94:
-		l.moveFolder()
-	default:
-		l.step("serve check")
-		l.serveCheck()
 	}
 }
 

@@ -1,0 +1,119 @@
+package lifecycle
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/internal/watch"
+	"github.com/clipidx/clipidx/store"
+)
+
+// TestLifecycleWatch lives a library's life under `watch`: files are
+// added (some twice), changed, copied, renamed and deleted and a folder
+// moves, while a watcher over lib builds what changed (the filesystem's
+// own events, no rescan). After every few steps, once the changes have
+// settled, the index must be what a build of lib would make of the index
+// as the steps began. CLIPIDX_LIFECYCLE_STEPS sets the steps (default 60).
+func TestLifecycleWatch(t *testing.T) {
+	steps := int(envInt("CLIPIDX_LIFECYCLE_STEPS", 60))
+	if testing.Short() {
+		steps = 15
+	}
+	l := newLab(t, "TestLifecycleWatch", steps)
+	l.build("lib")
+	l.watching = true
+
+	var mu sync.Mutex
+	var faults []string
+	var embedded []store.Hash // by the watcher's builds since the steps began
+	watching := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- watch.Run(ctx, watch.Options{
+			Roots:   []string{l.path("lib")},
+			Rescan:  -1,
+			Settle:  40 * time.Millisecond,
+			MaxWait: 400 * time.Millisecond,
+			Build: func(ctx context.Context, within []string) error {
+				enc := newEnc()
+				o := buildOptions(enc, l.reach, &videoSampler{enc: enc})
+				o.Within = within
+				_, err := index.Build(ctx, l.db, []string{l.path("lib")}, o)
+				mu.Lock()
+				embedded = append(embedded, enc.embedded...)
+				mu.Unlock()
+				return err
+			},
+			Notify: func(n watch.Note) {
+				switch {
+				case n.Kind == "watching":
+					close(watching)
+				case n.Err != nil, n.Kind == "overflow", n.Kind == "limit":
+					mu.Lock()
+					faults = append(faults, n.Kind+" "+n.Path+": "+n.Text+" "+errText(n.Err))
+					mu.Unlock()
+				}
+			},
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && err != context.Canceled {
+			t.Errorf("watch: %v", err)
+		}
+	}()
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher set no watches in 10 s")
+	}
+
+	for i := 0; i < steps; {
+		prev := l.index()
+		mu.Lock()
+		embedded = nil
+		mu.Unlock()
+		for n := 1 + l.rng.Intn(4); n > 0 && i < steps; n, i = n-1, i+1 {
+			if l.rng.Intn(10) == 0 {
+				l.moveFolder()
+			} else {
+				l.fileStep(l.rng.Intn(44))
+			}
+		}
+		exp := l.expectBuild(prev, "lib")
+		// Settled: the index is what a build makes, and stays so.
+		deadline := time.Now().Add(time.Minute) // generous: the machine may be busy
+		var bad []string
+		for same := 0; same < 3; {
+			time.Sleep(50 * time.Millisecond)
+			if bad = diff(l.index(), exp); len(bad) > 0 {
+				same = 0
+			} else {
+				same++
+			}
+			if time.Now().After(deadline) {
+				l.fatalf("a minute after the changes, the watched index differs from what a build makes:\n  %s", strings.Join(bad, "\n  "))
+			}
+		}
+		mu.Lock()
+		if len(faults) > 0 {
+			l.fatalf("the watcher said: %s", strings.Join(faults, "; "))
+		}
+		// A moved, renamed or copied file takes its vector from the
+		// index, even when its old path's removal is built first.
+		l.checkEmbedded(prev, embedded)
+		mu.Unlock()
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
