@@ -424,7 +424,8 @@ type VideoProber interface {
 //
 // Without a sampler the container is not read: a video's own frames keep
 // their metadata (nil), and frames taken from the recorded video whose
-// first frame record is from get a copy of its metadata.
+// first frame record is from get a copy of its metadata, with this file's
+// time where that video's date was its file's time.
 func (b *builder) probeMeta(j job, from string) *store.Meta {
 	var in video.Info
 	if p, ok := b.opts.Video.(VideoProber); ok {
@@ -440,6 +441,10 @@ func (b *builder) probeMeta(j job, from string) *store.Meta {
 			return err
 		})
 		if err == nil && found {
+			if m.TakenSource != store.TakenVideo {
+				own := videoMeta(in, j.mtimeNs)
+				m.Taken, m.TakenNs, m.TakenSource, m.Offset, m.HasOffset = own.Taken, own.TakenNs, own.TakenSource, own.Offset, own.HasOffset
+			}
 			return &m
 		}
 	}

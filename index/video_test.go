@@ -510,7 +510,8 @@ func TestBuildStoppedCommitFails(t *testing.T) {
 // renamed or copied video still takes the frames recorded for its bytes,
 // with their metadata, and a touched one keeps its frames under its new
 // time; a video no record has is skipped, whether a recorded video has its
-// size (then it is hashed) or not.
+// size (then it is hashed) or not. A copy of a video dated by its file's
+// time is dated by its own.
 func TestBuildVideoWithoutSampler(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(t.TempDir(), "idx.db")
@@ -539,22 +540,49 @@ func TestBuildVideoWithoutSampler(t *testing.T) {
 	if sum.Reused != 1 || sum.VideosSkipped != 2 || sum.Failed != 0 || sum.Removed != 1 || e.calls.Load() != 0 {
 		t.Errorf("summary %+v, %d encoder passes; want 1 reused (the rename), 2 skipped, 1 removed and no pass", sum, e.calls.Load())
 	}
+	checkMeta := func(p, source string, taken time.Time) {
+		t.Helper()
+		r, err := store.OpenReader(db, store.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.View(func(s *store.Snapshot) error {
+			m, ok, err := s.Meta(filepath.Join(dir, p))
+			_, off := taken.In(time.Local).Zone()
+			if err != nil || !ok || m.TakenSource != source || m.Taken != taken.Unix()+int64(off) {
+				t.Errorf("%s: metadata %+v (%v, %v), want the time %v from %s", p, m, ok, err, taken, source)
+			}
+			return nil
+		})
+	}
 	r, err := store.OpenReader(db, store.ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	r.View(func(s *store.Snapshot) error {
 		f, ok, err := s.File(filepath.Join(dir, "b.mp4#t=1"))
 		if err != nil || !ok || f.MtimeNs != later.UnixNano() {
 			t.Errorf("b.mp4's frame: %+v, %v, %v; want the touched time %d", f, ok, err, later.UnixNano())
 		}
-		for _, p := range []string{"sub/c.mp4#t=0", "b.mp4#t=1"} {
-			m, ok, err := s.Meta(filepath.Join(dir, p))
-			if err != nil || !ok || m.TakenSource != store.TakenVideo {
-				t.Errorf("%s: metadata %+v (%v, %v), want the creation time the video's probe gave", p, m, ok, err)
-			}
-		}
 		return nil
 	})
+	r.Close()
+	checkMeta("sub/c.mp4#t=0", store.TakenVideo, created)
+	checkMeta("b.mp4#t=1", store.TakenVideo, created)
+
+	// A copy of a video dated by its file's time takes the copy's time.
+	write(t, filepath.Join(dir, "f.mp4"), "FAKEVIDEO 3 undated")
+	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(&fakeEnc{}, &fakeSampler{})); err != nil {
+		t.Fatal(err)
+	}
+	copied := time.Date(2021, 3, 4, 5, 6, 7, 0, time.UTC)
+	write(t, filepath.Join(dir, "g.mp4"), "FAKEVIDEO 3 undated")
+	if err := os.Chtimes(filepath.Join(dir, "g.mp4"), copied, copied); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(context.Background(), db, []string{dir}, opts(e)); err != nil {
+		t.Fatal(err)
+	}
+	checkMeta("g.mp4#t=3", store.TakenMtime, copied)
 }
