@@ -31,6 +31,7 @@ func TestLifecycleWatch(t *testing.T) {
 	var faults []string
 	var embedded []store.Hash // by the watcher's builds since the steps began
 	watching := make(chan struct{})
+	var once sync.Once
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -52,7 +53,7 @@ func TestLifecycleWatch(t *testing.T) {
 			Notify: func(n watch.Note) {
 				switch {
 				case n.Kind == "watching":
-					close(watching)
+					once.Do(func() { close(watching) })
 				case n.Err != nil, n.Kind == "overflow", n.Kind == "limit":
 					mu.Lock()
 					faults = append(faults, n.Kind+" "+n.Path+": "+n.Text+" "+errText(n.Err))
