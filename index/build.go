@@ -137,7 +137,8 @@ type Options struct {
 	// counted in Summary.VideosSkipped and their records, if any, kept, so
 	// that a later build with a sampler takes them up. A new or changed
 	// video whose bytes are those of a recorded one (renamed, copied,
-	// touched) still takes its frames: no sampling is needed for that.
+	// touched) still takes its frames, when a video recorded under the
+	// roots has its size: no sampling is needed for that.
 	Video           VideoSampler
 	PreprocessFrame func(img image.Image) ([]float32, error)
 
@@ -402,10 +403,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		}
 		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
 	}
-	jobs, err = b.unsampled(jobs)
-	if err != nil {
-		return nil, err
-	}
+	jobs = b.unsampled(jobs)
 	if err := b.startIndexPhase(len(wk.files), len(jobs)); err != nil {
 		return nil, err
 	}

@@ -111,19 +111,18 @@ func (b *builder) planVideo(f found, failed *store.File) bool {
 var errNoSampler = errors.New("no video sampler")
 
 // unsampled drops, when there is no sampler, the video jobs whose size no
-// recorded video has: nothing in the index can be theirs, so they are not
-// even hashed. They are counted as skipped; their records, if any, stay
-// (see keepFrame). The others are hashed by prepareVideo and take the
-// frames recorded for their bytes, if any.
-func (b *builder) unsampled(jobs []job) ([]job, error) {
-	if b.opts.Video != nil || !slices.ContainsFunc(jobs, func(j job) bool { return IsVideoName(j.path) && j.tar == nil }) {
-		return jobs, nil
-	}
-	if err := b.w.View(func(s *store.Snapshot) error { return b.readAllFrames(s, jobs) }); err != nil {
-		return nil, err
+// video recorded under the build's roots has: none of those can be a
+// rename, a move within the roots or a touch, so they are not even hashed
+// (nor is the whole index read for the frames of other roots). They are
+// counted as skipped; their records, if any, stay (see keepFrame). The
+// others are hashed by prepareVideo and take the frames recorded for their
+// bytes, if any.
+func (b *builder) unsampled(jobs []job) []job {
+	if b.opts.Video != nil {
+		return jobs
 	}
 	sizes := map[int64]bool{}
-	for _, recs := range b.allFrames {
+	for _, recs := range b.frames {
 		sizes[recs[0].f.Size] = true
 	}
 	out := jobs[:0]
@@ -135,7 +134,7 @@ func (b *builder) unsampled(jobs []job) ([]job, error) {
 		j.seq = len(out)
 		out = append(out, j)
 	}
-	return out, nil
+	return out
 }
 
 // videoChanged reports whether a video needs reading: new, changed since
@@ -232,9 +231,9 @@ func framesOf(h store.Hash, recs []frameRec, known map[store.Hash]bool) []vframe
 }
 
 // readAllFrames reads the frame records of the whole index when a video
-// is to be read, for recordedVideo (once).
+// is to be read, for recordedVideo.
 func (b *builder) readAllFrames(s *store.Snapshot, jobs []job) error {
-	if b.allFrames != nil || !slices.ContainsFunc(jobs, func(j job) bool { return IsVideoName(j.path) && j.tar == nil }) {
+	if !slices.ContainsFunc(jobs, func(j job) bool { return IsVideoName(j.path) && j.tar == nil }) {
 		return nil
 	}
 	all := map[string]*store.File{}
