@@ -155,6 +155,21 @@ type checker struct {
 	on          func(CheckResult)
 	b           *bundle.Bundle
 	compareBF16 bool // CheckOptions.CompareBF16
+	// bf16Runs are the comparisons with bf16 the float32 checks left to
+	// run once the float32 model is closed, so that the two are never
+	// held at once (ViT-H/14: 3.9 GB of float32 weights and 2 GB of bf16).
+	bf16Runs []bf16Run
+}
+
+// bf16Run is one tower's bf16 pass on the inputs a float32 check ran,
+// with the float32 embeddings to compare it with.
+type bf16Run struct {
+	stage  CheckStage
+	refSet int
+	what   string
+	emb    []float32 // float32 embeddings [n, dim]
+	n      int
+	run    func(Backend) ([]float32, error)
 }
 
 func (c *checker) add(res CheckResult) {
@@ -232,49 +247,50 @@ func (c *checker) run(dir string, o OpenOptions) {
 	if info.Rounded != "" {
 		c.result(CheckInfo, StageModel, -1, "weights rounded to %s at load (--weights %s): logits gated at %g instead of %g; embeddings keep cosine %g", info.Rounded, info.Rounded, c.r.Gates.Logit, compare.F32CPU().Logit, c.r.Gates.Image.MinCosine)
 	}
-	bf16 := c.openBF16(dir, o, info)
-	if bf16 != nil {
-		defer bf16.Close()
-	}
+	bf16 := c.compareBF16 && info.Precision == "f32" && info.Device == DeviceCPU
 	for _, rs := range refsets {
 		(&refCheck{checker: c, rs: rs, model: model, bf16: bf16, info: info, proc: proc, tok: tok}).run()
 	}
+	if len(c.bf16Runs) > 0 {
+		m.Close() // before the bf16 model loads (the deferred Close is then a no-op)
+		c.runBF16(dir, o, info.Dim)
+	}
 }
 
-// openBF16 loads the model a second time in bf16 for CompareBF16, when
-// the checked run is float32 on the CPU's fast path; nil otherwise, or
-// (with an info result saying why) when it cannot load.
-func (c *checker) openBF16(dir string, o OpenOptions, info Info) Backend {
-	if !c.compareBF16 || info.Precision != "f32" || info.Device != DeviceCPU {
-		return nil
-	}
+// runBF16 loads the model in bf16 for CompareBF16, once the float32 one is
+// closed, and reports the cosine of each tower's bf16 embeddings of the
+// inputs the float32 checks ran to the float32 ones, without a gate (an
+// info result says why when it cannot load).
+func (c *checker) runBF16(dir string, o OpenOptions, dim int) {
 	opts := o.Options
 	opts.Precision, opts.Towers = "bf16", BothTowers
-	b, err := Load(dir, opts)
+	b, err := loadModel(dir, opts)
 	if err != nil {
 		c.result(CheckInfo, StageModel, -1, "bf16 not compared with float32: %v", err)
-		return nil
-	}
-	return b
-}
-
-// compareBF16 reports the cosine of the bf16 tower's embeddings of the
-// same inputs to the float32 ones (emb), without a gate.
-func (c *refCheck) compareBF16(stage CheckStage, what string, emb []float32, n int, run func(Backend) ([]float32, error)) {
-	if c.bf16 == nil {
 		return
 	}
-	got, err := run(c.bf16)
-	if err == nil {
-		var s compare.Stats
-		if s, err = compare.Embeddings(got, emb, n, c.info.Dim); err == nil {
-			c.add(CheckResult{Stage: stage, Status: CheckInfo, RefSet: c.rs.Index, Embeddings: &s,
-				Message: fmt.Sprintf("%s in bf16 vs float32: cosine min %.7f mean %.7f, rel err max %.3g over %d rows (what --precision bf16 or auto changes)",
-					what, s.MinCosine, s.MeanCosine, s.MaxRelErr, n)})
-			return
+	defer b.Close()
+	for _, r := range c.bf16Runs {
+		got, err := r.run(b)
+		if err == nil {
+			var s compare.Stats
+			if s, err = compare.Embeddings(got, r.emb, r.n, dim); err == nil {
+				c.add(CheckResult{Stage: r.stage, Status: CheckInfo, RefSet: r.refSet, Embeddings: &s,
+					Message: fmt.Sprintf("%s in bf16 vs float32: cosine min %.7f mean %.7f, rel err max %.3g over %d rows (what --precision bf16 or auto changes)",
+						r.what, s.MinCosine, s.MeanCosine, s.MaxRelErr, r.n)})
+				continue
+			}
 		}
+		c.result(CheckInfo, r.stage, r.refSet, "%s in bf16: %v", r.what, err)
 	}
-	c.result(CheckInfo, stage, c.rs.Index, "%s in bf16: %v", what, err)
+}
+
+// compareBF16 keeps a bf16 pass on the inputs of a float32 one (emb) for
+// runBF16, when the check compares bf16 with float32.
+func (c *refCheck) compareBF16(stage CheckStage, what string, emb []float32, n int, run func(Backend) ([]float32, error)) {
+	if c.bf16 {
+		c.bf16Runs = append(c.bf16Runs, bf16Run{stage: stage, refSet: c.rs.Index, what: what, emb: emb, n: n, run: run})
+	}
 }
 
 // tokenizer compares every tok_test record with its reference ids.
@@ -303,7 +319,7 @@ type refCheck struct {
 	*checker
 	rs    bundle.RefSet
 	model Backend
-	bf16  Backend // the model in bf16 (CompareBF16), or nil
+	bf16  bool // compare bf16 with float32 (CompareBF16 on a float32 CPU model)
 	info  Info
 	proc  *preprocess.Processor
 	tok   *tokenizer.Tokenizer // nil when the tokenizer did not load

@@ -160,7 +160,7 @@ func (m *Model) loadLocked(t Towers) error {
 	}
 	opts := m.opts.Options
 	opts.Towers = load
-	b, err := Load(m.dir, opts)
+	b, err := loadModel(m.dir, opts)
 	if err != nil {
 		return m.explain("model", err)
 	}

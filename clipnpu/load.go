@@ -31,6 +31,10 @@ func Load(dir string, opts Options) (Backend, error) {
 	return load(dir, opts, npu.OpenDevice)
 }
 
+// loadModel is Load for the model face and check; tests watch what is
+// loaded through it.
+var loadModel = Load
+
 // load is Load with the NPU opener as a parameter: npu.OpenDevice, a fake
 // in tests, nil for a build without NPU support.
 func load(dir string, opts Options, openNPU npu.Opener) (Backend, error) {
