@@ -69,7 +69,8 @@ FUSE: changes made by other machines raise no event; they are rescanned
 only), folders left without a watch when the system's limit is reached (said
 once, with how to raise it), events lost when the queue overflows (a rescan
 follows at once). A folder whose disk goes away is kept offline, as build
-does.
+does; each root is looked at every 5s, and one that comes back (its disk
+mounted again, the folder renamed back) is watched and built again then.
 
 One build runs on an index at a time: a clipidx build started meanwhile waits
 for the watcher's batch, and the watcher for it; neither embeds a file twice.

@@ -33,6 +33,9 @@ const (
 	DefaultMaxWait = 30 * time.Second
 	// retryAfter is the wait before a full build after a failed one.
 	retryAfter = time.Minute
+	// DefaultRootPoll is how often the roots themselves are looked at: a
+	// disk mounted again, or a root renamed back, raises no event.
+	DefaultRootPoll = 5 * time.Second
 )
 
 // Options configures Run. Roots and Build are required.
@@ -57,6 +60,13 @@ type Options struct {
 	MaxWait time.Duration
 	// NoEvents turns events off: full builds every Rescan only.
 	NoEvents bool
+	// RootPoll is how often, with events on, each root is looked at
+	// (whether it exists, and which folder on which device it is): a root
+	// that comes back (its disk mounted again, the folder renamed back)
+	// or changes disk raises no event in the folders watched, so the
+	// watcher watches it again and builds it when it sees that; 0 =
+	// DefaultRootPoll, < 0 = never (the rescan finds it).
+	RootPoll time.Duration
 	// Notify, when set, is told what the watcher does and meets.
 	Notify func(Note)
 
@@ -160,6 +170,10 @@ type watcher struct {
 	nextFull              time.Time // when the next one is due
 	limited               bool      // the watch limit was reached: no more watches
 	told                  map[string]bool
+	// roots holds each root as last looked at (RootPoll); nextPoll is
+	// when they are looked at again (zero: never).
+	roots    map[string]rootID
+	nextPoll time.Time
 }
 
 func (o *Options) defaults() error {
@@ -174,6 +188,9 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxWait <= 0 {
 		o.MaxWait = DefaultMaxWait
+	}
+	if o.RootPoll == 0 {
+		o.RootPoll = DefaultRootPoll
 	}
 	if o.Clock == nil {
 		o.Clock = realClock{}
@@ -202,7 +219,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.defaults(); err != nil {
 		return err
 	}
-	w := &watcher{o: o, watched: map[string]bool{}, pending: map[string]*pend{}, told: map[string]bool{}}
+	w := &watcher{o: o, watched: map[string]bool{}, pending: map[string]*pend{}, told: map[string]bool{}, roots: map[string]rootID{}}
 	if !o.NoEvents {
 		w.src = o.Source
 		if w.src == nil {
@@ -214,7 +231,11 @@ func Run(ctx context.Context, o Options) error {
 		}
 		defer w.src.Close()
 		for _, r := range o.Roots {
+			w.roots[r] = rootOf(r)
 			w.watchTree(r)
+		}
+		if o.RootPoll > 0 {
+			w.nextPoll = o.Clock.Now().Add(o.RootPoll)
 		}
 		mode := "events, and a full rescan every " + o.Rescan.String()
 		if o.Rescan < 0 {
@@ -290,6 +311,7 @@ func (w *watcher) loop(ctx context.Context) error {
 		case <-tick:
 			tick = nil
 			w.settle()
+			w.pollRoots()
 		}
 	}
 }
@@ -345,10 +367,42 @@ func (w *watcher) wait() time.Duration {
 	if len(w.pending) > 0 || w.full {
 		return max(w.o.Settle/4, time.Millisecond)
 	}
-	if w.nextFull.IsZero() {
-		return 24 * time.Hour
+	now := w.o.Clock.Now()
+	d := 24 * time.Hour
+	if !w.nextFull.IsZero() {
+		d = w.nextFull.Sub(now)
 	}
-	return max(w.nextFull.Sub(w.o.Clock.Now()), time.Millisecond)
+	if !w.nextPoll.IsZero() {
+		d = min(d, w.nextPoll.Sub(now))
+	}
+	return max(d, time.Millisecond)
+}
+
+// pollRoots looks at each root when RootPoll is due. One that changed
+// since it was last looked at (it came back, went, or is another folder
+// or on another device: a disk mounted on it or taken away) loses its
+// old watches, gets new ones if it is there, and waits to settle like a
+// changed path: its build is of the whole root, which finds it back, or
+// keeps its entries offline.
+func (w *watcher) pollRoots() {
+	now := w.o.Clock.Now()
+	if w.nextPoll.IsZero() || now.Before(w.nextPoll) {
+		return
+	}
+	w.nextPoll = now.Add(w.o.RootPoll)
+	for _, r := range w.o.Roots {
+		id := rootOf(r)
+		if id == w.roots[r] {
+			continue
+		}
+		w.roots[r] = id
+		w.unwatch(r)
+		if id.dir {
+			w.watchTree(r)
+		}
+		w.lastEvent = now
+		w.pending[r] = &pend{stat: statOf(r), changed: now}
+	}
 }
 
 // settle looks at every pending path again: one whose stat changed waits
@@ -394,6 +448,9 @@ func (w *watcher) event(ev fsnotify.Event) {
 		}
 	case ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename):
 		w.unwatch(p)
+		if _, ok := w.roots[p]; ok {
+			w.roots[p] = rootID{} // gone: RootPoll sees it come back
+		}
 	}
 }
 
@@ -414,6 +471,7 @@ func (w *watcher) rewatch() {
 		return
 	}
 	for _, r := range w.o.Roots {
+		w.roots[r] = rootOf(r)
 		if !w.watched[r] {
 			if _, err := os.Stat(r); err == nil {
 				w.watchTree(r)

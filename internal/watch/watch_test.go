@@ -659,3 +659,99 @@ func TestWatchRootAwayAndBack(t *testing.T) {
 		return nil
 	})
 }
+
+// A root that comes back is found within RootPoll, with no event and no
+// rescan: renamed back (as when the disk is plugged in again), and
+// replaced by another folder at its path (as when a disk is mounted on
+// it, or taken away and its empty mount point left). Its photos added
+// while it was away are indexed, and its watches are set again (once it
+// stayed offline, unwatched, until the rescan an hour later).
+func TestWatchRootBackWithoutRescan(t *testing.T) {
+	src := newSource()
+	r := newRig(t, Options{}, src)
+	base := r.root
+	r.root = filepath.Join(base, "disk")
+	r.with(Options{Rescan: time.Hour})
+	r.write("a/one.jpg", "IMG one")
+	r.start()
+	r.nextBuild(maxBatchWait)
+	away := filepath.Join(base, "unplugged")
+	if err := os.Rename(r.root, away); err != nil {
+		t.Fatal(err)
+	}
+	r.event(fsnotify.Remove, r.root)
+	if w, _ := r.nextBuild(maxBatchWait); len(w) != 1 || w[0] != r.root {
+		t.Fatalf("after the root went: build within %v, want the root", w)
+	}
+	if err := os.WriteFile(filepath.Join(away, "a", "two.jpg"), []byte("IMG two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(away, r.root); err != nil {
+		t.Fatal(err)
+	}
+	back := func(what string, want int) {
+		t.Helper()
+		if w, _ := r.nextBuild(DefaultRootPoll + maxBatchWait); len(w) != 1 || w[0] != r.root {
+			t.Fatalf("%s: build within %v, want the root", what, w)
+		}
+		if n := len(records(t, r.db)); n != want {
+			t.Errorf("%s: %d records, want %d", what, n, want)
+		}
+		if off := offlineOf(t, r.db); len(off) != 0 {
+			t.Errorf("%s: still offline: %+v", what, off)
+		}
+		if !src.watching(filepath.Join(r.root, "a")) {
+			t.Errorf("%s: no watches on the root's folders", what)
+		}
+	}
+	back("renamed back", 2)
+
+	// Another folder at the root's path, empty: a mount point whose disk
+	// is away. Then the disk again.
+	if err := os.Rename(r.root, away); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(r.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := r.nextBuild(DefaultRootPoll + maxBatchWait); len(w) != 1 || w[0] != r.root {
+		t.Fatalf("an empty folder in the root's place: build within %v, want the root", w)
+	}
+	if n, off := len(records(t, r.db)), offlineOf(t, r.db); n != 2 || len(off) != 1 {
+		t.Errorf("an empty folder in the root's place: %d records, offline %+v: want 2 kept offline", n, off)
+	}
+	if err := os.Remove(r.root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(away, r.root); err != nil {
+		t.Fatal(err)
+	}
+	back("the disk again", 2)
+	r.write("a/three.jpg", "IMG three")
+	r.event(fsnotify.Create, filepath.Join(r.root, "a", "three.jpg"))
+	if w, _ := r.nextBuild(maxBatchWait); len(w) != 1 {
+		t.Fatalf("a photo added once the root is back: build within %v", w)
+	}
+	if n := len(records(t, r.db)); n != 3 {
+		t.Errorf("%d records after a photo was added, want 3", n)
+	}
+}
+
+// offlineOf returns the folders the index at db keeps offline.
+func offlineOf(t *testing.T, db string) []store.Offline {
+	t.Helper()
+	rd, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var off []store.Offline
+	rd.View(func(s *store.Snapshot) error {
+		off, err = s.Offline()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
