@@ -450,17 +450,27 @@ func (b *builder) probeMeta(j job, from string) *store.Meta {
 	return videoMeta(in, j.mtimeNs)
 }
 
-// videoMeta is the Meta of a video's frames: the container's creation time
-// (containers keep UTC: it is shown on the build's local clock, as a
-// file's time is), else the file's modification time; the size a player
-// shows.
+// videoMeta is the Meta of a video's frames: the camera's local time where
+// the container keeps it (Apple's creationdate, with its offset, as a
+// photo's DateTimeOriginal), else the container's creation time (UTC: it
+// is shown on the build's local clock, as a file's time is), else the
+// file's modification time; the GPS position and its place, as a photo's;
+// the size a player shows.
 func videoMeta(in video.Info, mtimeNs int64) *store.Meta {
 	m := fileMeta(nil, mtimeNs)
-	if !in.Created.IsZero() {
+	switch {
+	case !in.Taken.IsZero():
+		m.Taken, m.TakenNs, m.TakenSource = in.Taken.Unix(), int32(in.Taken.Nanosecond()), store.TakenVideo
+		m.Offset, m.HasOffset = int16(in.Offset), in.HasOffset
+	case !in.Created.IsZero():
 		t := in.Created.In(time.Local)
 		_, off := t.Zone()
 		m.Taken, m.TakenNs, m.TakenSource = t.Unix()+int64(off), int32(t.Nanosecond()), store.TakenVideo
 		m.Offset, m.HasOffset = int16(off/60), true
+	}
+	if in.HasGPS {
+		m.HasGPS, m.Lat, m.Lon, m.HasAlt, m.Alt = true, in.Lat, in.Lon, in.HasAlt, in.Alt
+		resolvePlace(m)
 	}
 	m.Width, m.Height = in.DisplayWidth, in.DisplayHeight
 	return m

@@ -107,3 +107,69 @@ func TestBuildVideoCuts(t *testing.T) {
 		t.Errorf("frames at %v (%d counted), want one a colour", times, sum.Frames)
 	}
 }
+
+// TestBuildVideoMetaLocal: a real iPhone clip's frames are dated by the
+// camera's local clock with its offset (com.apple.quicktime.creationdate,
+// not the UTC creation_time, which is the next day), an Android clip's by
+// its UTC creation_time on the build's clock; both get the GPS position of
+// their ISO 6709 location and its place, as a photo with EXIF GPS does.
+func TestBuildVideoMetaLocal(t *testing.T) {
+	tools := videotest.Tools(t)
+	dir := t.TempDir()
+	src := []string{"-f", "lavfi", "-i", "testsrc=duration=2:size=160x120:rate=10", "-c:v", "libx264", "-preset", "ultrafast"}
+	videotest.FFmpeg(t, tools, append(src, "-movflags", "use_metadata_tags",
+		"-metadata", "creation_time=2023-01-01T01:30:00Z",
+		"-metadata", "com.apple.quicktime.creationdate=2022-12-31T20:30:00-0500",
+		"-metadata", "com.apple.quicktime.location.ISO6709=+40.7128-074.0060/", filepath.Join(dir, "nye.mov"))...)
+	videotest.FFmpeg(t, tools, append(src, "-metadata", "creation_time=2023-06-01T12:00:00Z",
+		"-metadata", "location=+48.8566+002.3522+035.000/", filepath.Join(dir, "android.mp4"))...)
+
+	db := filepath.Join(t.TempDir(), "idx.db")
+	o := opts(&fakeEnc{})
+	o.Video = video.New(tools, video.Options{Interval: time.Second})
+	o.PreprocessFrame = fakeFramePre
+	if _, err := Build(context.Background(), db, []string{dir}, o); err != nil {
+		t.Fatal(err)
+	}
+	android := time.Date(2023, 6, 1, 12, 0, 0, 0, time.UTC).In(time.Local)
+	_, androidOff := android.Zone()
+	want := map[string]store.Meta{
+		"nye.mov": {Taken: time.Date(2022, 12, 31, 20, 30, 0, 0, time.UTC).Unix(), Offset: -300, HasOffset: true,
+			TakenSource: store.TakenVideo, HasGPS: true, Lat: 40.7128, Lon: -74.006,
+			City: "New York City", Region: "New York", Country: "United States", CountryCode: "US", Width: 160, Height: 120},
+		"android.mp4": {Taken: android.Unix() + int64(androidOff), Offset: int16(androidOff / 60), HasOffset: true,
+			TakenSource: store.TakenVideo, HasGPS: true, Lat: 48.8566, Lon: 2.3522, HasAlt: true, Alt: 35,
+			City: "Paris 04 Hôtel-de-Ville", Region: "Île-de-France", Country: "France", CountryCode: "FR", Width: 160, Height: 120},
+	}
+	paths := records(t, db)
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	seen := map[string]int{}
+	err = r.View(func(sn *store.Snapshot) error {
+		for _, p := range paths {
+			v, _, ok := store.SplitFrame(p)
+			if !ok {
+				continue
+			}
+			name := filepath.Base(v)
+			seen[name]++
+			m, ok, err := sn.Meta(p)
+			if err != nil || !ok {
+				t.Fatalf("%s: no metadata (%v)", p, err)
+			}
+			if m != want[name] {
+				t.Errorf("%s: metadata\n%+v, want\n%+v", p, m, want[name])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen["nye.mov"] == 0 || seen["android.mp4"] == 0 {
+		t.Errorf("frames of each video: %v, want both", seen)
+	}
+}

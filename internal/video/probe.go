@@ -54,9 +54,26 @@ type Info struct {
 	// being within Options.KeyframeMax.
 	KeyframeGap   float64
 	KeyframesOnly bool
-	// Created is the container's creation time (format tag creation_time,
-	// UTC), zero when absent or unreadable.
+	// Taken is the camera's wall clock from Apple's
+	// com.apple.quicktime.creationdate, in the UTC location (a wall clock,
+	// not an instant, as preprocess.Meta.Taken), zero when absent or
+	// unreadable; Offset is its offset from UTC in minutes east, when
+	// HasOffset.
+	Taken     time.Time
+	Offset    int
+	HasOffset bool
+	// Created is the container's creation time (tag creation_time): an
+	// instant, UTC by the QuickTime spec, the camera's zone unknown; zero
+	// when absent or unreadable.
 	Created time.Time
+	// GPS position from the ISO 6709 location tag (Apple's
+	// com.apple.quicktime.location.ISO6709, else location, as ffmpeg reads
+	// an Android ©xyz atom), WGS84 degrees; the altitude in metres when
+	// HasAlt.
+	HasGPS   bool
+	Lat, Lon float64
+	HasAlt   bool
+	Alt      float64
 }
 
 // probeJSON is the part of ffprobe's JSON that Probe reads.
@@ -120,9 +137,7 @@ func parseProbe(data []byte) (Info, error) {
 	var in Info
 	in.Format = p.Format.FormatName
 	in.Duration = parseSeconds(p.Format.Duration)
-	if t, err := time.Parse(time.RFC3339Nano, p.Format.Tags["creation_time"]); err == nil && t.Unix() > 0 {
-		in.Created = t.UTC()
-	}
+	readTags(&p, &in)
 	for _, st := range p.Streams {
 		if st.CodecType != "video" || st.Disposition["attached_pic"] == 1 || st.Width <= 0 || st.Height <= 0 {
 			continue
@@ -155,6 +170,158 @@ func parseProbe(data []byte) (Info, error) {
 		return in, nil
 	}
 	return Info{}, ErrNoVideoStream
+}
+
+// Tags read for a video's date and place.
+const (
+	tagAppleDate     = "com.apple.quicktime.creationdate"     // local time with its offset
+	tagCreationTime  = "creation_time"                        // UTC
+	tagAppleLocation = "com.apple.quicktime.location.ISO6709" // ISO 6709
+	tagLocation      = "location"                             // ISO 6709, from ©xyz
+)
+
+// readTags sets the date and GPS position of in from the tags; the first
+// value that parses wins, Apple's tags before the generic ones.
+func readTags(p *probeJSON, in *Info) {
+	for _, v := range p.tags(tagAppleDate) {
+		if wall, off, hasOff, ok := appleDate(v); ok {
+			in.Taken, in.Offset, in.HasOffset = wall, off, hasOff
+			break
+		}
+	}
+	for _, v := range p.tags(tagCreationTime) {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil && t.Unix() > 0 {
+			in.Created = t.UTC()
+			break
+		}
+	}
+	for _, v := range append(p.tags(tagAppleLocation), p.tags(tagLocation)...) {
+		if lat, lon, hasAlt, alt, ok := iso6709(v); ok {
+			in.HasGPS, in.Lat, in.Lon, in.HasAlt, in.Alt = true, lat, lon, hasAlt, alt
+			break
+		}
+	}
+}
+
+// tags returns the values of key, in any case: the format's, then each
+// stream's (a file whose container has none may keep them on its tracks).
+func (p *probeJSON) tags(key string) []string {
+	var out []string
+	add := func(tags map[string]string) {
+		for k, v := range tags {
+			if v = strings.TrimSpace(v); v != "" && strings.EqualFold(k, key) {
+				out = append(out, v)
+			}
+		}
+	}
+	add(p.Format.Tags)
+	for _, st := range p.Streams {
+		add(st.Tags)
+	}
+	return out
+}
+
+// appleDate parses com.apple.quicktime.creationdate, the camera's local
+// time with its offset ("2022-12-31T20:30:00-0500"; "-05:00", "Z",
+// fractional seconds and no offset are read too): the wall clock in the
+// UTC location, and the offset in minutes east of UTC when hasOff.
+func appleDate(s string) (wall time.Time, off int, hasOff, ok bool) {
+	if len(s) > 10 && s[10] == ' ' {
+		s = s[:10] + "T" + s[11:]
+	}
+	for i, layout := range []string{"2006-01-02T15:04:05Z0700", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05"} {
+		t, err := time.Parse(layout, s)
+		if err != nil {
+			continue
+		}
+		_, sec := t.Zone()
+		if sec%60 != 0 || sec > 18*3600 || sec < -18*3600 || t.Unix() <= 0 {
+			return time.Time{}, 0, false, false
+		}
+		wall = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+		return wall, sec / 60, i < 2, true
+	}
+	return time.Time{}, 0, false, false
+}
+
+// iso6709 parses an ISO 6709 point as phones and cameras write it:
+// latitude, longitude and an optional altitude in metres, each with its
+// sign, then an optional CRS and "/" ("+40.7128-074.0060+010.000/").
+// Degrees are decimal (what phones write) or in the ±DDMM.M and
+// ±DDMMSS.S forms, told apart by the count of integer digits. ok is false
+// for anything else and for a point out of range; 0,0 is a point, as it
+// is for a photo's EXIF GPS.
+func iso6709(s string) (lat, lon float64, hasAlt bool, alt float64, ok bool) {
+	s = strings.TrimSuffix(strings.TrimSpace(s), "/")
+	if i := strings.Index(s, "CRS"); i >= 0 {
+		s = s[:i]
+	}
+	var parts []string
+	for s != "" {
+		if s[0] != '+' && s[0] != '-' {
+			return 0, 0, false, 0, false
+		}
+		j := 1
+		for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
+			j++
+		}
+		parts, s = append(parts, s[:j]), s[j:]
+	}
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, 0, false, 0, false
+	}
+	lat, ok1 := isoAngle(parts[0], 2, 90)
+	lon, ok2 := isoAngle(parts[1], 3, 180)
+	if !ok1 || !ok2 {
+		return 0, 0, false, 0, false
+	}
+	if len(parts) == 3 {
+		a, err := strconv.ParseFloat(parts[2], 64)
+		if err != nil {
+			return 0, 0, false, 0, false
+		}
+		hasAlt, alt = true, a
+	}
+	return lat, lon, hasAlt, alt, true
+}
+
+// isoAngle reads one signed ISO 6709 angle whose degrees take width
+// digits (2 for a latitude, 3 for a longitude), within ±limit.
+func isoAngle(s string, width int, limit float64) (float64, bool) {
+	ip, _, _ := strings.Cut(s[1:], ".")
+	v, err := strconv.ParseFloat(s[1:], 64)
+	if ip == "" || err != nil {
+		return 0, false
+	}
+	var deg float64
+	switch n := len(ip); {
+	case n <= width: // ±DD.D, ±DDD.D
+		deg = v
+	case n == width+2: // ±DDMM.M
+		d := math.Floor(v / 100)
+		m := v - d*100
+		if m >= 60 {
+			return 0, false
+		}
+		deg = d + m/60
+	case n == width+4: // ±DDMMSS.S
+		d := math.Floor(v / 10000)
+		m := math.Floor((v - d*10000) / 100)
+		sec := v - d*10000 - m*100
+		if m >= 60 || sec >= 60 {
+			return 0, false
+		}
+		deg = d + m/60 + sec/3600
+	default:
+		return 0, false
+	}
+	if deg > limit {
+		return 0, false
+	}
+	if s[0] == '-' {
+		deg = -deg
+	}
+	return deg, true
 }
 
 // displaySize applies the sample aspect (widening or narrowing the
