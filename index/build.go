@@ -596,17 +596,17 @@ func (b *builder) run(ctx context.Context, jobs []job) error {
 // file that carries that content.
 type collector struct {
 	b        *builder
-	queue    []result                // embeddings waiting for an encoder pass
-	queuedAt time.Time               // arrival of queue[0]
-	waiting  map[store.Hash][]result // duplicates whose first file is not done
-	outcome  map[store.Hash]error    // first files done: nil = vector stored
+	queue    []result                    // embeddings waiting for an encoder pass
+	queuedAt time.Time                   // arrival of queue[0]
+	waiting  map[store.Hash][]result     // duplicates whose first file is not done
+	outcome  map[store.Hash]firstOutcome // first files done
 
 	videoWaiting map[store.Hash][]result     // copies of a video not sampled yet
 	videos       map[store.Hash]videoOutcome // videos sampled in this run
 }
 
 func (b *builder) newCollector() *collector {
-	return &collector{b: b, waiting: map[store.Hash][]result{}, outcome: map[store.Hash]error{},
+	return &collector{b: b, waiting: map[store.Hash][]result{}, outcome: map[store.Hash]firstOutcome{},
 		videoWaiting: map[store.Hash][]result{}, videos: map[store.Hash]videoOutcome{}}
 }
 
@@ -624,8 +624,8 @@ func (c *collector) add(r result) {
 			c.settleVideo(r)
 		}
 	case r.dup:
-		if e, ok := c.outcome[r.hash]; ok {
-			c.recordDup(r, e)
+		if o, ok := c.outcome[r.hash]; ok {
+			c.recordDup(r, o)
 		} else {
 			c.waiting[r.hash] = append(c.waiting[r.hash], r)
 		}
@@ -645,17 +645,45 @@ func (c *collector) settle(r result) {
 	if r.act != actEmbed {
 		return
 	}
-	c.outcome[r.hash] = r.err
+	o := firstOutcome{r.path, r.err}
+	c.outcome[r.hash] = o
 	for _, d := range c.waiting[r.hash] {
-		c.recordDup(d, r.err)
+		c.recordDup(d, o)
 	}
 	delete(c.waiting, r.hash)
 }
 
+// firstOutcome is how the first file of a content ended: err nil when
+// its vector is stored.
+type firstOutcome struct {
+	path string
+	err  error
+}
+
+// copyError is the first file's error as a copy of its content reports
+// it: the same error, its message naming the copy (a failure recorded
+// for b.png once read "decode a.jpg: ...", and kept saying so after
+// a.jpg was deleted).
+type copyError struct {
+	msg string
+	err error
+}
+
+func (e *copyError) Error() string { return e.msg }
+func (e *copyError) Unwrap() error { return e.err }
+
+// asCopy returns err, the error of first, as path's.
+func asCopy(err error, first, path string) error {
+	if err == nil || first == path {
+		return err
+	}
+	return &copyError{strings.ReplaceAll(err.Error(), first, path), err}
+}
+
 // recordDup records a duplicate with the outcome of its first file.
-func (c *collector) recordDup(r result, err error) {
-	if err != nil {
-		r.err = err
+func (c *collector) recordDup(r result, o firstOutcome) {
+	if o.err != nil {
+		r.err = asCopy(o.err, o.path, r.path)
 	} else {
 		r.act = actReuse
 	}

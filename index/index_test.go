@@ -159,7 +159,7 @@ func fakePre(data []byte, path string) ([]float32, error) {
 		return fakePixels(data)[:dim/2], nil
 	}
 	if strings.Contains(string(data), "CORRUPT") {
-		return nil, errors.New("corrupt image data")
+		return nil, fmt.Errorf("decode %s: %w: corrupt image data", path, preprocess.ErrCorrupt)
 	}
 	return fakePixels(data), nil
 }

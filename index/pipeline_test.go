@@ -184,6 +184,15 @@ func TestBuildDecodesDuplicateContentOnce(t *testing.T) {
 			if n := enc.images.Load(); n > 1 {
 				t.Errorf("encoded %d images, want at most 1", n)
 			}
+			// Each copy's failure names it, not the file decoded (once
+			// every copy's message named the first).
+			recorded := failedErrs(t, db, sum.Failures)
+			for _, f := range sum.Failures {
+				name := filepath.Base(f.Path)
+				if !strings.Contains(f.Error, name) || strings.Count(f.Error, "p0") != 1 || recorded[f.Path] != f.Error {
+					t.Errorf("failure of %s: %q (recorded %q): want its own name alone", name, f.Error, recorded[f.Path])
+				}
+			}
 			verify(t, db)
 		})
 	}
@@ -208,4 +217,32 @@ func TestBuildReindexDamagedIndex(t *testing.T) {
 		t.Errorf("Summary.Backup = %q, want %s.corrupt-TIME", sum.Backup, db)
 	}
 	verify(t, db)
+}
+
+// failedErrs returns the failure recorded in the index at db for each of
+// failures' paths.
+func failedErrs(t *testing.T, db string, failures []Failure) map[string]string {
+	t.Helper()
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out := map[string]string{}
+	err = r.View(func(s *store.Snapshot) error {
+		for _, f := range failures {
+			rec, ok, err := s.File(f.Path)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out[f.Path] = rec.Err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

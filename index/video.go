@@ -487,6 +487,7 @@ func (b *builder) claimVideo(h store.Hash) bool { return b.claimIn(b.claimedVide
 // of it that wait (collector.videoWaiting).
 type videoOutcome struct {
 	frames []vframe // times and frame hashes, their vectors stored
+	path   string   // the video sampled
 	err    error
 }
 
@@ -498,7 +499,7 @@ func (c *collector) settleVideo(r result) {
 	if r.err == nil && slices.ContainsFunc(r.video.frames, func(fr vframe) bool { return fr.pixels != nil }) {
 		return
 	}
-	out := videoOutcome{err: r.err}
+	out := videoOutcome{path: r.path, err: r.err}
 	if r.err == nil {
 		for _, fr := range r.video.frames {
 			out.frames = append(out.frames, vframe{t: fr.t, hash: fr.hash})
@@ -515,7 +516,7 @@ func (c *collector) settleVideo(r result) {
 // frames (their vectors found by hash), or the first one's failure.
 func (c *collector) recordVideoDup(d result, out videoOutcome) {
 	if out.err != nil {
-		d.err = out.err
+		d.err = asCopy(out.err, out.path, d.path)
 	} else {
 		d.act = actReuse
 		d.video.frames = slices.Clone(out.frames)
