@@ -85,6 +85,17 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// goneReason is the errGone err wraps, without what else it holds (a
+// path, which an answer never names).
+func goneReason(err error) error {
+	for _, e := range []error{errRemoved, errChanged, errOutside} {
+		if errors.Is(err, e) {
+			return e
+		}
+	}
+	return errGone
+}
+
 // fail answers err with the status code it deserves.
 func fail(w http.ResponseWriter, err error) {
 	var bad *badRequest
@@ -92,7 +103,7 @@ func fail(w http.ResponseWriter, err error) {
 	case errors.As(err, &bad):
 		httpError(w, http.StatusBadRequest, bad.msg)
 	case errors.Is(err, errGone):
-		httpError(w, http.StatusNotFound, errGone.Error())
+		httpError(w, http.StatusNotFound, goneReason(err).Error())
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", "2")
 		httpError(w, http.StatusServiceUnavailable, err.Error())

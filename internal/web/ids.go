@@ -24,8 +24,15 @@ import (
 const idLen = 16 // base64url characters (96 bits)
 
 // errGone is a request for an id that is not (or no longer) a servable
-// indexed file: 404.
+// indexed file: 404. The errors below wrap it to say why: the file is
+// listed by a search, but what is on disk is no longer what was indexed.
 var errGone = errors.New("no such image in the index")
+
+var (
+	errRemoved = fmt.Errorf("%w: the file was removed or moved since it was indexed (a build of its folder updates the index)", errGone)
+	errChanged = fmt.Errorf("%w: the file changed since it was indexed (a build of its folder indexes it again)", errGone)
+	errOutside = fmt.Errorf("%w: the file now lies outside the indexed folders", errGone)
+)
 
 type idMap struct {
 	key []byte
@@ -142,20 +149,23 @@ func (s *Server) resolve(snap *store.Snapshot, id string) (indexedFile, error) {
 		if v, t, frame = store.SplitFrame(p); frame {
 			file = v // a video's frame, served from its video
 		} else if file, key = splitSample(p); file == "" {
-			return indexedFile{}, errGone // removed
+			return indexedFile{}, errRemoved
 		}
 	}
 	real, err := filepath.EvalSymlinks(file)
 	if err != nil {
-		return indexedFile{}, errGone // removed
+		return indexedFile{}, errRemoved
 	}
 	ok, err := inRoots(snap, file, real)
 	if err != nil || !ok {
-		return indexedFile{}, errGone
+		return indexedFile{}, errOutside
 	}
 	fi, err := os.Stat(real)
-	if err != nil || !fi.Mode().IsRegular() || fi.ModTime().UnixNano() != rec.MtimeNs || key == "" && fi.Size() != rec.Size {
-		return indexedFile{}, errGone // changed since indexing
+	switch {
+	case err != nil:
+		return indexedFile{}, errRemoved
+	case !fi.Mode().IsRegular() || fi.ModTime().UnixNano() != rec.MtimeNs || key == "" && fi.Size() != rec.Size:
+		return indexedFile{}, errChanged
 	}
 	return indexedFile{path: p, rec: rec, real: real, key: key, frame: frame, t: t}, nil
 }
@@ -227,7 +237,7 @@ func openChecked(f indexedFile) (*os.File, source, error) {
 		}
 	}
 	file.Close()
-	return nil, source{}, errGone
+	return nil, source{}, errChanged
 }
 
 // readChecked reads the indexed bytes of f into memory, at most limit
@@ -248,7 +258,7 @@ func readChecked(f indexedFile, limit int64) ([]byte, string, error) {
 			return data, src.name, nil
 		}
 	}
-	return nil, "", errGone
+	return nil, "", errChanged
 }
 
 // source is where the indexed bytes of a record may be: a whole file, or
@@ -266,12 +276,12 @@ type source struct {
 func openSources(f indexedFile) (*os.File, []source, error) {
 	file, err := os.Open(f.real)
 	if err != nil {
-		return nil, nil, errGone
+		return nil, nil, errRemoved
 	}
 	fi, err := file.Stat()
 	if err != nil || !fi.Mode().IsRegular() || f.key == "" && fi.Size() != f.rec.Size {
 		file.Close()
-		return nil, nil, errGone
+		return nil, nil, errChanged
 	}
 	if f.key == "" {
 		return file, []source{{f.path, io.NewSectionReader(file, 0, f.rec.Size)}}, nil

@@ -271,10 +271,14 @@ func TestRefusals(t *testing.T) {
 	if err := os.Symlink(outside, linked); err != nil {
 		t.Fatal(err)
 	}
+	// Each 404 says why (once every one said "no such image in the
+	// index" of a file a search lists), and never names a path.
+	reason := map[string]string{removed: "removed or moved since it was indexed", changed: "changed since it was indexed", linked: "outside the indexed folders"}
 	for _, p := range []string{removed, changed, linked} {
 		for _, what := range []string{"/thumb/", "/image/"} {
-			if code, body, _ := e.get(t, what+ids[p]); code != http.StatusNotFound {
-				t.Errorf("%s of %s after the change: %d %s, want 404", what, filepath.Base(p), code, body)
+			code, body, _ := e.get(t, what+ids[p])
+			if code != http.StatusNotFound || !strings.Contains(string(body), reason[p]) || strings.Contains(string(body), "/") {
+				t.Errorf("%s of %s after the change: %d %s, want 404 saying %q", what, filepath.Base(p), code, body, reason[p])
 			}
 		}
 		// Similar images need only the stored vector, never the file.
