@@ -2,6 +2,8 @@ package clipnpu
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/clipidx/clipidx/clipnpu/bundle"
 	"github.com/clipidx/clipidx/clipnpu/core"
@@ -57,7 +59,8 @@ func load(dir string, opts Options, openNPU npu.Opener) (Backend, error) {
 		if conv != hf.KeepStored {
 			return nil, fmt.Errorf("%s is a taconite NPU bundle: weights %q applies to Hugging Face folders only (a bundle keeps its own formats)", dir, opts.Weights)
 		}
-		return npu.Route(dir, opts, openNPU)
+		b, err := npu.Route(dir, opts, openNPU)
+		return b, hfWithoutWeights(dir, err)
 	}
 	if opts.Device == "npu" {
 		if conv != hf.KeepStored {
@@ -87,6 +90,21 @@ func cpuBackend(m *core.Model, opts Options) (Backend, error) {
 		return b, nil
 	}
 	return cpu.NewReference(m, opts.Threads), nil
+}
+
+// hfWithoutWeights words err, a bundle's failure to load, for a folder
+// that is a Hugging Face folder without its model.safetensors (which made
+// it look like a bundle: it also holds a bundle's reference records, as a
+// checked folder does): the missing file is what to fix.
+func hfWithoutWeights(dir string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, cerr := os.Stat(filepath.Join(dir, "config.json")); cerr != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s is missing (the folder holds a Hugging Face config.json, and its bundle files do not load as a model: %v)",
+		core.ErrBadModel, filepath.Join(dir, "model.safetensors"), err)
 }
 
 // IsBundle reports whether dir is a model that runs as a taconite bundle:

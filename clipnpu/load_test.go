@@ -17,6 +17,7 @@ import (
 	"github.com/clipidx/clipidx/clipnpu/hf"
 	"github.com/clipidx/clipidx/clipnpu/internal/cliptest"
 	"github.com/clipidx/clipidx/clipnpu/npu"
+	"github.com/clipidx/clipidx/internal/fixtures"
 
 	"github.com/clipidx/clipidx/clipnpu/core"
 	"github.com/clipidx/clipidx/clipnpu/cpu"
@@ -378,5 +379,38 @@ func TestInfo(t *testing.T) {
 	defer b.Close()
 	if got := b.Info().Name; got != "my-model" {
 		t.Errorf("Name = %q, want the folder name my-model", got)
+	}
+}
+
+// TestLoadWithoutWeights: a Hugging Face folder that also holds a
+// bundle's reference records (as a checked folder does) and has lost its
+// model.safetensors says that file is missing (it was taken for a
+// bundle, and the error spoke of the manifest's embed_dim).
+func TestLoadWithoutWeights(t *testing.T) {
+	src := fixtures.TinyModel(t)
+	dir := t.TempDir()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() || e.Name() == "model.safetensors" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !IsBundle(dir) {
+		t.Skip("the fixture holds no bundle files: nothing to tell apart")
+	}
+	_, err = Load(dir, Options{Device: "cpu"})
+	want := filepath.Join(dir, "model.safetensors") + " is missing"
+	if !errors.Is(err, core.ErrBadModel) || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load without model.safetensors: %v, want ErrBadModel saying %q", err, want)
 	}
 }
