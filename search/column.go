@@ -30,7 +30,7 @@ func newColFilter(x *matcher, col *store.MetaColumn) *colFilter {
 	if len(f.Places) > 0 {
 		cf.placeOK = make([]bool, len(col.Places)+1)
 		for i, p := range col.Places {
-			cf.placeOK[i+1] = x.place(p.City) || x.place(p.Region) || x.place(p.Country) || x.code(p.CountryCode)
+			cf.placeOK[i+1] = x.place(p.City, p.Region, p.Country, p.CountryCode)
 		}
 	}
 	if len(f.Cameras) > 0 || len(f.Lenses) > 0 {

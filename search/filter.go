@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/clipidx/clipidx/store"
 	"golang.org/x/text/cases"
@@ -25,13 +26,20 @@ type Filter struct {
 	// Years are [from, to) ranges of Taken, any of which matches.
 	Years [][2]int64
 	// Places are case- and accent-folded words that must appear in a row
-	// in the city, region or country name (or be the country code).
+	// in the city, region or country name, or be the country code. A
+	// place that is one word of two letters (place:de) is a country: it
+	// matches the country code or a word of the country name, never a
+	// word of a city or region ("de" of "Hôtel-de-Ville").
 	Places [][]string
 	// Near are circles around points; a record with GPS inside any matches.
 	Near []Circle
-	// Cameras are folded words that must appear in a row in "make model".
+	// Cameras are the folded runs of letters and of digits of each value
+	// (foldRuns: "x-t4" is x t 4). A value matches a "make model" whose
+	// runs, written together, hold its runs written together, beginning
+	// and ending where runs of the name do (nameMatch): x t 4 is in X-T4,
+	// x 10 is not in X100V.
 	Cameras [][]string
-	// Lenses are folded words that must appear in a row in the lens name.
+	// Lenses are runs as Cameras are, matched against the lens name.
 	Lenses [][]string
 	// Kinds keeps photos, video frames or both (0 = both).
 	Kinds Kind
@@ -93,14 +101,45 @@ func (f *Filter) Match(path string, m *store.Meta) bool {
 // places and cameras repeat across a collection, and folding each once
 // keeps a pass over a million records cheap. Not safe for concurrent use.
 type matcher struct {
-	f      *Filter
-	places map[string]bool // place name or country code → matches
-	cams   map[[2]string]bool
-	lenses map[string]bool
+	f         *Filter
+	areas     [][]string      // f.Places less the countries (isCountry): for cities and regions
+	cameras   []string        // f.Cameras, each run joined
+	lensNames []string        // f.Lenses, each run joined
+	places    map[string]bool // city or region name → matches
+	countries map[string]bool // country name → matches
+	cams      map[[2]string]bool
+	lenses    map[string]bool
 }
 
 func newMatcher(f *Filter) *matcher {
-	return &matcher{f: f, places: map[string]bool{}, cams: map[[2]string]bool{}, lenses: map[string]bool{}}
+	x := &matcher{f: f, places: map[string]bool{}, countries: map[string]bool{}, cams: map[[2]string]bool{}, lenses: map[string]bool{}}
+	for _, p := range f.Places {
+		if !isCountry(p) {
+			x.areas = append(x.areas, p)
+		}
+	}
+	for _, c := range f.Cameras {
+		x.cameras = append(x.cameras, strings.Join(c, ""))
+	}
+	for _, l := range f.Lenses {
+		x.lensNames = append(x.lensNames, strings.Join(l, ""))
+	}
+	return x
+}
+
+// isCountry reports whether a place is one word of two letters, which
+// names a country by its code (place:de) and, as a word, is too common in
+// the names of towns to look for there ("Hôtel-de-Ville", "La Paz").
+func isCountry(p []string) bool {
+	if len(p) != 1 || utf8.RuneCountInString(p[0]) != 2 {
+		return false
+	}
+	for _, r := range p[0] {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func (x *matcher) match(path string, m *store.Meta) bool {
@@ -125,7 +164,7 @@ func (x *matcher) match(path string, m *store.Meta) bool {
 			return false
 		}
 	}
-	if len(f.Places) > 0 && !(x.place(m.City) || x.place(m.Region) || x.place(m.Country) || x.code(m.CountryCode)) {
+	if len(f.Places) > 0 && !x.place(m.City, m.Region, m.Country, m.CountryCode) {
 		return false
 	}
 	if len(f.Near) > 0 && !f.near(m) {
@@ -149,14 +188,33 @@ func anyYear(ys [][2]int64, t int64) bool {
 	return false
 }
 
-func (x *matcher) place(name string) bool {
-	if name == "" {
+// place reports whether a place qualifier matches a record's place: its
+// city or region (not for a country, isCountry), its country name or its
+// country code.
+func (x *matcher) place(city, region, country, cc string) bool {
+	return x.area(city) || x.area(region) || x.country(country) || x.code(cc)
+}
+
+func (x *matcher) area(name string) bool {
+	if name == "" || len(x.areas) == 0 {
 		return false
 	}
 	ok, seen := x.places[name]
 	if !seen {
-		ok = anyRun(x.f.Places, foldWords(name))
+		ok = anyRun(x.areas, foldWords(name))
 		x.places[name] = ok
+	}
+	return ok
+}
+
+func (x *matcher) country(name string) bool {
+	if name == "" {
+		return false
+	}
+	ok, seen := x.countries[name]
+	if !seen {
+		ok = anyRun(x.f.Places, foldWords(name))
+		x.countries[name] = ok
 	}
 	return ok
 }
@@ -181,7 +239,7 @@ func (x *matcher) camera(make, model string) bool {
 	k := [2]string{make, model}
 	ok, seen := x.cams[k]
 	if !seen {
-		ok = anyRun(x.f.Cameras, foldWords(make+" "+model))
+		ok = nameMatch(x.cameras, make+" "+model)
 		x.cams[k] = ok
 	}
 	return ok
@@ -193,7 +251,7 @@ func (x *matcher) lens(name string) bool {
 	}
 	ok, seen := x.lenses[name]
 	if !seen {
-		ok = anyRun(x.f.Lenses, foldWords(name))
+		ok = nameMatch(x.lensNames, name)
 		x.lenses[name] = ok
 	}
 	return ok
@@ -249,22 +307,110 @@ var folder = cases.Fold()
 // unaccented are letters that keep their stroke under decomposition.
 var unaccented = map[rune]string{'ø': "o", 'ł': "l", 'đ': "d", 'ħ': "h", 'æ': "ae", 'œ': "oe", 'ı': "i", 'þ': "th", 'ð': "d"}
 
-// foldWords is s case- and accent-folded ("Zürich" and "zurich" are one
-// name, "Łódź" and "lodz" too), split into words of letters and digits.
-func foldWords(s string) []string {
+// fold is s case- and accent-folded ("Zürich" and "zurich" are one name,
+// "Łódź" and "lodz" too), with a space for every rune that is not a letter
+// or a digit but a point.
+func fold(s string) string {
 	var b strings.Builder
 	for _, r := range norm.NFD.String(folder.String(s)) {
 		switch {
 		case unicode.Is(unicode.Mn, r):
 		case unaccented[r] != "":
 			b.WriteString(unaccented[r])
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.':
 			b.WriteRune(r)
 		default:
 			b.WriteByte(' ')
 		}
 	}
-	return strings.Fields(b.String())
+	return b.String()
+}
+
+// foldWords is s folded, split into words of letters and digits.
+func foldWords(s string) []string {
+	return strings.FieldsFunc(fold(s), func(r rune) bool { return r == ' ' || r == '.' })
+}
+
+// foldRuns is s folded, split into runs of letters and runs of digits:
+// "EF24-70mm f/2.8L II USM" is ef 24 70 mm f 2.8 l ii usm. A run ends at
+// every rune that is neither (space, hyphen, slash, point…), where letters
+// meet digits and where a capital follows a small letter (Fujifilm's
+// "XF16-55mmF2.8" is xf 16 55 mm f 2.8, "E-M1MarkII" is e m 1 mark ii); a
+// point between two digits is a decimal point and stays in its number, so
+// that 2.8 is not 2, 8 nor 28.
+func foldRuns(s string) []string {
+	rs := []rune(fold(splitCamel(s)))
+	var runs []string
+	start, kind := 0, 0 // kind of the current run: 0 none, 1 letters, 2 digits
+	for i, r := range rs {
+		k := 0
+		switch {
+		case unicode.IsLetter(r):
+			k = 1
+		case unicode.IsDigit(r):
+			k = 2
+		case r == '.' && kind == 2 && i+1 < len(rs) && unicode.IsDigit(rs[i+1]):
+			k = 2
+		}
+		if k != kind {
+			if kind != 0 {
+				runs = append(runs, string(rs[start:i]))
+			}
+			start, kind = i, k
+		}
+	}
+	if kind != 0 {
+		runs = append(runs, string(rs[start:]))
+	}
+	return runs
+}
+
+// splitCamel is s with a space where a capital follows a small letter.
+func splitCamel(s string) string {
+	var b strings.Builder
+	lower := false
+	for _, r := range s {
+		if lower && unicode.IsUpper(r) {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+		if !unicode.Is(unicode.Mn, r) {
+			lower = unicode.IsLower(r)
+		}
+	}
+	return b.String()
+}
+
+// nameMatch reports whether any needle (a query's runs, joined) appears in
+// name's runs joined, beginning and ending where a run of name begins or
+// ends. So the separators between runs are ignored on either side and a
+// needle matches whole runs only: "ef2470" (lens:"ef 24-70", lens:ef24-70)
+// and "70" are in EF24-70mm, "ef" is not in RF24-105mm, "50" not in
+// EF150-600mm nor in 24-105mm, "8" not in f/2.8.
+func nameMatch(needles []string, name string) bool {
+	var b strings.Builder
+	edge := []bool{true} // edge[i]: a run of name begins or ends at byte i of b
+	for _, r := range foldRuns(name) {
+		b.WriteString(r)
+		for range len(r) - 1 {
+			edge = append(edge, false)
+		}
+		edge = append(edge, true)
+	}
+	hay := b.String()
+	for _, n := range needles {
+		for i := 0; i+len(n) <= len(hay); {
+			j := strings.Index(hay[i:], n)
+			if j < 0 {
+				break
+			}
+			if i += j; edge[i] && edge[i+len(n)] {
+				return true
+			}
+			i++
+		}
+	}
+	return false
 }
 
 // Order is how results are listed.

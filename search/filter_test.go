@@ -61,7 +61,8 @@ func TestFilterMatch(t *testing.T) {
 		{"place:paris", "/a.jpg", nil, false},
 		{"lens:31mm", "/a.jpg", limited, true},
 		{`lens:"fa 31mm"`, "/a.jpg", limited, true},
-		{"lens:31", "/a.jpg", limited, false},  // whole words only
+		{"lens:31", "/a.jpg", limited, true},   // a whole number (see TestLensMatch)
+		{"lens:3", "/a.jpg", limited, false},   // not a part of one
 		{"lens:31mm", "/a.jpg", pentax, false}, // no lens recorded
 		{`camera:"k-1" lens:limited`, "/a.jpg", limited, true},
 		{`camera:k10d lens:limited`, "/a.jpg", limited, false},
@@ -88,6 +89,194 @@ func TestFilterMatch(t *testing.T) {
 		f := parseFilter(t, tc.q)
 		if got := f.Match(tc.path, tc.m); got != tc.want {
 			t.Errorf("%s on %s %+v: %v, want %v", tc.q, tc.path, tc.m, got, tc.want)
+		}
+	}
+}
+
+// TestPlaceCountry: a place of one two-letter word is a country (code or
+// name), never a word of a town or region; other places match whole words
+// anywhere.
+func TestPlaceCountry(t *testing.T) {
+	paris := &store.Meta{City: "Paris 04 Hôtel-de-Ville", Region: "Île-de-France", Country: "France", CountryCode: "FR"}
+	berlin := &store.Meta{City: "Berlin", Region: "Land Berlin", Country: "Germany", CountryCode: "DE"}
+	lapaz := &store.Meta{City: "La Paz", Region: "La Paz", Country: "Bolivia", CountryCode: "BO"}
+	salvador := &store.Meta{City: "San Salvador", Region: "San Salvador", Country: "El Salvador", CountryCode: "SV"}
+	for _, tc := range []struct {
+		q    string
+		m    *store.Meta
+		want bool
+	}{
+		{"place:de", paris, false}, // not the "de" of Hôtel-de-Ville nor of Île-de-France
+		{"place:DE", berlin, true},
+		{"place:fr", paris, true},
+		{"place:la", lapaz, false},
+		{"place:bo", lapaz, true},
+		{"place:el", salvador, true}, // a word of the country name
+		{"place:sv", salvador, true},
+		{`place:"la paz"`, lapaz, true}, // phrases and longer words as before
+		{"place:paz", lapaz, true},
+		{`place:"ile de france"`, paris, true},
+		{"place:hotel-de-ville", paris, true},
+		{`place:"de ville"`, paris, true},
+		{"place:04", paris, true}, // two digits are no country
+		{"place:paris", paris, true},
+		{"place:france", paris, true},
+		{"place:de place:paris", paris, true},
+		{"place:de place:fr", berlin, true},
+	} {
+		f := parseFilter(t, tc.q)
+		if got := f.Match("/a.jpg", tc.m); got != tc.want {
+			t.Errorf("%s on %q, %q, %q (%s): %v, want %v", tc.q, tc.m.City, tc.m.Region, tc.m.Country, tc.m.CountryCode, got, tc.want)
+		}
+	}
+}
+
+// TestLensMatch: lens: and camera: against names as cameras write them,
+// with and without spaces, and the matches a number or a word must not
+// give: inside a number, inside a run of letters, across a decimal point.
+func TestLensMatch(t *testing.T) {
+	const (
+		canon     = "EF24-70mm f/2.8L II USM"
+		canon105  = "EF24-105mm f/4L IS USM"
+		canonRF   = "RF24-105mm F4 L IS USM"
+		canonEFS  = "EF-S18-55mm f/3.5-5.6 IS STM"
+		sigma     = "EF150-600mm"
+		sony      = "FE 24-70mm F2.8 GM"
+		sony105   = "FE 24-105mm F4 G OSS"
+		nikon     = "AF-S NIKKOR 24-70mm f/2.8E ED VR"
+		fuji      = "XF16-55mmF2.8 R LM WR"
+		fuji35    = "XF35mmF1.4 R"
+		iphone    = "iPhone 13 back dual wide camera 5.1mm f/1.6"
+		pentaxLim = "smc PENTAX-FA 31mm F1.8 AL Limited"
+	)
+	for _, tc := range []struct {
+		q, lens string
+		want    bool
+	}{
+		{`lens:"ef 24-70"`, canon, true},
+		{"lens:24-70", canon, true},
+		{"lens:ef24-70mm", canon, true},
+		{`lens:"24-70mm f/2.8"`, canon, true},
+		{"lens:usm", canon, true},
+		{"lens:70", canon, true}, // a whole number
+		{"lens:24", canon, true},
+		{"lens:f2.8", canon, true},
+		{"lens:2.8l", canon, true},
+		{`lens:"l ii usm"`, canon, true},
+		{"lens:EF", canon, true},
+		{"lens:f4", canon105, true},
+		{"lens:ef", canonEFS, true},
+		{"lens:efs", canonEFS, true},
+		{"lens:ef-s18-55", canonEFS, true},
+		{"lens:3.5-5.6", canonEFS, true},
+		{`lens:"24-70"`, sony, true},
+		{`lens:"fe 24-70mm"`, sony, true},
+		{"lens:fe24-70", sony, true},
+		{`lens:"24-70mm f/2.8"`, sony, true},
+		{"lens:gm", sony, true},
+		{"lens:af-s", nikon, true},
+		{"lens:afs", nikon, true},
+		{`lens:"nikkor 24-70"`, nikon, true},
+		{"lens:f/2.8e", nikon, true},
+		{`lens:"ed vr"`, nikon, true},
+		{"lens:xf16-55", fuji, true},
+		{`lens:"xf 16-55mm"`, fuji, true},
+		{`lens:"16-55mm f2.8"`, fuji, true},
+		{`lens:"f/2.8 r lm wr"`, fuji, true},
+		{"lens:wr", fuji, true},
+		{"lens:1.4", fuji35, true},
+		{"lens:xf35", fuji35, true},
+		{"lens:iphone13", iphone, true},
+		{`lens:"iphone 13"`, iphone, true},
+		{"lens:5.1mm", iphone, true},
+		{`lens:"dual wide"`, iphone, true},
+		{"lens:f/1.6", iphone, true},
+		{"lens:fa31", pentaxLim, true},
+		{`lens:"pentax-fa 31mm"`, pentaxLim, true},
+		// Not in the middle of a number.
+		{"lens:50", sigma, false},
+		{"lens:50", canon105, false},
+		{"lens:50", sony105, false},
+		{"lens:7", canon, false},
+		{"lens:24-7", canon, false},
+		{"lens:10", canon105, false},
+		{"lens:3", iphone, false},
+		// Not across a decimal point: 2.8 is not 2, 8 nor 28.
+		{"lens:8", canon, false},
+		{"lens:28", canon, false},
+		{"lens:2", canon, false},
+		{"lens:1mm", iphone, false},
+		{"lens:4", fuji35, false},
+		{"lens:f1", fuji35, false},
+		{"lens:f/4", canon, false},
+		// Not in the middle of a run of letters.
+		{"lens:ef", canonRF, false},
+		{"lens:us", canon, false},
+		{"lens:sm", canon, false},
+		{"lens:g", sony, false},
+		{"lens:gm", sony105, false},
+		{"lens:xf16-5", fuji, false},
+	} {
+		f := parseFilter(t, tc.q)
+		if got := f.Match("/a.jpg", &store.Meta{Lens: tc.lens}); got != tc.want {
+			t.Errorf("%s on %q: %v, want %v", tc.q, tc.lens, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		q, make, model string
+		want           bool
+	}{
+		{"camera:7m3", "SONY", "ILCE-7M3", true},
+		{"camera:ilce7m3", "SONY", "ILCE-7M3", true},
+		{`camera:"sony ilce-7m3"`, "SONY", "ILCE-7M3", true},
+		{"camera:ilce-7", "SONY", "ILCE-7M3", true},
+		{"camera:xt4", "FUJIFILM", "X-T4", true},
+		{"camera:x-t4", "FUJIFILM", "X-T4", true},
+		{"camera:x100", "FUJIFILM", "X100V", true},
+		{"camera:x100v", "FUJIFILM", "X100V", true},
+		{"camera:z6", "NIKON CORPORATION", "NIKON Z 6_2", true},
+		{"camera:d850", "NIKON CORPORATION", "NIKON D850", true},
+		{"camera:eos5d", "Canon", "Canon EOS 5D Mark III", true},
+		{`camera:"5d mark iii"`, "Canon", "Canon EOS 5D Mark III", true},
+		{"camera:r5", "Canon", "Canon EOS R5", true},
+		{`camera:"e-m1 mark ii"`, "OLYMPUS CORPORATION", "E-M1MarkII", true},
+		{"camera:k1", "RICOH IMAGING COMPANY, LTD.", "PENTAX K-1", true},
+		{`camera:"iphone 13"`, "Apple", "iPhone 13 Pro", true},
+		{"camera:x10", "FUJIFILM", "X100V", false},
+		{"camera:d85", "NIKON CORPORATION", "NIKON D850", false},
+		{`camera:"5d mark ii"`, "Canon", "Canon EOS 5D Mark III", false},
+		{"camera:r5", "Canon", "Canon EOS R50", false},
+		{"camera:k1", "PENTAX Corporation", "PENTAX K10D", false},
+		{`camera:"iphone 1"`, "Apple", "iPhone 13 Pro", false},
+		{"camera:a7", "SONY", "ILCE-7M3", false},
+	} {
+		f := parseFilter(t, tc.q)
+		if got := f.Match("/a.jpg", &store.Meta{Make: tc.make, Model: tc.model}); got != tc.want {
+			t.Errorf("%s on %q %q: %v, want %v", tc.q, tc.make, tc.model, got, tc.want)
+		}
+	}
+}
+
+// TestFoldRuns: names cut into runs of letters and of digits, decimal
+// numbers whole.
+func TestFoldRuns(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"EF24-70mm f/2.8L II USM", []string{"ef", "24", "70", "mm", "f", "2.8", "l", "ii", "usm"}},
+		{"XF16-55mmF2.8 R LM WR", []string{"xf", "16", "55", "mm", "f", "2.8", "r", "lm", "wr"}},
+		{"iPhone 13 back camera 5.1mm f/1.6", []string{"i", "phone", "13", "back", "camera", "5.1", "mm", "f", "1.6"}},
+		{"E 18-135mm F3.5-5.6 OSS", []string{"e", "18", "135", "mm", "f", "3.5", "5.6", "oss"}},
+		{"1.4x. .5 Ø 2..3", []string{"1.4", "x", "5", "o", "2", "3"}},
+		{"Zeiss Touit 2.8/12", []string{"zeiss", "touit", "2.8", "12"}},
+		{"E-M1MarkII", []string{"e", "m", "1", "mark", "ii"}},
+		{"iPhone", []string{"i", "phone"}},
+		{"Éé\u0301E", []string{"ee", "e"}},
+		{"-/.", nil},
+	} {
+		if got := foldRuns(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("foldRuns(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

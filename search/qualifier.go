@@ -278,13 +278,13 @@ func (f *Filter) add(q qualifier) error {
 		}
 		f.Places = append(f.Places, w)
 	case "camera":
-		w := foldWords(v)
+		w := foldRuns(v)
 		if len(w) == 0 {
 			return bad("no letters or digits to match")
 		}
 		f.Cameras = append(f.Cameras, w)
 	case "lens":
-		w := foldWords(v)
+		w := foldRuns(v)
 		if len(w) == 0 {
 			return bad("no letters or digits to match")
 		}
