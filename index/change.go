@@ -31,8 +31,10 @@ type retryRule struct {
 
 // retries reports whether the failure old is read again: every failure
 // with all; otherwise a failure of kind "format" (content not an image, or
-// a format the decoder did not read) whose recorded reach lacks a format
-// this build reads. A failure recorded before kinds were (kind unknown)
+// a format the decoder did not read) or "corrupt" (a decoder that learns
+// a format, or a feature of one, may have taken it for damage: an
+// animated WebP, a CMYK TIFF) whose recorded reach lacks a format this
+// build reads. A failure recorded before kinds were (kind unknown)
 // counts as "format" with an unknown reach: it is retried once, and its
 // new record says why.
 func (r retryRule) retries(old store.File) bool {
@@ -43,7 +45,7 @@ func (r retryRule) retries(old store.File) bool {
 		return true
 	case old.Kind == "":
 		return true
-	case old.Kind != store.FailFormat:
+	case old.Kind != store.FailFormat && old.Kind != store.FailCorrupt:
 		return false
 	}
 	had := strings.Split(old.Reach, ",")

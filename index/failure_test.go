@@ -13,10 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 )
 
 const heic = "\x00\x00\x00\x18ftypheic\x00\x00\x00\x00"
+
+// animWebP starts the content of an animated WebP for reachPre.
+const animWebP = "RIFF\x00\x00\x00\x00WEBPVP8X"
 
 // reachPre is fakePre that also decodes HEIC content when reach holds
 // "heic", as an upgraded decoder would; it counts its calls. It is what a
@@ -30,6 +34,12 @@ func (p *reachPre) pre(data []byte, path string) ([]float32, error) {
 	p.calls.Add(1)
 	if strings.HasPrefix(string(data), heic) && slices.Contains(p.reach, "heic") {
 		return fakePixels(data), nil
+	}
+	if strings.HasPrefix(string(data), animWebP) { // what an older decoder took for damage
+		if slices.Contains(p.reach, "webp-anim") {
+			return fakePixels(data), nil
+		}
+		return nil, fmt.Errorf("decode %s: %w: WebP: webp: invalid format", path, preprocess.ErrCorrupt)
 	}
 	return fakePre(data, path)
 }
@@ -405,5 +415,35 @@ func TestBuildRefusesABadReach(t *testing.T) {
 	_, err := Build(context.Background(), filepath.Join(t.TempDir(), "i.db"), []string{t.TempDir()}, o)
 	if err == nil || !strings.Contains(err.Error(), `"jpeg,jpg"`) {
 		t.Errorf("err = %v, want the bad name refused", err)
+	}
+}
+
+// TestBuildRetriesCorruptWhenTheReachGrows: a file a decoder took for
+// damaged (an animated WebP, a CMYK TIFF, before the decoder read them or
+// told them apart) is read again, its stat unchanged, by the first build
+// whose reach grew, and indexed; a build whose reach did not grow reads
+// it no more (once a corrupt failure waited for the file to change, and an
+// upgrade never reached it).
+func TestBuildRetriesCorruptWhenTheReachGrows(t *testing.T) {
+	d := t.TempDir()
+	write(t, filepath.Join(d, "a.png"), png+"a")
+	anim := filepath.Join(d, "anim.webp")
+	write(t, anim, animWebP+"frames")
+	db := filepath.Join(t.TempDir(), "i.db")
+	enc := &fakeEnc{}
+	old := []string{"jpeg", "png", "webp"}
+	buildWith(t, db, d, enc, old, nil)
+	if f, _ := record(t, db, anim); f.Kind != store.FailCorrupt || !f.Failed() {
+		t.Fatalf("animated WebP recorded as %+v, want a corrupt failure", f)
+	}
+	if sum, calls := buildWith(t, db, d, enc, old, nil); sum.Unchanged != 2 || calls != 0 {
+		t.Errorf("same reach: %s with %d decodes, want all unchanged and none", sumOf(sum), calls)
+	}
+	grown := []string{"jpeg", "png", "webp", "webp-anim"}
+	if sum, calls := buildWith(t, db, d, enc, grown, nil); sumOf(sum) != "added=0 updated=1 unchanged=1 reused=0 removed=0 failed=0" || calls != 1 {
+		t.Errorf("grown reach: %s with %d decodes, want the WebP updated with one decode", sumOf(sum), calls)
+	}
+	if f, _ := record(t, db, anim); f.Failed() {
+		t.Errorf("the animated WebP is still a failure: %+v", f)
 	}
 }

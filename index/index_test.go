@@ -23,6 +23,7 @@ func TestClassify(t *testing.T) {
 	ok := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Vec: 3}
 	failed := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "corrupt", Kind: store.FailCorrupt, Reach: "jpeg,png"}
 	format := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "unsupported: HEIC", Kind: store.FailFormat, Reach: "jpeg,png"}
+	large := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "too large", Kind: store.FailTooLarge, Reach: "jpeg,png"}
 	v1 := &store.File{Size: 10, MtimeNs: 100, Hash: h1, Err: "unsupported: HEIC"} // written before kinds
 	knownOnly := func(k ...store.Hash) func(store.Hash) bool {
 		return func(h store.Hash) bool { return slices.Contains(k, h) }
@@ -44,7 +45,8 @@ func TestClassify(t *testing.T) {
 		{"same size and mtime", ok, 10, 100, nil, nil, same, actUnchanged},
 		{"same size and mtime, retry all: only failures", ok, 10, 100, nil, nil, all, actUnchanged},
 		{"failed, unchanged stat: not retried", failed, 10, 100, nil, nil, same, actUnchanged},
-		{"failed, unchanged stat, reach grew: not a format failure", failed, 10, 100, nil, nil, more, actUnchanged},
+		{"corrupt, unchanged stat, reach grew: retried (the decoder may read it now)", failed, 10, 100, nil, nil, more, actNeedHash},
+		{"too large, unchanged stat, reach grew: not retried", large, 10, 100, nil, nil, more, actUnchanged},
 		{"failed, unchanged stat, retry all", failed, 10, 100, nil, nil, all, actNeedHash},
 		{"format failure, same reach", format, 10, 100, nil, nil, same, actUnchanged},
 		{"format failure, reach grew", format, 10, 100, nil, nil, more, actNeedHash},

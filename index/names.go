@@ -11,11 +11,12 @@ import (
 // files are listed as failures rather than silently skipped. false marks
 // the formats that not every file or build decodes: HEIC/HEIF and AVIF
 // (where their embedded decoders are built), camera RAW (through a usable
-// embedded preview) and JPEG XL (never); see preprocess.Formats.
+// embedded preview), JPEG XL and Photoshop (never); see preprocess.Formats.
 var imageExts = map[string]bool{
 	".jpg": true, ".jpeg": true, ".jpe": true, ".png": true, ".gif": true, ".webp": true,
 	".bmp": true, ".tif": true, ".tiff": true,
 	".heic": false, ".heif": false, ".avif": false, ".jxl": false,
+	".psd": false, ".psb": false, // Photoshop, and its large document format
 	// camera RAW
 	".cr2": false, ".cr3": false, ".nef": false, ".nrw": false, ".arw": false, ".srf": false,
 	".sr2": false, ".dng": false, ".raf": false, ".orf": false, ".rw2": false, ".srw": false,

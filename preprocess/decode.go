@@ -3,6 +3,7 @@ package preprocess
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"image"
 	"image/gif"
@@ -53,9 +54,13 @@ var formatIDs = [...]string{
 
 // Formats returns the short names, sorted, of the image formats this build
 // decodes: "avif", "bmp", "gif", "heic", "jpeg", "png", "raw" (camera RAW
-// through its embedded JPEG preview), "tiff" and "webp"; "heic" and "avif"
-// only where their embedded decoders are built. A recognised format it
-// does not decode (JPEG XL, Photoshop) fails with ErrUnsupported. An index
+// through its embedded JPEG preview), "tiff", "webp" and "webp-anim"
+// (animated WebP, by its first frame); "heic" and "avif" only where their
+// embedded decoders are built. An entry names a feature of a format, like
+// webp-anim, when the decoder learned it: failures recorded by a build
+// whose list lacked it are retried. A recognised format it
+// does not decode (JPEG XL, Photoshop), or a feature of one it does that
+// its decoder lacks (a CMYK TIFF), fails with ErrUnsupported. An index
 // records this list beside each failure, so that a later build that
 // decodes more can retry what it may now read.
 func Formats() []string {
@@ -64,6 +69,9 @@ func Formats() []string {
 		if f.decodable() {
 			out = append(out, formatIDs[f])
 		}
+	}
+	if fmtWebP.decodable() {
+		out = append(out, "webp-anim") // animated WebP, its first frame (webpanim.go)
 	}
 	slices.Sort(out)
 	return out
@@ -223,6 +231,9 @@ func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format
 	}
 	cfg, err := safely(func() (image.Config, error) { return dec.config(bytes.NewReader(data)) })
 	if err != nil {
+		if u, ok := unsupportedFeature(data, f, err); ok {
+			return nil, f, fmt.Errorf("decode %s: %w: %s", name, ErrUnsupported, u)
+		}
 		return nil, f, fmt.Errorf("decode %s: %w: %s header: %w", name, ErrCorrupt, f, err)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 {
@@ -231,8 +242,16 @@ func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format
 	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
 		return nil, f, tooLarge(name, cfg.Width, cfg.Height, maxPixels)
 	}
-	img, err := safely(func() (image.Image, error) { return dec.decode(bytes.NewReader(data)) })
+	img, err := safely(func() (image.Image, error) {
+		if f == fmtWebP && webpAnimated(data) {
+			return webpFirstFrame(data) // webpanim.go
+		}
+		return dec.decode(bytes.NewReader(data))
+	})
 	if err != nil {
+		if u, ok := unsupportedFeature(data, f, err); ok {
+			return nil, f, fmt.Errorf("decode %s: %w: %s", name, ErrUnsupported, u)
+		}
 		return nil, f, fmt.Errorf("decode %s: %w: %s: %w", name, ErrCorrupt, f, err)
 	}
 	b := img.Bounds()
@@ -243,6 +262,60 @@ func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format
 		fixGIFTransparent(img, data)
 	}
 	return img, f, nil
+}
+
+// unsupportedFeature tells a valid file that uses a feature its decoder
+// lacks (a TIFF in CMYK, with JPEG compression or float samples:
+// tiff.UnsupportedError) from a damaged one, and names the feature. It
+// matters: an unsupported format is retried by a later build that reads
+// more, a corrupt file only once it changes.
+func unsupportedFeature(data []byte, f format, err error) (string, bool) {
+	var u tiff.UnsupportedError
+	if f != fmtTIFF || !errors.As(err, &u) {
+		return "", false
+	}
+	feature := strings.TrimPrefix(u.Error(), "tiff: unsupported feature: ")
+	tag, names, what := uint16(0), map[uint64]string(nil), ""
+	switch {
+	case strings.HasPrefix(feature, "compression"):
+		tag, names, what = 0x0103, tiffCompressions, "compression"
+	case feature == "color model":
+		tag, names, what = 0x0106, tiffPhotometrics, "colour model"
+	case feature == "sample format":
+		tag, names, what = 0x0153, tiffSampleFormats, "samples"
+	}
+	if v, ok := tiffIFD0Uint(data, tag); ok && names[v] != "" {
+		feature = names[v] + " " + what
+	}
+	return "TIFF with " + feature, true
+}
+
+// Names of the TIFF tag values x/image/tiff refuses, for messages.
+var (
+	tiffCompressions = map[uint64]string{
+		2: "CCITT RLE", 6: "old-style JPEG", 7: "JPEG", 34712: "JPEG 2000", 34925: "LZMA",
+		50000: "Zstandard", 50001: "WebP", 52546: "JPEG XL",
+	}
+	tiffPhotometrics = map[uint64]string{
+		4: "transparency mask", 5: "CMYK", 6: "YCbCr", 8: "CIELab", 9: "ICCLab", 10: "ITULab",
+		32803: "CFA", 32844: "LogL", 32845: "LogLuv", 34892: "linear raw",
+	}
+	tiffSampleFormats = map[uint64]string{2: "signed integer", 3: "floating-point", 4: "undefined", 5: "complex integer", 6: "complex floating-point"}
+)
+
+// tiffIFD0Uint reads the first value of tag in IFD0 of a TIFF file.
+func tiffIFD0Uint(d []byte, tag uint16) (uint64, bool) {
+	w, err := newTIFFWalker(d)
+	if err != nil || tag == 0 {
+		return 0, false
+	}
+	es, _, _ := w.entries(0, uint64(w.ifd0))
+	for _, e := range es {
+		if e.tag == tag {
+			return w.uint(e, 0)
+		}
+	}
+	return 0, false
 }
 
 // tooLarge is the error for a w x h image header over maxPixels.

@@ -38,7 +38,12 @@
 //   - HEIC/HEIF and AVIF are decoded with the WebAssembly builds of libheif
 //     and libavif (heif.go); camera RAW files through their largest
 //     embedded JPEG preview (raw.go). JPEG XL and PSD files are recognised
-//     and refused with ErrUnsupported naming the format.
+//     and refused with ErrUnsupported naming the format, as are TIFFs using
+//     a feature x/image/tiff lacks (CMYK, JPEG compression, float samples),
+//     naming the feature.
+//   - An animated WebP gives its first frame on its canvas (webpanim.go),
+//     bit-exact with Pillow's first frame, as an animated GIF gives its
+//     first frame.
 //   - An arithmetic-coded JPEG larger than Pillow's 64 KB read block is
 //     decoded (as libjpeg-turbo's djpeg decodes it); Pillow fails on it.
 //   - A GIF whose first frame does not cover the logical screen gives that

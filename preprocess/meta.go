@@ -282,7 +282,9 @@ func (t *tiffWalker) dms(e tiffEntry) []float64 {
 }
 
 // exifTime parses "YYYY:MM:DD HH:MM:SS" (dashes and a T tolerated) and the
-// SubSecTime digits, as a wall clock in UTC.
+// SubSecTime digits, as a wall clock in UTC. An impossible date or time
+// (month 13, February 30, 24:00:00, a leap second) is absent, as no date
+// is, rather than rolled over into a real one.
 func exifTime(s, subsec string) (time.Time, bool) {
 	s = strings.TrimSpace(s)
 	if len(s) < 19 {
@@ -296,7 +298,7 @@ func exifTime(s, subsec string) (time.Time, bool) {
 		return n
 	}
 	y, mo, d, h, mi, sec := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19)
-	if y < 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 24 || mi < 0 || mi > 59 || sec < 0 || sec > 60 {
+	if y < 1 || min(mo, d, h, mi, sec) < 0 {
 		return time.Time{}, false // includes the "0000:00:00 00:00:00" of cameras without a clock
 	}
 	ns := 0
@@ -311,7 +313,11 @@ func exifTime(s, subsec string) (time.Time, bool) {
 			}
 		}
 	}
-	return time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC), true
+	tm := time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC)
+	if tm.Year() != y || tm.Month() != time.Month(mo) || tm.Day() != d || tm.Hour() != h || tm.Minute() != mi || tm.Second() != sec {
+		return time.Time{}, false // time.Date normalised an impossible date or time: February 30 is not March 2
+	}
+	return tm, true
 }
 
 // exifOffset parses "+HH:MM" or "-HH:MM" into minutes.

@@ -278,6 +278,9 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 			"-GPSLatitude=35.6812", "-GPSLatitudeRef=N", "-GPSLongitude=139.7671", "-GPSLongitudeRef=E",
 			"-Make=SONY", "-Model=ILCE-7M3"}},
 		{jpg("noclock.jpg"), false, []string{"-DateTimeOriginal=0000:00:00 00:00:00", "-Make=NIKON CORPORATION"}},
+		// Impossible dates read as no date (time.Parse refuses them too).
+		{jpg("feb30.jpg"), false, []string{"-DateTimeOriginal=2019:02:30 10:00:00", "-OffsetTimeOriginal=+01:00", "-Make=FUJIFILM"}},
+		{pngf("hour24.png"), false, []string{"-DateTimeOriginal=2019:12:31 24:00:00", "-Make=Panasonic"}},
 		{jpg("bare.jpg"), false, nil},
 	}
 	dng := filepath.Join(dir, "crafted.dng")
@@ -397,6 +400,18 @@ func TestExifTime(t *testing.T) {
 		{"0000:00:00 00:00:00", "", ""},
 		{"    :  :     :  :  ", "", ""},
 		{"2019:13:01 12:34:56", "", ""},
+		// Impossible dates and times are absent, not rolled over.
+		{"2019:02:30 10:00:00", "", ""},
+		{"2019:02:29 10:00:00", "", ""},
+		{"2020:02:29 10:00:00", "", "2020-02-29T10:00:00Z"},
+		{"1900:02:29 10:00:00", "", ""},
+		{"2000:02:29 10:00:00", "", "2000-02-29T10:00:00Z"},
+		{"2019:04:31 10:00:00", "", ""},
+		{"2019:12:31 23:59:59", "999", "2019-12-31T23:59:59.999Z"},
+		{"2019:12:31 24:00:00", "", ""},
+		{"2019:07:01 12:60:00", "", ""},
+		{"2019:06:30 23:59:60", "", ""},
+		{"2019:07:00 12:34:56", "", ""},
 		{"2019:07", "", ""},
 	} {
 		tm, ok := exifTime(c.s, c.sub)

@@ -23,7 +23,8 @@ const maxResized = 1 << 22
 var (
 	// ErrUnsupported is returned when the file is an image format this
 	// package recognises but cannot decode (JPEG XL, PSD, a camera RAW
-	// without a usable JPEG preview); the message names the format.
+	// without a usable JPEG preview, a TIFF in CMYK or with JPEG
+	// compression); the message names the format or the feature.
 	ErrUnsupported = errors.New("unsupported image format")
 	// ErrUnknownFormat is returned when the bytes are not any image format
 	// this package recognises (a text file named .jpg, say).

@@ -270,7 +270,7 @@ func announceStop(ctx context.Context, stop func(), finished <-chan struct{}, w 
 
 // formatNames name preprocess.Formats() in build --help, in this order.
 var formatNames = []struct{ id, name string }{
-	{"jpeg", "JPEG"}, {"png", "PNG"}, {"gif", "GIF"}, {"webp", "WebP"}, {"bmp", "BMP"}, {"tiff", "TIFF"},
+	{"jpeg", "JPEG"}, {"png", "PNG"}, {"gif", "GIF"}, {"webp", "WebP"}, {"webp-anim", "animated WebP (its first frame)"}, {"bmp", "BMP"}, {"tiff", "TIFF"},
 	{"heic", "HEIC/HEIF"}, {"avif", "AVIF"}, {"raw", "camera RAW (through its embedded preview)"},
 }
 

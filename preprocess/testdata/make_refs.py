@@ -284,11 +284,44 @@ def save_png16_rgb(a, name):
     return name
 
 
+def make_formats():
+    """Files in formats/ for TestUnsupportedTIFF and TestAnimatedWebP: TIFFs
+    x/image/tiff refuses (CMYK, JPEG compression, float samples) and
+    animated WebPs with Pillow's RGB of their first frame. Not in refs.json;
+    kept out of images/, whose files must all decode."""
+    out = os.path.join(HERE, "formats")
+    os.makedirs(out, exist_ok=True)
+    smooth = Image.radial_gradient("L").resize((60, 40))
+    photo = Image.merge("RGB", (smooth, smooth.rotate(90).resize((60, 40)),
+                                Image.linear_gradient("L").resize((60, 40))))
+    Image.new("CMYK", (16, 12), (10, 20, 30, 40)).save(os.path.join(out, "cmyk.tif"))
+    photo.save(os.path.join(out, "jpeg.tif"), compression="jpeg")
+    Image.new("F", (16, 12), 1.5).save(os.path.join(out, "float.tif"))
+    # A first frame with a transparent border: the encoder stores only its
+    # opaque part, a frame at an offset on the canvas, with partial alpha.
+    first = photo.convert("RGBA")
+    alpha = np.zeros((40, 60), np.uint8)
+    alpha[9:31, 13:48] = np.linspace(40, 255, 35, dtype=np.uint8)
+    first.putalpha(Image.fromarray(alpha))
+    first = Image.fromarray(np.asarray(first) * (alpha[..., None] > 0).astype(np.uint8), "RGBA")
+    second = photo.rotate(180)
+    opaque = photo.transpose(Image.FLIP_LEFT_RIGHT)
+    for img, name, kw in [(first, "anim_lossless.webp", {"lossless": True}),
+                          (first, "anim_alpha.webp", {"quality": 80}),
+                          (opaque, "anim_lossy.webp", {"quality": 80})]:
+        path = os.path.join(out, name)
+        img.save(path, save_all=True, append_images=[second], duration=100, **kw)
+        im = Image.open(path)
+        assert im.n_frames == 2, name
+        im.convert("RGB").save(path + ".pillow.png")
+
+
 def main():
     check_fixtures()
     rng = np.random.default_rng(20261129)
     pillow_crosscheck(rng)
     cases, jpegs = make_images()
+    make_formats()
     big = [{"w": w, "h": h, "kind": k, "sha256": sha(pipeline(synthetic(w, h, k)))}
            for (w, h, k) in [(4000, 3000, "noise"), (3000, 4000, "saw"), (2001, 1333, "noise"),
                              (5000, 224, "saw"), (224, 225, "noise"), (225, 224, "saw")]]
