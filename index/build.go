@@ -351,7 +351,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
 		sum:  &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()},
 		prog: progressState{roots: abs, started: time.Now()}, scope: scope,
-		frames: groupFrames(old), ctx: ctx}
+		frames: groupFrames(old), ctx: ctx, vmeta: videoMetaState{read: map[string]bool{}}}
 	wk := newWalker(ctx, abs)
 	wk.onError, wk.wasMount, wk.isMount = opts.OnError, wasMount, opts.mountPoint
 	wk.progress = func(n int) { b.event(Event{Phase: "scan", Done: n}) }
@@ -468,6 +468,7 @@ type builder struct {
 	ctx        context.Context
 	frames     map[string][]frameRec // frame records under the roots, by video
 	allFrames  map[string][]frameRec // of the whole index (recordedVideo)
+	vmeta      videoMetaState        // upgrade of the videos' metadata (videometa.go)
 	batch      store.Batch
 	pending    int // files in batch
 	committed  int // records committed by this build
@@ -1029,6 +1030,9 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 			return b.sum, err
 		}
 		if err := b.recordAway(b.scope, wk, old); err != nil {
+			return b.sum, err
+		}
+		if err := b.settleVideoMeta(); err != nil {
 			return b.sum, err
 		}
 	}

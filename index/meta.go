@@ -19,7 +19,8 @@ import (
 // index written before metadata existed gains it on its next build, with
 // no model run and no re-embedding), and resolves again the place names of
 // every record with GPS when the embedded place table is not the one the
-// index names.
+// index names. It also probes again the videos whose frames' metadata an
+// older clipidx read (videometa.go).
 
 // fileMeta is the metadata of a file's bytes; with no capture time in the
 // file, its modification time (in this machine's zone) stands in.
@@ -62,7 +63,8 @@ func resolvePlace(m *store.Meta) bool {
 }
 
 // completeMeta reads the metadata of the indexed files under the walk that
-// have none, then brings the place names up to the embedded table.
+// have none, probes again the videos an older clipidx read, then brings
+// the place names up to the embedded table.
 func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 	var todo []found
 	places, err := geo.Version()
@@ -92,6 +94,9 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 		return err
 	}
 	if err := b.readMissingMeta(ctx, todo); err != nil {
+		return err
+	}
+	if err := b.refreshVideoMeta(ctx, wk); err != nil { // videometa.go
 		return err
 	}
 	if !stale {

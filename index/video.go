@@ -360,6 +360,9 @@ func (b *builder) recordVideo(r result) {
 				b.batch.PutMeta(p, *r.meta)
 			}
 		}
+		if r.meta != nil {
+			b.noteVideoMeta(r.path)
+		}
 		for _, o := range v.old {
 			if !keep[o.path] {
 				b.batch.Delete(o.path)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,5 +172,89 @@ func TestBuildVideoMetaLocal(t *testing.T) {
 	}
 	if seen["nye.mov"] == 0 || seen["android.mp4"] == 0 {
 		t.Errorf("frames of each video: %v, want both", seen)
+	}
+}
+
+// countingSampler is video.Sampler counting its samplings and the probes
+// asked of it (not those Sample makes itself).
+type countingSampler struct {
+	*video.Sampler
+	samples, probes atomic.Int64
+}
+
+func (s *countingSampler) Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error) {
+	s.samples.Add(1)
+	return s.Sampler.Sample(ctx, path)
+}
+
+func (s *countingSampler) Probe(ctx context.Context, path string) (video.Info, error) {
+	s.probes.Add(1)
+	return s.Sampler.Probe(ctx, path)
+}
+
+// TestBuildVideoMetaUpgrade: an index whose iPhone clip was read before
+// Apple's tags were (its date the UTC creation_time on the build's clock,
+// no position) gets the camera's local date and New York from the next
+// build, by a probe: no sampling, no model; a clip with no date keeps the
+// file's time, as a new build gives it. The build after probes nothing.
+func TestBuildVideoMetaUpgrade(t *testing.T) {
+	tools := videotest.Tools(t)
+	dir := t.TempDir()
+	src := []string{"-f", "lavfi", "-i", "testsrc=duration=2:size=160x120:rate=10", "-c:v", "libx264", "-preset", "ultrafast"}
+	nye, plain := filepath.Join(dir, "nye.mov"), filepath.Join(dir, "plain.mp4")
+	videotest.FFmpeg(t, tools, append(src, "-movflags", "use_metadata_tags",
+		"-metadata", "creation_time=2023-01-01T01:30:00Z",
+		"-metadata", "com.apple.quicktime.creationdate=2022-12-31T20:30:00-0500",
+		"-metadata", "com.apple.quicktime.location.ISO6709=+40.7128-074.0060/", nye)...)
+	videotest.FFmpeg(t, tools, append(src, plain)...)
+
+	db := filepath.Join(t.TempDir(), "idx.db")
+	e := &fakeEnc{}
+	s := &countingSampler{Sampler: video.New(tools, video.Options{Interval: time.Second})}
+	o := opts(e)
+	o.Video, o.PreprocessFrame = s, fakeFramePre
+	if _, err := Build(context.Background(), db, []string{dir}, o); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := readMetas(t, db)
+	old := videoMeta(video.Info{Created: time.Date(2023, 1, 1, 1, 30, 0, 0, time.UTC), DisplayWidth: 160, DisplayHeight: 120}, 0)
+	ageVideoMeta(t, db, map[string]store.Meta{nye: *old})
+	samples, embeds := s.samples.Load(), e.calls.Load()
+
+	if _, err := Build(context.Background(), db, []string{dir}, o); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := readMetas(t, db)
+	var nyeFrames int
+	for p, m := range got {
+		v, _, _ := store.SplitFrame(p)
+		if m != fresh[p] {
+			t.Errorf("%s: metadata\n%+v, want what a new build gives\n%+v", p, m, fresh[p])
+		}
+		switch {
+		case v == nye:
+			nyeFrames++
+			if m.City != "New York City" || m.Offset != -300 || m.Taken != time.Date(2022, 12, 31, 20, 30, 0, 0, time.UTC).Unix() {
+				t.Errorf("%s: %+v, want 2022-12-31 20:30 -05:00 in New York", p, m)
+			}
+		case m.TakenSource != store.TakenMtime || m.HasGPS:
+			t.Errorf("%s: %+v, want the file's time and no position", p, m)
+		}
+	}
+	if nyeFrames == 0 || len(got) != len(fresh) {
+		t.Errorf("%d records with metadata, %d of nye.mov; want %d", len(got), nyeFrames, len(fresh))
+	}
+	if s.samples.Load() != samples || e.calls.Load() != embeds || s.probes.Load() != 2 {
+		t.Errorf("upgrade: %d samplings, %d encoder calls, %d probes; want only a probe of each video",
+			s.samples.Load()-samples, e.calls.Load()-embeds, s.probes.Load())
+	}
+	if v := videoMetaVersionOf(t, db); v != videoMetaVersion {
+		t.Errorf("version %d, want %d", v, videoMetaVersion)
+	}
+	if _, err := Build(context.Background(), db, []string{dir}, o); err != nil {
+		t.Fatal(err)
+	}
+	if s.probes.Load() != 2 {
+		t.Errorf("the build after the upgrade probed %d videos again", s.probes.Load()-2)
 	}
 }

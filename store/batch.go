@@ -23,6 +23,7 @@ const (
 	opShard
 	opMeta // see meta.go
 	opPlaces
+	opVideoMeta
 )
 
 type op struct {

@@ -27,7 +27,8 @@
 //	           names of an indexed file (meta.go: version byte, flags,
 //	           varints, float64 GPS only when present, length-prefixed
 //	           texts); the meta bucket's "places" key names the place
-//	           table the names came from
+//	           table the names came from, its "videometa" key (u64) the
+//	           version of the code that read the video frames' metadata
 //	metacol    per chunk, what a filter reads of each vector's files: flags,
 //	           capture time, place and camera ids, position (metacol.go);
 //	           derived from refs and photometa, kept by every transaction of

@@ -11,10 +11,13 @@ import (
 
 // The photometa bucket (optional, see sample.go) holds the Meta of each
 // record that has one, path → encoded Meta; the meta bucket's "places" key
-// names the place table its place names came from (see PlacesVersion).
+// names the place table its place names came from (see PlacesVersion), its
+// "videometa" key (u64) the version of the way video frames' metadata was
+// read (see VideoMetaVersion).
 var (
 	bPhotoMeta = []byte("photometa")
 	kPlaces    = []byte("places")
+	kVideoMeta = []byte("videometa")
 )
 
 func init() { optionalBuckets = append(optionalBuckets, bPhotoMeta) }
@@ -225,10 +228,23 @@ func (b *Batch) SetPlacesVersion(v string) {
 	b.ops = append(b.ops, op{kind: opPlaces, path: v})
 }
 
-// applyMeta applies opMeta and opPlaces.
+// SetVideoMetaVersion records the version of the code that read the
+// metadata of every video frame the index holds (see
+// Snapshot.VideoMetaVersion); 0 forgets it, as in an index written before
+// it existed.
+func (b *Batch) SetVideoMetaVersion(v uint64) {
+	b.ops = append(b.ops, op{kind: opVideoMeta, file: File{Size: int64(v)}}) // carried in Size, as PutShard's stat
+}
+
+// applyMeta applies opMeta, opPlaces and opVideoMeta.
 func (w *wtx) applyMeta(o op) error {
-	if o.kind == opPlaces {
+	switch {
+	case o.kind == opPlaces:
 		return w.meta.Put(kPlaces, []byte(o.path))
+	case o.kind == opVideoMeta && o.file.Size == 0:
+		return w.meta.Delete(kVideoMeta)
+	case o.kind == opVideoMeta:
+		return w.meta.Put(kVideoMeta, u64(uint64(o.file.Size)))
 	}
 	if w.files.Get([]byte(o.path)) == nil {
 		return fmt.Errorf("metadata of %s: no file record", o.path)
@@ -317,9 +333,28 @@ func (s *Snapshot) PlacesVersion() string {
 	return string(s.tx.Bucket(bMeta).Get(kPlaces))
 }
 
+// VideoMetaVersion is the version of the code that read the metadata of
+// every video frame the index holds (the index package's), 0 when none was
+// recorded (an index from before it, or merged): a build with a newer one
+// reads the metadata of its videos again.
+func (s *Snapshot) VideoMetaVersion() (uint64, error) {
+	v := s.tx.Bucket(bMeta).Get(kVideoMeta)
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: video metadata version is %d bytes, want 8", ErrCorrupt, len(v))
+	}
+	return getU64(v), nil
+}
+
 // checkMeta reports metadata records that do not decode or have no file
-// record, or belong to a failed file (see Check).
+// record, or belong to a failed file, and a damaged video metadata
+// version (see Check).
 func (s *Snapshot) checkMeta(bad func(format string, a ...any)) {
+	if _, err := s.VideoMetaVersion(); err != nil {
+		bad("%v", err)
+	}
 	bk := s.tx.Bucket(bPhotoMeta)
 	if bk == nil {
 		return
@@ -346,10 +381,18 @@ func (s *Snapshot) checkMeta(bad func(format string, a ...any)) {
 // mergeMeta copies the metadata a merged record carries (or drops the
 // output's, which described the record it replaces). The place names come
 // along as they are and the output forgets its places version, so that
-// its next build resolves them again with its own table.
+// its next build resolves them again with its own table. A video frame
+// may come from an index whose videos were read by older code: the output
+// forgets its video metadata version too (its next full build probes its
+// videos once more, which costs no decode).
 func (t *wtx) mergeMeta(rec mergeRec) error {
 	if err := t.deleteMeta(rec.path); err != nil {
 		return err
+	}
+	if _, _, ok := SplitFrame(rec.path); ok {
+		if err := t.meta.Delete(kVideoMeta); err != nil {
+			return err
+		}
 	}
 	if rec.meta == nil {
 		return nil

@@ -175,6 +175,84 @@ func TestCheckMeta(t *testing.T) {
 	}
 }
 
+// TestMetaVideoVersion: the video metadata version is recorded, forgotten
+// by 0 and by a merge of video frames (not of photos), and Check reports a
+// damaged one.
+func TestMetaVideoVersion(t *testing.T) {
+	dir := t.TempDir()
+	version := func(path string) uint64 {
+		t.Helper()
+		r, err := OpenReader(path, ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var v uint64
+		if err := r.View(func(s *Snapshot) (err error) { v, err = s.VideoMetaVersion(); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	commit := func(path string, fill func(b *Batch)) {
+		t.Helper()
+		w := openW(t, path)
+		var b Batch
+		fill(&b)
+		if err := w.Commit(&b); err != nil {
+			t.Fatal(err)
+		}
+		closeW(t, w)
+	}
+	photos, videos := filepath.Join(dir, "photos.db"), filepath.Join(dir, "videos.db")
+	commit(photos, func(b *Batch) {
+		b.Put("/p/a.jpg", File{Size: 1, Hash: hashOf("a")}, vec(1, 8))
+		b.PutMeta("/p/a.jpg", metaSamples[1])
+		b.SetVideoMetaVersion(7)
+	})
+	commit(videos, func(b *Batch) {
+		b.Put(FramePath("/v/a.mov", 2), File{Size: 1, Hash: hashOf("f")}, vec(2, 8))
+		b.PutMeta(FramePath("/v/a.mov", 2), metaSamples[4])
+		b.SetVideoMetaVersion(7)
+	})
+	if v := version(videos); v != 7 {
+		t.Errorf("version %d, want 7", v)
+	}
+	commit(videos, func(b *Batch) { b.SetVideoMetaVersion(0) })
+	if v := version(videos); v != 0 {
+		t.Errorf("version %d after setting 0, want none", v)
+	}
+	commit(videos, func(b *Batch) { b.SetVideoMetaVersion(7) })
+
+	// Merged into an index that has the version: photos keep it, a video
+	// frame makes the output forget it.
+	out := filepath.Join(dir, "out.db")
+	commit(out, func(b *Batch) { b.SetVideoMetaVersion(7) })
+	if _, err := Merge(out, []string{photos}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(out); v != 7 {
+		t.Errorf("version %d after merging photos, want 7 kept", v)
+	}
+	if _, err := Merge(out, []string{videos}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(out); v != 0 {
+		t.Errorf("version %d after merging video frames, want it forgotten", v)
+	}
+
+	db, err := bolt.Open(videos, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(kVideoMeta, []byte{7}) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := Check(videos); err == nil || !strings.Contains(err.Error(), "video metadata version") {
+		t.Errorf("Check of a damaged version: %v", err)
+	}
+}
+
 func TestTakenText(t *testing.T) {
 	for _, c := range []struct {
 		m    Meta

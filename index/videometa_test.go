@@ -1,0 +1,195 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/internal/video"
+	"github.com/clipidx/clipidx/store"
+)
+
+// taggedSampler is fakeSampler with the probe of an iPhone clip (local
+// date, GPS); it counts its probes, and fails those of the videos named in
+// fail.
+type taggedSampler struct {
+	fakeSampler
+	probes atomic.Int64
+	fail   map[string]bool
+}
+
+var nyeInfo = video.Info{Taken: time.Date(2022, 12, 31, 20, 30, 0, 0, time.UTC), Offset: -300, HasOffset: true,
+	Created: time.Date(2023, 1, 1, 1, 30, 0, 0, time.UTC), HasGPS: true, Lat: 40.7128, Lon: -74.006, DisplayWidth: 4, DisplayHeight: 4}
+
+func (s *taggedSampler) Sample(ctx context.Context, path string) ([]video.Frame, video.Info, error) {
+	fr, _, err := s.fakeSampler.Sample(ctx, path)
+	return fr, nyeInfo, err
+}
+
+func (s *taggedSampler) Probe(ctx context.Context, path string) (video.Info, error) {
+	s.probes.Add(1)
+	if s.fail[filepath.Base(path)] {
+		return video.Info{}, fmt.Errorf("%w: cannot read it now", video.ErrNotVideo)
+	}
+	return nyeInfo, nil
+}
+
+// ageVideoMeta makes db what a clipidx before videoMetaVersion wrote:
+// the frames of each video of old carry its metadata, and the index
+// records no video metadata version.
+func ageVideoMeta(t *testing.T, db string, old map[string]store.Meta) {
+	t.Helper()
+	w, err := store.OpenWriter(db, fakeID, store.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch store.Batch
+	err = w.View(func(s *store.Snapshot) error {
+		return s.FilesPrefix("", func(p string, _ store.File) error {
+			if v, _, ok := store.SplitFrame(p); ok {
+				if m, ok := old[v]; ok {
+					batch.PutMeta(p, m)
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.SetVideoMetaVersion(0)
+	if err := w.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func videoMetaVersionOf(t *testing.T, db string) uint64 {
+	t.Helper()
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var v uint64
+	if err := r.View(func(s *store.Snapshot) (err error) { v, err = s.VideoMetaVersion(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestVideoMetaUpgrade: the frames of an index whose videos an older
+// clipidx read get this code's metadata from a probe (no decode, no
+// model), whatever stops a build on the way: no sampler (nothing changes,
+// nothing fails), a partial build (what it walks is done, the version
+// waits), a failing probe (that video keeps its metadata, nothing fails),
+// a stopped build (what it did stays). A complete full build then records
+// the version, and the build after it probes nothing.
+func TestVideoMetaUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	a, b := filepath.Join(dir, "a.mov"), filepath.Join(dir, "sub", "b.mov")
+	write(t, a, "FAKEVIDEO 0,4 a")
+	write(t, b, "FAKEVIDEO 0,4,8 b")
+	e, s := &fakeEnc{}, &taggedSampler{}
+	build := func(o Options, within ...string) *Summary {
+		t.Helper()
+		o.Within = within
+		sum, err := Build(context.Background(), db, []string{dir}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Failed != 0 {
+			t.Errorf("failures %v, want none", sum.Failures)
+		}
+		return sum
+	}
+	build(videoOpts(e, s))
+	fresh, _ := readMetas(t, db)
+	if v := videoMetaVersionOf(t, db); v != videoMetaVersion || s.probes.Load() != 0 || len(fresh) != 5 {
+		t.Fatalf("new index: version %d, %d probes, metadata %v", v, s.probes.Load(), fresh)
+	}
+	if m := fresh[a+store.FrameSep+"4"]; m.City != "New York City" || m.Offset != -300 {
+		t.Fatalf("a frame's metadata %+v, want New York's, at -05:00", m)
+	}
+	// What the code before Apple's tags made of it: the UTC time on the
+	// build's clock, no position.
+	stale := store.Meta{Taken: 1672536600, TakenSource: store.TakenVideo, HasOffset: true, Width: 4, Height: 4}
+	ageVideoMeta(t, db, map[string]store.Meta{a: stale, b: stale})
+	samples, embeds := s.calls.Load(), e.calls.Load()
+	want := func(what string, version uint64, upgraded ...string) {
+		t.Helper()
+		got, _ := readMetas(t, db)
+		for p, m := range got {
+			v, _, _ := store.SplitFrame(p)
+			w := stale
+			if v == upgraded[0] || len(upgraded) > 1 && v == upgraded[1] {
+				w = fresh[p]
+			}
+			if m != w {
+				t.Errorf("%s: %s has %+v, want %+v", what, p, m, w)
+			}
+		}
+		if len(got) != len(fresh) {
+			t.Errorf("%s: %d records with metadata, want %d", what, len(got), len(fresh))
+		}
+		if v := videoMetaVersionOf(t, db); v != version {
+			t.Errorf("%s: version %d, want %d", what, v, version)
+		}
+		if s.calls.Load() != samples || e.calls.Load() != embeds {
+			t.Errorf("%s: %d samplings, %d encoder calls", what, s.calls.Load()-samples, e.calls.Load()-embeds)
+		}
+	}
+
+	build(opts(e))
+	want("without a sampler", 0, "")
+	build(videoOpts(e, s), filepath.Join(dir, "sub"))
+	want("partial build", 0, b)
+	if n := s.probes.Swap(0); n != 1 {
+		t.Errorf("partial build: %d probes, want 1", n)
+	}
+	s.fail = map[string]bool{"a.mov": true}
+	build(videoOpts(e, s))
+	want("a probe fails", 0, b)
+	if n := s.probes.Swap(0); n != 2 {
+		t.Errorf("full build: %d probes, want 2 (the version is not recorded yet)", n)
+	}
+	s.fail = nil
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var first string
+	o := videoOpts(e, s)
+	o.Workers = 1
+	o.Progress = func(ev Event) {
+		if ev.Phase == "meta" && first == "" {
+			first = ev.Path
+			cancel()
+		}
+	}
+	if sum, err := Build(ctx, db, []string{dir}, o); err == nil || sum.Complete {
+		t.Fatalf("stopped build: %v, complete %v", err, sum.Complete)
+	}
+	if first != a {
+		t.Fatalf("first video probed %q, want %s", first, a)
+	}
+	want("stopped build", 0, a, b)
+	if err := store.Check(db); err != nil {
+		t.Fatal(err)
+	}
+
+	s.probes.Store(0)
+	build(videoOpts(e, s))
+	want("complete build", videoMetaVersion, a, b)
+	if n := s.probes.Swap(0); n != 2 {
+		t.Errorf("complete build: %d probes, want 2", n)
+	}
+	build(videoOpts(e, s))
+	if n := s.probes.Load(); n != 0 {
+		t.Errorf("the next build probed %d videos, want none", n)
+	}
+}
