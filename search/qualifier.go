@@ -376,7 +376,7 @@ func parseYear(s string) (int, error) {
 
 func yearStart(y int) int64 { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).Unix() }
 
-// parseNear reads LAT,LON,RADIUS with the radius in km or m.
+// parseNear reads LAT,LON,RADIUS with the radius in km, m or mi.
 func parseNear(v string) (Circle, error) {
 	parts := strings.Split(v, ",")
 	if len(parts) != 3 {
@@ -402,10 +402,14 @@ func parseNear(v string) (Circle, error) {
 	switch {
 	case strings.HasSuffix(r, "km"):
 		r = r[:len(r)-2]
+	case strings.HasSuffix(r, "mi"):
+		r, unit = r[:len(r)-2], 1.609344 // international mile
 	case strings.HasSuffix(r, "m"):
 		r, unit = r[:len(r)-1], 0.001
+	case r != "" && strings.IndexFunc(r, func(c rune) bool { return c >= 'a' && c <= 'z' }) >= 0:
+		return Circle{}, fmt.Errorf("the radius %q has a unit clipidx does not read: write km, m or mi", parts[2])
 	default:
-		return Circle{}, fmt.Errorf("the radius %q needs a unit, km or m", parts[2])
+		return Circle{}, fmt.Errorf("the radius %q needs a unit: km, m or mi", parts[2])
 	}
 	km, err := strconv.ParseFloat(r, 64)
 	if err != nil || math.IsNaN(km) || math.IsInf(km, 0) || km <= 0 {

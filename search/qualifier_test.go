@@ -36,6 +36,7 @@ func TestParseRequestQualifiers(t *testing.T) {
 		{[]string{"place:Zürich"}, nil, Filter{Places: [][]string{{"zurich"}}}},
 		{[]string{"near:45.92,6.87,10km"}, nil, Filter{Near: []Circle{{45.92, 6.87, 10}}}},
 		{[]string{"near:-33.86,151.2,500m"}, nil, Filter{Near: []Circle{{-33.86, 151.2, 0.5}}}},
+		{[]string{"near:40.7,-74,2mi"}, nil, Filter{Near: []Circle{{40.7, -74, 2 * 1.609344}}}},
 		{[]string{`camera:"pentax k-1"`}, nil, Filter{Cameras: [][]string{{"pentax", "k", "1"}}}},
 		{[]string{"camera:X100V"}, nil, Filter{Cameras: [][]string{{"x", "100", "v"}}}},
 		{[]string{"lens:31mm"}, nil, Filter{Lenses: [][]string{{"31", "mm"}}}},
@@ -94,6 +95,7 @@ func TestParseRequestMalformed(t *testing.T) {
 		{"after:2019-06 before:2019-06", "no date is both"},
 		{"near:45.92,6.87", "LAT,LON,RADIUS"},
 		{"near:45.92,6.87,10", "unit"},
+		{"near:45.92,6.87,10ft", "does not read: write km, m or mi"}, // "5mi" once said it "needs a unit, km or m"
 		{"near:95,6.87,10km", "latitude"},
 		{"near:45,200,10km", "longitude"},
 		{"near:45,6,-1km", "above 0"},
