@@ -39,6 +39,16 @@ still classified; the exit status is then 1.`,
 			if len(labels) == 0 {
 				return &exitError{code: 2, err: errors.New("classify: pass at least one --label")}
 			}
+			seen := map[string]bool{}
+			for _, l := range labels {
+				switch {
+				case strings.TrimSpace(l) == "":
+					return &exitError{code: 2, err: errors.New("classify: a --label is empty")}
+				case seen[l]:
+					return &exitError{code: 2, err: fmt.Errorf("classify: --label %q is given twice (the probabilities are among distinct labels)", l)}
+				}
+				seen[l] = true
+			}
 			if template != "" && !strings.Contains(template, "{}") {
 				return &exitError{code: 2, err: fmt.Errorf("classify: --template %q has no {} for the label", template)}
 			}

@@ -145,6 +145,9 @@ func TestClassifyErrors(t *testing.T) {
 		{"no label", []string{"classify", good}, 2, "--label"},
 		{"template without {}", []string{"classify", good, "--label", "a", "--template", "a photo"}, 2, "no {}"},
 		{"no image", []string{"classify", "--label", "a"}, 2, "requires at least 1 arg"},
+		// Once classified as "b 1.000,  0.000" and "a 0.5, a 0.5".
+		{"empty label", []string{"classify", good, "--label", " ", "--label", "b"}, 2, "empty"},
+		{"label twice", []string{"classify", good, "--label", "a", "--label", "b", "--label", "a"}, 2, "given twice"},
 	} {
 		_, _, err := runModelCmd(append([]string{"--model", model}, c.args...)...)
 		if exitCode(err) != c.code || err == nil || !strings.Contains(err.Error(), c.msg) {
