@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -61,6 +62,10 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 	}
 	if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
 		return nil, fmt.Errorf("open %s: %w (%v)", path, ErrCorrupt, err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return nil, err // "open PATH: permission denied" already
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
