@@ -7,7 +7,8 @@
 // stopped; merge; forget) is applied to a temporary tree and its index,
 // with one `serve` open all the while and searched while each build runs,
 // and after every step the index and the server are compared with what
-// should be. TestLifecycleWatch lives the file changes under a watcher
+// should be. TestLifecycleWatch lives the file changes, and the watched
+// root's disk going away and coming back, under a watcher
 // (internal/watch) instead of explicit builds. See lifecycle_test.go and
 // watch_test.go.
 package lifecycle

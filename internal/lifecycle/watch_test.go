@@ -2,6 +2,8 @@ package lifecycle
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -36,10 +38,11 @@ func TestLifecycleWatch(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- watch.Run(ctx, watch.Options{
-			Roots:   []string{l.path("lib")},
-			Rescan:  -1,
-			Settle:  40 * time.Millisecond,
-			MaxWait: 400 * time.Millisecond,
+			Roots:    []string{l.path("lib")},
+			Rescan:   -1,
+			RootPoll: 100 * time.Millisecond,
+			Settle:   40 * time.Millisecond,
+			MaxWait:  400 * time.Millisecond,
 			Build: func(ctx context.Context, within []string) error {
 				enc := newEnc()
 				o := buildOptions(enc, l.reach, &videoSampler{enc: enc})
@@ -74,20 +77,8 @@ func TestLifecycleWatch(t *testing.T) {
 		t.Fatal("the watcher set no watches in 10 s")
 	}
 
-	for i := 0; i < steps; {
-		prev := l.index()
-		mu.Lock()
-		embedded = nil
-		mu.Unlock()
-		for n := 1 + l.rng.Intn(4); n > 0 && i < steps; n, i = n-1, i+1 {
-			if l.rng.Intn(10) == 0 {
-				l.moveFolder()
-			} else {
-				l.fileStep(l.rng.Intn(44))
-			}
-		}
-		exp := l.expectBuild(prev, "lib")
-		// Settled: the index is what a build makes, and stays so.
+	// settled waits until the index is exp, and stays so.
+	settled := func(exp map[string]rec, what string) {
 		deadline := time.Now().Add(time.Minute) // generous: the machine may be busy
 		var bad []string
 		for same := 0; same < 3; {
@@ -98,9 +89,27 @@ func TestLifecycleWatch(t *testing.T) {
 				same++
 			}
 			if time.Now().After(deadline) {
-				l.fatalf("a minute after the changes, the watched index differs from what a build makes:\n  %s", strings.Join(bad, "\n  "))
+				l.fatalf("a minute after %s, the watched index differs from what a build makes:\n  %s", what, strings.Join(bad, "\n  "))
 			}
 		}
+	}
+	for i := 0; i < steps; {
+		prev := l.index()
+		mu.Lock()
+		embedded = nil
+		mu.Unlock()
+		if l.rng.Intn(12) == 0 {
+			l.rootAway(prev, settled)
+			i++
+		}
+		for n := 1 + l.rng.Intn(4); n > 0 && i < steps; n, i = n-1, i+1 {
+			if l.rng.Intn(10) == 0 {
+				l.moveFolder()
+			} else {
+				l.fileStep(l.rng.Intn(44))
+			}
+		}
+		settled(l.expectBuild(prev, "lib"), "the changes")
 		mu.Lock()
 		if len(faults) > 0 {
 			l.fatalf("the watcher said: %s", strings.Join(faults, "; "))
@@ -117,4 +126,64 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// rootAway takes the watched root away, as an unplugged disk: renamed, or
+// left as an empty mount point. The watcher must keep its entries. A
+// photo is added to the disk meanwhile (on another machine), and the disk
+// comes back, which raises no event in the folders watched: the watcher
+// must find it (watch.Options.RootPoll), index the photo, and drop the
+// root from the offline list (once a root that came back stayed offline,
+// unwatched, until the next rescan).
+func (l *lab) rootAway(prev map[string]rec, settled func(map[string]rec, string)) {
+	lib, gone := l.path("lib"), l.path("lib.away")
+	empty := l.rng.Intn(2) == 0
+	l.step("the disk of lib is away (empty mount point: %v)", empty)
+	if err := os.Rename(lib, gone); err != nil {
+		l.t.Fatal(err)
+	}
+	if empty {
+		if err := os.Mkdir(lib, 0o755); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	settled(prev, "lib went away")
+	data := l.content()
+	p := l.newName("lib/a", extFor(data))
+	l.step("add %s (%s) on the away disk", p, kindOf(data))
+	l.write(filepath.Join(gone, "a", filepath.Base(p)), data)
+	if empty {
+		if err := os.Remove(lib); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	l.step("the disk of lib is back")
+	if err := os.Rename(gone, lib); err != nil {
+		l.t.Fatal(err)
+	}
+	settled(l.expectBuild(prev, "lib"), "lib came back")
+	deadline := time.Now().Add(time.Minute)
+	for len(l.offline()) > 0 {
+		if time.Now().After(deadline) {
+			l.fatalf("a minute after lib came back, it is still offline: %+v", l.offline())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// offline lists the folders the index keeps offline.
+func (l *lab) offline() []store.Offline {
+	r, err := store.OpenReader(l.db, store.ReaderOptions{Timeout: 10 * time.Second})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer r.Close()
+	var off []store.Offline
+	if err := r.View(func(s *store.Snapshot) error {
+		off, err = s.Offline()
+		return err
+	}); err != nil {
+		l.t.Fatal(err)
+	}
+	return off
 }
