@@ -5,9 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/termimg"
@@ -77,7 +83,7 @@ looked up by its content and needs no model at all.
 
 A video is one result, its best frame, printed with its time as
 VIDEO#t=SECONDS (the W3C media-fragment form); --frames lists every matching
-frame. --paths-only and --null print the video's own path.
+frame. --paths-only and --null print the video's own path, once.
 
 A result on a disk that was away at the last build (see clipidx build --help)
 is still found; its line ends with <TAB>(offline), and --json marks it
@@ -89,8 +95,8 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 			if k <= 0 {
 				return usageError("-k takes a number of results ≥ 1, not %d", k)
 			}
-			if preview && (asJSON || pathsOnly || null) {
-				return usageError("--preview draws images beside the default output; it does not go with --json, --paths-only or --null")
+			if err := outputFlags(asJSON, pathsOnly, null, preview, long); err != nil {
+				return err
 			}
 			if t := float64(threshold); math.IsNaN(t) || math.IsInf(t, 0) {
 				return usageError("--threshold takes a finite cosine such as 0.25, not %v", threshold)
@@ -120,12 +126,17 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 			case listing && !cmd.Flags().Changed("k"):
 				k = listK
 			}
-			for i := range under {
-				if under[i], err = filepath.Abs(under[i]); err != nil {
+			var dirs []string
+			if len(under) > 0 {
+				var empty bool
+				if dirs, empty, err = resolveUnder(g.db, under, cmd.ErrOrStderr()); err != nil {
 					return err
 				}
+				if empty { // nothing to rank: no model, no results
+					return printHits(cmd, nil, asJSON, pathsOnly, null, preview, long)
+				}
 			}
-			opts := search.Options{K: k, Under: under, Threads: g.threads, Exact: exact, Frames: frames,
+			opts := search.Options{K: k, Under: dirs, Threads: g.threads, Exact: exact, Frames: frames,
 				Filter: req.Filter, Order: order, Meta: metaSource}
 			if cmd.Flags().Changed("threshold") {
 				opts.Threshold = &threshold
@@ -159,6 +170,11 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 					return fn(s)
 				})
 			}, terms, model, opts)
+			if errors.Is(err, search.ErrEmptyQuery) || errors.Is(err, search.ErrBadWeight) {
+				// The terms, not the index or the model: a query error,
+				// like one that does not parse.
+				return &exitError{code: 2, err: err}
+			}
 			if err != nil {
 				return err
 			}
@@ -168,38 +184,15 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 					return err
 				}
 			}
-			out := cmd.OutOrStdout()
-			switch {
-			case asJSON:
-				return json.NewEncoder(out).Encode(hits)
-			case null:
-				for _, x := range res {
-					fmt.Fprint(out, filePath(x.Path), "\x00")
-				}
-			case pathsOnly:
-				for _, x := range res {
-					fmt.Fprintln(out, filePath(x.Path))
-				}
-			case preview:
-				return printPreviews(cmd, hits)
-			default:
-				for _, x := range hits {
-					l := x.line()
-					if long {
-						l = x.lineLong()
-					}
-					fmt.Fprintln(out, l)
-				}
-			}
-			return nil
+			return printHits(cmd, hits, asJSON, pathsOnly, null, preview, long)
 		},
 	}
 	f := c.Flags()
 	f.IntVarP(&k, "k", "k", 10, "number of results")
-	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build; a video frame adds "video": its file and "time": seconds; "taken", "taken_source", "place", "gps", "camera" from the file when known)`)
+	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build; a video frame adds "video": its file and "time": seconds; "taken", "taken_source", "place", "gps", "camera" from the file when known; "taken_offset_unknown": true when "taken" has no UTC offset; "path_bytes": the path's bytes in base64 when they are not UTF-8)`)
 	f.BoolVar(&long, "long", false, "add the capture date (~ before a modification time) and place columns: score<TAB>path<TAB>date<TAB>place (a listing of qualifiers alone: path<TAB>date<TAB>place)")
-	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line (for xargs)")
-	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0)")
+	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line, each file once (for xargs)")
+	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0; with or without --paths-only)")
 	f.Float32Var(&threshold, "threshold", 0, "drop results with a cosine below this")
 	f.StringArrayVar(&under, "under", nil, "only results inside this folder, or samples of this tar shard (repeatable)")
 	f.StringArrayVar(&images, "image", nil, "find images similar to this file (repeatable; same as the term @FILE)")
@@ -211,6 +204,62 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 	return c
 }
 
+// outputFlags refuses flags that ask for different outputs: --json,
+// --paths-only (or -0) and --preview each choose the output; --long adds
+// columns to the plain lines, with or without --preview. --paths-only with
+// -0 agree: paths, each ended by a NUL byte.
+func outputFlags(asJSON, pathsOnly, null, preview, long bool) error {
+	paths := "--paths-only"
+	if null {
+		paths = "--null"
+	}
+	switch {
+	case preview && (asJSON || pathsOnly || null):
+		return usageError("--preview draws images beside the default output; it does not go with --json, --paths-only or --null")
+	case long && (asJSON || pathsOnly || null):
+		return usageError("--long adds columns to the default output; it does not go with --json, --paths-only or --null")
+	case asJSON && (pathsOnly || null):
+		return usageError("--json and %s each choose the output: give one of them", paths)
+	}
+	return nil
+}
+
+// printHits prints the results in the output the flags chose.
+func printHits(cmd *cobra.Command, hits []hit, asJSON, pathsOnly, null, preview, long bool) error {
+	out := cmd.OutOrStdout()
+	switch {
+	case asJSON:
+		if hits == nil {
+			hits = []hit{}
+		}
+		for i := range hits {
+			hits[i].forJSON()
+		}
+		return json.NewEncoder(out).Encode(hits)
+	case null, pathsOnly:
+		end := "\n"
+		if null {
+			end = "\x00"
+		}
+		// A file once, where it first ranks: --frames lists a video's
+		// frames, but xargs wants each file once.
+		seen := map[string]bool{}
+		for _, x := range hits {
+			if p := filePath(x.Path); !seen[p] {
+				seen[p] = true
+				fmt.Fprint(out, p, end)
+			}
+		}
+	case preview:
+		return printPreviews(cmd, hits, long)
+	default:
+		for _, x := range hits {
+			fmt.Fprintln(out, x.text(long))
+		}
+	}
+	return nil
+}
+
 // listK is the default -k of a listing (qualifiers and no term): a
 // listing is read through, not skimmed for the best few.
 const listK = 100
@@ -220,11 +269,36 @@ const listK = 100
 // (qualifiers only) has no score.
 type hit struct {
 	search.Result
-	Score    *float32 `json:"score,omitempty"`
-	Offline  bool     `json:"offline,omitempty"`
-	Video    string   `json:"video,omitempty"` // a frame's video file
-	Time     *float64 `json:"time,omitempty"`  // a frame's time in seconds
-	metaJSON          // photometa.go: filled for --json and --long
+	Score   *float32 `json:"score,omitempty"`
+	Offline bool     `json:"offline,omitempty"`
+	Video   string   `json:"video,omitempty"` // a frame's video file
+	Time    *float64 `json:"time,omitempty"`  // a frame's time in seconds
+	// PathBytes is the path's bytes (base64 in JSON) when they are not
+	// UTF-8, which "path" can only show with U+FFFD in their place.
+	PathBytes []byte `json:"path_bytes,omitempty"`
+	metaJSON         // photometa.go: filled for --json and --long
+	// TakenOffsetUnknown is set when the file records no UTC offset:
+	// "taken" is then the camera's wall clock without one (not RFC 3339).
+	TakenOffsetUnknown bool `json:"taken_offset_unknown,omitempty"`
+}
+
+// forJSON fills the fields only --json prints, and rounds the GPS
+// position as every JSON output does (web.RoundDegrees).
+func (h *hit) forJSON() {
+	if !utf8.ValidString(h.Path) {
+		h.PathBytes = []byte(h.Path)
+	}
+	if h.Taken != "" {
+		_, err := time.Parse(time.RFC3339Nano, h.Taken)
+		h.TakenOffsetUnknown = err != nil
+	}
+	if p := h.GPS; p != nil {
+		p.Lat, p.Lon = web.RoundDegrees(p.Lat), web.RoundDegrees(p.Lon)
+		if p.Alt != nil {
+			alt := web.RoundMetres(*p.Alt)
+			p.Alt = &alt
+		}
+	}
 }
 
 // markOffline marks the results that lie in an offline folder.
@@ -264,6 +338,14 @@ func (h hit) line() string {
 	return l
 }
 
+// text is the plain line of a hit, with the --long columns if long.
+func (h hit) text(long bool) string {
+	if long {
+		return h.lineLong()
+	}
+	return h.line()
+}
+
 // lineLong is line with the --long columns before the offline mark; a
 // listing's date is then a --long column: path<TAB>date<TAB>place.
 func (h hit) lineLong() string {
@@ -282,7 +364,7 @@ const previewSize = 160
 
 // printPreviews prints each result with its thumbnail drawn inline when the
 // terminal can show images, and says why not otherwise.
-func printPreviews(cmd *cobra.Command, res []hit) error {
+func printPreviews(cmd *cobra.Command, res []hit, long bool) error {
 	out := cmd.OutOrStdout()
 	proto, why := termimg.Detect(os.Getenv)
 	if f, ok := out.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
@@ -292,7 +374,7 @@ func printPreviews(cmd *cobra.Command, res []hit) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: --preview shows no images here: %s; printing the results only\n", why)
 	}
 	for _, x := range res {
-		fmt.Fprintln(out, x.line())
+		fmt.Fprintln(out, x.text(long))
 		if proto == termimg.None || x.Offline {
 			continue
 		}
@@ -311,6 +393,81 @@ func printPreviews(cmd *cobra.Command, res []hit) error {
 		}
 	}
 	return nil
+}
+
+// errFound stops a walk of the index at its first record.
+var errFound = errors.New("found")
+
+// resolveUnder turns each --under into the folders (or tar shards) to
+// search: the path as given, made absolute; when it exists, its real path
+// (symbolic links resolved); and, since a build records paths as it walked
+// them, that real path as seen through each indexed root that resolves
+// above or below it (a root given as a link). It says on w which --under
+// holds no indexed file, and whether it exists; empty reports that none
+// holds any, so there is nothing to rank.
+func resolveUnder(db string, under []string, w io.Writer) (dirs []string, empty bool, err error) {
+	empty = true
+	err = viewIndex(db)(func(s *store.Snapshot) error {
+		roots, err := s.Roots()
+		if err != nil {
+			return err
+		}
+		real := make(map[string]string, len(roots)) // root → its real path
+		for _, r := range roots {
+			if rr, err := filepath.EvalSymlinks(r); err == nil {
+				real[r] = rr
+			}
+		}
+		for _, u := range under {
+			abs, err := filepath.Abs(u)
+			if err != nil {
+				return err
+			}
+			forms := []string{abs}
+			rp, rerr := filepath.EvalSymlinks(abs)
+			if rerr == nil {
+				forms = append(forms, rp)
+				for _, r := range roots {
+					rr, ok := real[r]
+					switch {
+					case !ok:
+					case store.Under(rp, rr):
+						forms = append(forms, filepath.Join(r, strings.TrimPrefix(rp, rr)))
+					case store.Under(rr, rp):
+						forms = append(forms, r)
+					}
+				}
+			}
+			held := false
+			for _, d := range forms {
+				if !slices.Contains(dirs, d) {
+					dirs = append(dirs, d)
+				}
+				if !held {
+					err := s.FilesWithin(d, func(_ string, f store.File) error {
+						if f.Failed() {
+							return nil
+						}
+						return errFound
+					})
+					if held = errors.Is(err, errFound); !held && err != nil {
+						return err
+					}
+				}
+			}
+			if held {
+				empty = false
+				continue
+			}
+			why := "no indexed file is at or under it"
+			if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+				why = "it does not exist, and " + why
+			}
+			fmt.Fprintf(w, "clipidx: --under %s: %s (clipidx status names the indexed folders)\n", u, why)
+		}
+		return nil
+	})
+	return dirs, empty, err
 }
 
 // indexFace is the model face as search and the server take it: the

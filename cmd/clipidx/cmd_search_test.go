@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"image"
+	"image/jpeg"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/internal/video/videotest"
 )
 
 // TestSearchRejectsNonFiniteThreshold: --threshold NaN or ±Inf is a usage
@@ -100,6 +104,212 @@ func TestSearchQualifiersEndToEnd(t *testing.T) {
 			if code != 2 || !strings.Contains(errs, w) {
 				t.Errorf("%v: exit %d, %q; want exit 2 naming %s", tc.args, code, errs, w)
 			}
+		}
+	}
+}
+
+// TestSearchOutputFlagsConflict: flags that choose different outputs are
+// refused as usage errors (exit 2) before the index is opened, as
+// --preview with --json always was; --paths-only with -0 agree.
+func TestSearchOutputFlagsConflict(t *testing.T) {
+	g := []string{"--db", filepath.Join(t.TempDir(), "none.db"), "--model", t.TempDir(), "search"}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--json", "--paths-only"}, "--json and --paths-only"},
+		{[]string{"--json", "-0"}, "--json and --null"},
+		{[]string{"--long", "--json"}, "--long"},
+		{[]string{"--long", "--paths-only"}, "--long"},
+		{[]string{"--preview", "--json"}, "--preview"},
+	} {
+		_, errs, code := runCLI(t, append(append(slices.Clone(g), tc.flags...), "cat")...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming %s", tc.flags, code, errs, tc.want)
+		}
+	}
+	// Agreeing flags get past the check to the missing index (exit 1).
+	if _, errs, code := runCLI(t, append(slices.Clone(g), "--paths-only", "-0", "cat")...); code != 1 || strings.Contains(errs, "choose") {
+		t.Errorf("--paths-only -0: exit %d, %q; want the index's error", code, errs)
+	}
+}
+
+// TestSearchPathsOnlyOncePerFile: --frames lists a video's frames, but
+// --paths-only and -0 print each file once, where it first ranks.
+func TestSearchPathsOnlyOncePerFile(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	tools := videotest.Tools(t)
+	root := t.TempDir()
+	dir := filepath.Join(root, "videos")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clip := filepath.Join(dir, "cuts.mp4")
+	videotest.Cuts(t, tools, clip, "64x48", 3, "red", "green", "blue")
+	g := []string{"--db", filepath.Join(root, "i.db"), "--model", model, "--device", "reference"}
+	if _, errs, code := runCLI(t, append(slices.Clone(g), "build", "--video-interval", "2s", dir)...); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	if out, _, _ := runCLI(t, append(slices.Clone(g), "search", "--frames", "kind:video")...); strings.Count(out, clip+"#t=") < 2 {
+		t.Fatalf("--frames lists %q, want several frames of %s", out, clip)
+	}
+	for _, tc := range []struct{ flag, want string }{
+		{"--paths-only", clip + "\n"},
+		{"-0", clip + "\x00"},
+	} {
+		out, errs, code := runCLI(t, append(slices.Clone(g), "search", "--frames", tc.flag, "kind:video")...)
+		if code != 0 || out != tc.want {
+			t.Errorf("--frames %s: exit %d, %q %s; want %q", tc.flag, code, out, errs, tc.want)
+		}
+	}
+}
+
+// exiftool finds exiftool or skips (fails on CI).
+func exiftool(t *testing.T) string {
+	t.Helper()
+	tool, err := exec.LookPath("exiftool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("exiftool not found (Debian: apt-get install libimage-exiftool-perl)")
+		}
+		t.Skip("exiftool not found (Debian: apt-get install libimage-exiftool-perl)")
+	}
+	return tool
+}
+
+// TestSearchJSONExact: search --json prints GPS without float noise (an
+// EXIF rational gives 2.3522000000000003), marks a "taken" without an
+// offset, and gives the exact bytes of a path that is not UTF-8.
+func TestSearchJSONExact(t *testing.T) {
+	tool := exiftool(t)
+	model := fixtures.TinyModel(t)
+	root := t.TempDir()
+	photos := filepath.Join(root, "photos")
+	if err := os.MkdirAll(photos, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(model, "images", "wide_300x200.png")
+	paris := filepath.Join(photos, "paris.jpg")
+	writeJPEG(t, paris)
+	if b, err := exec.Command(tool, "-q", "-overwrite_original", "-DateTimeOriginal=2019:07:14 01:00:00",
+		"-GPSLatitude=48.8566", "-GPSLatitudeRef=N", "-GPSLongitude=179.99", "-GPSLongitudeRef=W", "-GPSAltitude=35.3", paris).CombinedOutput(); err != nil {
+		t.Fatalf("exiftool: %v\n%s", err, b)
+	}
+	bad := filepath.Join(photos, "bad\xff\xfename.png")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := []string{"--db", filepath.Join(root, "i.db"), "--model", model, "--device", "reference"}
+	if _, errs, code := runCLI(t, append(slices.Clone(g), "build", photos)...); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	out, errs, code := runCLI(t, append(slices.Clone(g), "search", "--json", "a photo")...)
+	var hits []struct {
+		Path               string
+		PathBytes          []byte `json:"path_bytes"`
+		Taken              string
+		TakenOffsetUnknown bool `json:"taken_offset_unknown"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &hits) != nil || len(hits) != 2 {
+		t.Fatalf("search --json: exit %d %s %s", code, out, errs)
+	}
+	if want := `"gps":{"lat":48.8566,"lon":-179.99,"alt":35.3}`; !strings.Contains(out, want) {
+		t.Errorf("search --json: %s\nwant %s", out, want)
+	}
+	for _, h := range hits {
+		switch {
+		case strings.HasSuffix(h.Path, "paris.jpg"):
+			if h.Taken != "2019-07-14T01:00:00" || !h.TakenOffsetUnknown || h.PathBytes != nil {
+				t.Errorf("paris.jpg: %+v; want the wall clock marked taken_offset_unknown, no path_bytes", h)
+			}
+		case string(h.PathBytes) != bad || !strings.Contains(h.Path, "\ufffd"):
+			t.Errorf("%q: path_bytes %q, want %q", h.Path, h.PathBytes, bad)
+		case h.TakenOffsetUnknown:
+			t.Errorf("%q: taken %s has an offset, yet taken_offset_unknown", h.Path, h.Taken)
+		}
+	}
+	// Plain text and -0 stay byte-exact.
+	if out, _, _ := runCLI(t, append(slices.Clone(g), "search", "-0", "a photo")...); !strings.Contains(out, bad+"\x00") {
+		t.Errorf("-0: %q, want %q", out, bad)
+	}
+}
+
+// writeJPEG writes a small JPEG at p.
+func writeJPEG(t *testing.T, p string) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jpeg.Encode(f, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSearchUnder: --under resolves symbolic links both ways (a link to
+// an indexed folder, and the real folder of one indexed through a link),
+// and says on stderr when no indexed file lies under it, and when it
+// does not exist, keeping exit 0 with no results like any empty search.
+func TestSearchUnder(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	root := t.TempDir()
+	photos := filepath.Join(root, "photos")
+	if err := os.CopyFS(photos, os.DirFS(filepath.Join(model, "images"))); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(photos)
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(photos, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ indexed, under, prefix string }{
+		{photos, link, photos + "/"}, // a link to the indexed folder
+		{link, photos, link + "/"},   // the real folder of one indexed through a link
+	} {
+		g := []string{"--db", filepath.Join(t.TempDir(), "i.db"), "--model", model, "--device", "reference"}
+		if _, errs, code := runCLI(t, append(slices.Clone(g), "build", tc.indexed)...); code != 0 {
+			t.Fatalf("build %s: exit %d %s", tc.indexed, code, errs)
+		}
+		out, errs, code := runCLI(t, append(slices.Clone(g), "search", "--paths-only", "-k", "100", "--under", tc.under, "a photo")...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || len(lines) != len(entries) || !strings.HasPrefix(lines[0], tc.prefix) || errs != "" {
+			t.Errorf("built %s, --under %s: exit %d, %q %s; want its %d files as indexed", tc.indexed, tc.under, code, out, errs, len(entries))
+		}
+		for _, c := range []struct{ under, want string }{
+			{filepath.Join(root, "nowhere"), "it does not exist, and no indexed file is at or under it"},
+			{t.TempDir(), "no indexed file is at or under it"},
+		} {
+			out, errs, code := runCLI(t, append(slices.Clone(g), "search", "--under", c.under, "a photo")...)
+			if code != 0 || out != "" || !strings.Contains(errs, "--under "+c.under+": "+c.want) {
+				t.Errorf("--under %s: exit %d, %q, stderr %q; want exit 0, nothing, and %q", c.under, code, out, errs, c.want)
+			}
+		}
+	}
+}
+
+// TestSearchTermsCancelIsUsageError: terms that cancel out are a query
+// error, exit 2 like one that does not parse.
+func TestSearchTermsCancelIsUsageError(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	g := []string{"--db", filepath.Join(t.TempDir(), "i.db"), "--model", model, "--device", "reference"}
+	if _, errs, code := runCLI(t, append(slices.Clone(g), "build", filepath.Join(model, "images"))...); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	for _, q := range [][]string{{"+1e-45:red"}, {"red", "-red"}} {
+		_, errs, code := runCLI(t, append(append(slices.Clone(g), "search", "--"), q...)...)
+		if code != 2 || !strings.Contains(errs, "cancel") {
+			t.Errorf("search -- %q: exit %d, %q; want exit 2, the terms cancel out", q, code, errs)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
@@ -175,12 +176,18 @@ func listFailures(r *store.Reader, cmd *cobra.Command, asJSON bool) error {
 	type failure struct {
 		Path  string `json:"path"`
 		Error string `json:"error"`
+		// PathBytes is the path's bytes (base64) when they are not
+		// UTF-8, as in search --json.
+		PathBytes []byte `json:"path_bytes,omitempty"`
 	}
 	list := []failure{}
 	err := r.View(func(s *store.Snapshot) error {
 		return s.Files("", func(p string, f store.File) error {
 			if f.Failed() {
-				list = append(list, failure{p, f.Err})
+				list = append(list, failure{Path: p, Error: f.Err})
+				if !utf8.ValidString(p) {
+					list[len(list)-1].PathBytes = []byte(p)
+				}
 			}
 			return nil
 		})

@@ -1,6 +1,8 @@
 package export
 
 import (
+	"math"
+
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/clipidx/clipidx/store"
@@ -11,7 +13,7 @@ import (
 // nothing (no GPS, no camera, an index not rebuilt since). Like the other
 // fixed columns, they win over a sample's JSON field of the same name.
 const (
-	colTaken       = "taken"        // RFC 3339, with the camera's offset when known
+	colTaken       = "taken"        // RFC 3339, or the camera's wall clock without an offset when the file records none
 	colTakenSource = "taken_source" // exif, video or mtime
 	colLat         = "gps_latitude" // WGS84 degrees
 	colLon         = "gps_longitude"
@@ -55,11 +57,11 @@ func setPhoto(set func(name string, v parquet.Value, optional bool), m *store.Me
 	str(colTaken, m.TakenText())
 	str(colTakenSource, m.TakenSource)
 	if m.HasGPS {
-		set(colLat, parquet.DoubleValue(m.Lat), true)
-		set(colLon, parquet.DoubleValue(m.Lon), true)
+		set(colLat, parquet.DoubleValue(roundDegrees(m.Lat)), true)
+		set(colLon, parquet.DoubleValue(roundDegrees(m.Lon)), true)
 	}
 	if m.HasAlt {
-		set(colAlt, parquet.DoubleValue(m.Alt), true)
+		set(colAlt, parquet.DoubleValue(roundMetres(m.Alt)), true)
 	}
 	str(colCity, m.City)
 	str(colRegion, m.Region)
@@ -73,3 +75,12 @@ func setPhoto(set func(name string, v parquet.Value, optional bool), m *store.Me
 		set(colHeight, parquet.Int64Value(int64(m.Height)), true)
 	}
 }
+
+// roundDegrees rounds a latitude or longitude to 7 decimals (about 1 cm,
+// finer than any GPS), as search --json and the web API print them: the
+// double nearest a decimal reads back as that decimal (2.3522, not the
+// 2.3522000000000003 an EXIF rational gives).
+func roundDegrees(x float64) float64 { return math.Round(x*1e7) / 1e7 }
+
+// roundMetres rounds an altitude to the centimetre, for the same reason.
+func roundMetres(x float64) float64 { return math.Round(x*100) / 100 }

@@ -9,11 +9,13 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/search"
@@ -35,6 +37,9 @@ type Result struct {
 	// served) and Time the frame's time in seconds.
 	Video string   `json:"video,omitempty"`
 	Time  *float64 `json:"time,omitempty"`
+	// PathBytes is the path's bytes (base64 in JSON) when they are not
+	// UTF-8, which Path can only show with U+FFFD in their place.
+	PathBytes []byte `json:"path_bytes,omitempty"`
 	// *PhotoMeta is the date, place and camera (photometa.go), nil when
 	// the index holds none.
 	*PhotoMeta
@@ -131,8 +136,12 @@ func badf(format string, a ...any) error { return &badRequest{fmt.Sprintf(format
 // options reads k, under, threshold and sort from the URL, and checks a
 // query line (q) against the limits wherever it comes.
 func (s *Server) options(r *http.Request) (search.Options, error) {
-	q := r.URL.Query()
 	opts := search.Options{K: 50, Threads: s.o.Threads, Meta: s.o.Meta}
+	// URL.Query drops what it cannot decode: q=%zz would be an empty query.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return opts, badf("malformed query string: %v", err)
+	}
 	order, err := search.ParseOrder(q.Get("sort"))
 	if err != nil {
 		return opts, badf("%v", err)
@@ -171,6 +180,9 @@ func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk
 		id := s.ids.id(x.Path)
 		o, _ := store.OfflineFor(rk.offline, x.Path)
 		res := Result{ID: id, Path: x.Path, Score: x.Score, Thumb: "/thumb/" + id, Image: "/image/" + id, Offline: o.Dir}
+		if !utf8.ValidString(x.Path) {
+			res.PathBytes = []byte(x.Path)
+		}
 		if _, t, ok := store.SplitFrame(x.Path); ok {
 			res.Video, res.Time = "/video/"+id, &t
 		}

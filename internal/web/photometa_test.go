@@ -1,9 +1,13 @@
 package web
 
 import (
+	"encoding/json"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/clipidx/clipidx/index"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -45,5 +49,62 @@ func TestAnswerPhotoMeta(t *testing.T) {
 	}
 	if got := photoMeta(store.Meta{Make: "PENTAX", Model: "PENTAX K-1"}).Camera; got != "PENTAX K-1" {
 		t.Errorf("camera %q, want the model alone when it names the make", got)
+	}
+}
+
+// TestAnswerExactGPSAndPath: an answer prints GPS without float noise (an
+// EXIF rational gives 2.3522000000000003), marks a "taken" without an
+// offset, and gives the bytes of a path that is not UTF-8 in path_bytes.
+func TestAnswerExactGPSAndPath(t *testing.T) {
+	e := &env{dir: photos(t)}
+	bad := filepath.Join(e.dir, "bad\xff\xfename.png")
+	copyFile(t, filepath.Join(e.dir, "wide_300x200.png"), bad)
+	e.db = filepath.Join(t.TempDir(), "index.db")
+	build(t, e.db, index.Options{}, e.dir)
+	e.start(t, nil)
+	p := filepath.Join(e.dir, "gray_260x200.png")
+	w, err := store.OpenWriter(e.db, tiny(t).Identity(true), store.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b store.Batch
+	b.PutMeta(p, store.Meta{Taken: 1563066000, TakenSource: store.TakenEXIF, HasGPS: true, Lat: 48.8566, Lon: 2.3522000000000003})
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := e.get(t, "/api/search?k=50&q=photo")
+	if code != http.StatusOK {
+		t.Fatalf("search: %d %s", code, body)
+	}
+	if want := `"taken":"2019-07-14T01:00:00","taken_offset_unknown":true,"taken_source":"exif","gps":{"lat":48.8566,"lon":2.3522}`; !contains(body, want) {
+		t.Errorf("answer %s\nwant %s", body, want)
+	}
+	var a struct {
+		Results []struct {
+			Path               string
+			PathBytes          []byte `json:"path_bytes"`
+			Taken              string
+			TakenOffsetUnknown bool `json:"taken_offset_unknown"`
+		}
+	}
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range a.Results {
+		switch {
+		case string(r.PathBytes) == bad:
+			found = strings.Contains(r.Path, "\ufffd")
+		case r.PathBytes != nil:
+			t.Errorf("%s: path_bytes %q on a UTF-8 path", r.Path, r.PathBytes)
+		case r.TakenOffsetUnknown && r.Path != p:
+			t.Errorf("%s: taken %s with an offset, yet taken_offset_unknown", r.Path, r.Taken)
+		}
+	}
+	if !found {
+		t.Errorf("no result with path_bytes %q: %s", bad, body)
 	}
 }

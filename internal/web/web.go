@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -246,33 +247,56 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "bad path")
 		return
 	}
-	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	switch {
-	case p == "/" && get:
-		s.page(w, r, "static/index.html", "text/html; charset=utf-8")
-	case p == "/app.js" && get:
-		s.page(w, r, "static/app.js", "text/javascript; charset=utf-8")
-	case p == "/app.css" && get:
-		s.page(w, r, "static/app.css", "text/css; charset=utf-8")
-	case p == "/api/search" && get:
-		s.apiSearch(w, r)
-	case p == "/api/similar" && get:
-		s.apiSimilar(w, r)
-	case p == "/api/search/image" && r.Method == http.MethodPost:
-		s.apiSearchImage(w, r)
-	case p == "/api/status" && get:
-		s.apiStatus(w, r)
-	case strings.HasPrefix(p, "/thumb/") && get:
-		s.thumb(w, r, strings.TrimPrefix(p, "/thumb/"))
-	case strings.HasPrefix(p, "/image/") && get:
-		s.image(w, r, strings.TrimPrefix(p, "/image/"))
-	case strings.HasPrefix(p, "/video/") && get:
-		s.video(w, r, strings.TrimPrefix(p, "/video/")) // video.go
-	case p == "/favicon.ico":
+	if p == "/favicon.ico" {
 		w.WriteHeader(http.StatusNoContent)
-	default:
-		httpError(w, http.StatusNotFound, "not found")
+		return
 	}
+	serve, allow := s.route(p)
+	switch {
+	case serve == nil:
+		httpError(w, http.StatusNotFound, "not found")
+	case !slices.Contains(strings.Split(allow, ", "), r.Method):
+		// The endpoint exists: say which methods it takes (RFC 9110 15.5.6).
+		w.Header().Set("Allow", allow)
+		httpError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s takes %s, not %s", p, allow, r.Method))
+	default:
+		serve(w, r)
+	}
+}
+
+// route is the handler of the path p and the methods it takes, as an
+// Allow header lists them; nil when p is no endpoint.
+func (s *Server) route(p string) (h http.HandlerFunc, allow string) {
+	const get, post = "GET, HEAD", "POST"
+	page := func(name, ctype string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { s.page(w, r, name, ctype) }
+	}
+	byID := func(prefix string, serve func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { serve(w, r, strings.TrimPrefix(p, prefix)) }
+	}
+	switch {
+	case p == "/":
+		return page("static/index.html", "text/html; charset=utf-8"), get
+	case p == "/app.js":
+		return page("static/app.js", "text/javascript; charset=utf-8"), get
+	case p == "/app.css":
+		return page("static/app.css", "text/css; charset=utf-8"), get
+	case p == "/api/search":
+		return s.apiSearch, get
+	case p == "/api/similar":
+		return s.apiSimilar, get
+	case p == "/api/search/image":
+		return s.apiSearchImage, post
+	case p == "/api/status":
+		return s.apiStatus, get
+	case strings.HasPrefix(p, "/thumb/"):
+		return byID("/thumb/", s.thumb), get
+	case strings.HasPrefix(p, "/image/"):
+		return byID("/image/", s.image), get
+	case strings.HasPrefix(p, "/video/"):
+		return byID("/video/", s.video), get // video.go
+	}
+	return nil, ""
 }
 
 // authorized checks the token when there is one, else the Host header

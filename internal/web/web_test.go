@@ -438,3 +438,32 @@ func TestBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedQueryAndMethod: a query string that does not decode is
+// named as such (not read as an empty query); a wrong method on an
+// endpoint that exists is 405 with an Allow header, an unknown path 404.
+func TestMalformedQueryAndMethod(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, p := range []string{"/api/search?q=%zz", "/api/search?q=cat&k=%zz", "/api/similar?id=%zz"} {
+		code, body, _ := e.get(t, p)
+		if code != http.StatusBadRequest || !contains(body, "malformed query string") {
+			t.Errorf("GET %s: %d %s, want 400 malformed query string", p, code, body)
+		}
+	}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"GET", "/api/search/image", "POST"},
+		{"POST", "/api/search", "GET, HEAD"},
+		{"DELETE", "/api/status", "GET, HEAD"},
+		{"PUT", "/thumb/abc", "GET, HEAD"},
+		{"POST", "/", "GET, HEAD"},
+	} {
+		req, _ := http.NewRequest(tc.method, e.ts.URL+tc.path, nil)
+		code, body, h := do(t, req)
+		if code != http.StatusMethodNotAllowed || h.Get("Allow") != tc.allow || !contains(body, tc.method) {
+			t.Errorf("%s %s: %d, Allow %q, %s; want 405, Allow %q", tc.method, tc.path, code, h.Get("Allow"), body, tc.allow)
+		}
+	}
+	if code, _, h := e.get(t, "/api/nothing"); code != http.StatusNotFound || h.Get("Allow") != "" {
+		t.Errorf("GET /api/nothing: %d, want 404", code)
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clipidx/clipidx/internal/fixtures"
+)
+
+// TestStatusFailedPathBytes: status --failed --json gives the exact bytes
+// of a failed file's path that is not UTF-8 (as search --json does); the
+// text output prints the path as it is.
+func TestStatusFailedPathBytes(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	root := t.TempDir()
+	photos := filepath.Join(root, "photos")
+	if err := os.MkdirAll(photos, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad, good := filepath.Join(photos, "bad\xff\xfename.jpg"), filepath.Join(photos, "broken.jpg")
+	for _, p := range []string{bad, good} {
+		if err := os.WriteFile(p, []byte("not a JPEG"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := []string{"--db", filepath.Join(root, "i.db"), "--model", model, "--device", "reference"}
+	if _, errs, code := runCLI(t, append(g, "build", photos)...); code != 0 && code != 1 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	out, errs, code := runCLI(t, "--db", g[1], "status", "--failed", "--json")
+	var list []struct {
+		Path      string
+		PathBytes []byte `json:"path_bytes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 {
+		t.Fatalf("status --failed --json: exit %d %s %s", code, out, errs)
+	}
+	for _, f := range list {
+		var want []byte // omitted for a UTF-8 path
+		if f.Path != good {
+			want = []byte(bad)
+		}
+		if !bytes.Equal(f.PathBytes, want) {
+			t.Errorf("%q: path_bytes %q, want %q", f.Path, f.PathBytes, want)
+		}
+	}
+	if strings.Count(out, `"path_bytes"`) != 1 {
+		t.Errorf("status --failed --json: %s; want path_bytes on the one path that is not UTF-8", out)
+	}
+	if text, _, _ := runCLI(t, "--db", g[1], "status", "--failed"); !strings.Contains(text, bad+"\t") {
+		t.Errorf("status --failed: %q, want the path's bytes as they are", text)
+	}
+}
