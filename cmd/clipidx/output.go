@@ -52,7 +52,11 @@ func plural(n int, one, many string) string {
 // namedError is "path: msg", or msg alone when it names the path already
 // (decoder errors do), so a failure line never repeats the file.
 func namedError(path, msg string) string {
-	if strings.Contains(msg, path) {
+	// It names the path when the path is followed by ": " and comes
+	// before any parenthesis: "decode PATH: ..." does; "unreachable; ...
+	// (open PATH: permission denied)" says what failed about it, not
+	// which file it is.
+	if i := strings.Index(msg, path+": "); i >= 0 && !strings.Contains(msg[:i], "(") {
 		return msg
 	}
 	return path + ": " + msg

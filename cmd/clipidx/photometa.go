@@ -13,7 +13,7 @@ import (
 // metaJSON is what --json adds to a search result; every field is left
 // out when the index knows nothing of it.
 type metaJSON struct {
-	Taken       string      `json:"taken,omitempty"`        // RFC 3339, with the camera's offset when known
+	Taken       string      `json:"taken,omitempty"`        // RFC 3339 when the offset is known, else the camera's clock without one
 	TakenSource string      `json:"taken_source,omitempty"` // exif, video or mtime
 	Place       *placeJSON  `json:"place,omitempty"`
 	GPS         *gpsJSON    `json:"gps,omitempty"`
@@ -106,7 +106,7 @@ func (h hit) longColumns() string {
 // metaStats is what status says of the photo metadata.
 type metaStats struct {
 	Records  int    `json:"records"`                // records with metadata
-	First    string `json:"first,omitempty"`        // earliest capture time (RFC 3339)
+	First    string `json:"first,omitempty"`        // earliest capture time, as its record's taken
 	Last     string `json:"last,omitempty"`         // latest
 	FromEXIF int    `json:"from_file"`              // capture time read from the file (EXIF or the container)
 	Mtime    int    `json:"from_mtime"`             // capture time is the file's modification time
