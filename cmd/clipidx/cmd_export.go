@@ -94,6 +94,11 @@ holds the others' partitions; no existing file is ever overwritten.`,
 			if err != nil {
 				return err
 			}
+			if n := len(res.Skipped); n > 0 {
+				// A note on stderr in either mode: --json lists them too.
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: left out %d %s whose path holds a line break, which the paths file (one path a line) cannot hold: %q (the clip-retrieval format keeps them)\n",
+					n, plural(n, "file", "files"), res.Skipped)
+			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 			}

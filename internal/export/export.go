@@ -66,6 +66,10 @@ type Result struct {
 	// TextRows counts the rows with a caption vector; when some rows have
 	// one, text_emb files are written and the rows without one are zero.
 	TextRows int `json:"text_rows"`
+	// Skipped lists the files left out of the export: for faiss-flat,
+	// those whose path holds a line break, which its paths file (one
+	// path a line) cannot hold.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // row is one exported file.
@@ -499,11 +503,22 @@ func (p *pipeline) write(order <-chan *block) error {
 
 // FaissFlat writes the rows of the snapshot as a FAISS IndexFlatIP file
 // at path (float32, row i = id i) and their paths, one per line, at
-// path + ".paths". Neither file may exist.
+// path + ".paths". Neither file may exist. A file whose path holds a line
+// break cannot be a line of the paths file: it is left out of both, and
+// listed in Result.Skipped.
 func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
-	rows, err := collect(s, opts.Under)
+	all, err := collect(s, opts.Under)
 	if err != nil {
 		return nil, err
+	}
+	var rows []row
+	var skipped []string
+	for _, r := range all {
+		if strings.ContainsAny(r.path, "\n\r") {
+			skipped = append(skipped, r.path)
+			continue
+		}
+		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
 		return nil, ErrNoRows
@@ -528,10 +543,6 @@ func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
 	vec := make([]float32, dim)
 	buf := make([]byte, 0, 4*dim)
 	for i, r := range rows {
-		if strings.ContainsAny(r.path, "\n\r") {
-			g.abort()
-			return nil, fmt.Errorf("path %q cannot be written as one line of %s", r.path, pf.final)
-		}
 		if !s.VectorInto(r.file.Vec, vec) {
 			g.abort()
 			return nil, fmt.Errorf("the vector of %s is missing from the index (run clipidx status --check)", r.path)
@@ -547,5 +558,5 @@ func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Rows: len(rows), Dim: dim, Partitions: 1, Bytes: n, Files: []string{path, path + ".paths"}}, nil
+	return &Result{Rows: len(rows), Dim: dim, Partitions: 1, Bytes: n, Files: []string{path, path + ".paths"}, Skipped: skipped}, nil
 }

@@ -575,3 +575,42 @@ func checkPhotoColumns(t *testing.T, i int, p string, r map[string]any, s *store
 		}
 	}
 }
+
+// TestFaissFlatLineBreak: a file whose path holds a line break is left out
+// of a faiss-flat export, both files, and listed as skipped; the other
+// rows are written (once the whole export was refused).
+func TestFaissFlatLineBreak(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ix.db")
+	w, err := store.OpenWriter(db, testID, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	var b store.Batch
+	for i, p := range []string{"/p/a.jpg", "/p/new\nline.jpg", "/p/b.jpg", "/p/c\r.jpg"} {
+		b.Put(p, store.File{Size: 1, MtimeNs: int64(i), Hash: store.Hash(sha256.Sum256([]byte(p)))}, randVec(r))
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	out := filepath.Join(t.TempDir(), "knn.index")
+	var res *Result
+	view(t, db, func(s *store.Snapshot) error {
+		res, err = FaissFlat(s, out, Options{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 2 || !slices.Equal(res.Skipped, []string{"/p/c\r.jpg", "/p/new\nline.jpg"}) {
+		t.Errorf("%d rows, skipped %q: want 2 and the two paths with line breaks", res.Rows, res.Skipped)
+	}
+	if pl, _ := os.ReadFile(out + ".paths"); string(pl) != "/p/a.jpg\n/p/b.jpg\n" {
+		t.Errorf(".paths = %q", pl)
+	}
+	fi, err := os.Stat(out)
+	if err != nil || fi.Size() != int64(len(faissFlatHeader(2, testDim)))+2*4*testDim {
+		t.Errorf("index file: %v, %v bytes: want the header and 2 rows", err, fi)
+	}
+}
