@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -147,7 +148,14 @@ works while a build is running.`,
 			}
 			printMetaStats(out, ms, st.Images)
 			if len(folders) > 0 {
-				fmt.Fprintf(out, "folders:     %s\n", strings.Join(folders, ", "))
+				// A folder built on its own within another is the other's
+				// (--json lists every one).
+				outer := store.Outermost(slices.Sorted(slices.Values(folders)))
+				line := strings.Join(outer, ", ")
+				if n := len(folders) - len(outer); n > 0 {
+					line += fmt.Sprintf(" (and %d %s within them, built on %s own)", n, plural(n, "folder", "folders"), plural(n, "its", "their"))
+				}
+				fmt.Fprintf(out, "folders:     %s\n", line)
 			}
 			printOffline(out, offline)
 			if check {

@@ -55,3 +55,32 @@ func TestStatusFailedPathBytes(t *testing.T) {
 		t.Errorf("status --failed: %q, want the path's bytes as they are", text)
 	}
 }
+
+// TestStatusFoldersOutermost: a folder built on its own within another
+// is counted, not listed beside it (once status listed lib, lib/B and
+// lib/new9 after builds naming them); --json lists every one.
+func TestStatusFoldersOutermost(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	root := t.TempDir()
+	lib := filepath.Join(root, "lib")
+	for _, d := range []string{"B", "new9"} {
+		if err := os.MkdirAll(filepath.Join(lib, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(root, "i.db")
+	for _, dir := range []string{lib, filepath.Join(lib, "B"), filepath.Join(lib, "new9")} {
+		if _, errs, code := runCLI(t, "--db", db, "--model", model, "--device", "reference", "build", dir); code != 0 {
+			t.Fatalf("build %s: exit %d %s", dir, code, errs)
+		}
+	}
+	out, _, code := runCLI(t, "--db", db, "status")
+	if want := "folders:     " + lib + " (and 2 folders within them, built on their own)\n"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("status: exit %d\n%s\nwant the line %q", code, out, want)
+	}
+	out, _, _ = runCLI(t, "--db", db, "status", "--json")
+	var st struct{ Folders []string }
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Folders) != 3 {
+		t.Errorf("status --json folders %v (%v), want all 3", st.Folders, err)
+	}
+}
