@@ -27,7 +27,7 @@ type colFilter struct {
 func newColFilter(x *matcher, col *store.MetaColumn) *colFilter {
 	f := x.f
 	cf := &colFilter{f: f, meta: f.NeedsMeta(), dated: f.HasAfter || f.HasBefore || len(f.Years) > 0}
-	if len(f.Places) > 0 {
+	if f.hasPlace() {
 		cf.placeOK = make([]bool, len(col.Places)+1)
 		for i, p := range col.Places {
 			cf.placeOK[i+1] = x.place(p.City, p.Region, p.Country, p.CountryCode)

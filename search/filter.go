@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -31,6 +32,11 @@ type Filter struct {
 	// matches the country code or a word of the country name, never a
 	// word of a city or region ("de" of "Hôtel-de-Ville").
 	Places [][]string
+	// PlaceParts are places given in parts (place:paris,france,
+	// place:springfield,us): each part must match the record's place as a
+	// place of its own would (one its city or region, another its
+	// country...). Any entry, or any of Places, matches.
+	PlaceParts [][][]string
 	// Near are circles around points; a record with GPS inside any matches.
 	Near []Circle
 	// Cameras are the folded runs of letters and of digits of each value
@@ -63,7 +69,7 @@ type Circle struct{ Lat, Lon, Km float64 }
 
 // IsZero reports whether f keeps every record.
 func (f *Filter) IsZero() bool {
-	return !f.HasAfter && !f.HasBefore && len(f.Years) == 0 && len(f.Places) == 0 && len(f.Near) == 0 &&
+	return !f.HasAfter && !f.HasBefore && len(f.Years) == 0 && len(f.Places) == 0 && len(f.PlaceParts) == 0 && len(f.Near) == 0 &&
 		len(f.Cameras) == 0 && len(f.Lenses) == 0 && (f.Kinds == 0 || f.Kinds == KindPhoto|KindVideo)
 }
 
@@ -74,9 +80,12 @@ func (f *Filter) Qualified() bool { return len(f.written) > 0 || !f.IsZero() }
 // NeedsMeta reports whether f keeps only records with metadata (any date,
 // place or camera qualifier).
 func (f *Filter) NeedsMeta() bool {
-	return f.HasAfter || f.HasBefore || len(f.Years) > 0 || len(f.Places) > 0 || len(f.Near) > 0 || len(f.Cameras) > 0 ||
+	return f.HasAfter || f.HasBefore || len(f.Years) > 0 || f.hasPlace() || len(f.Near) > 0 || len(f.Cameras) > 0 ||
 		len(f.Lenses) > 0
 }
+
+// hasPlace reports whether f has a place qualifier.
+func (f *Filter) hasPlace() bool { return len(f.Places) > 0 || len(f.PlaceParts) > 0 }
 
 // String gives the qualifiers back as a query writes them, in the order
 // they were parsed ("" for a filter not made by ParseRequest).
@@ -105,6 +114,7 @@ type matcher struct {
 	areas     [][]string      // f.Places less the countries (isCountry): for cities and regions
 	cameras   []string        // f.Cameras, each run joined
 	lensNames []string        // f.Lenses, each run joined
+	parts     [][]*matcher    // f.PlaceParts, a matcher of its own for each part
 	places    map[string]bool // city or region name → matches
 	countries map[string]bool // country name → matches
 	cams      map[[2]string]bool
@@ -120,6 +130,13 @@ func newMatcher(f *Filter) *matcher {
 	}
 	for _, c := range f.Cameras {
 		x.cameras = append(x.cameras, strings.Join(c, ""))
+	}
+	for _, pp := range f.PlaceParts {
+		var ms []*matcher
+		for _, p := range pp {
+			ms = append(ms, newMatcher(&Filter{Places: [][]string{p}}))
+		}
+		x.parts = append(x.parts, ms)
 	}
 	for _, l := range f.Lenses {
 		x.lensNames = append(x.lensNames, strings.Join(l, ""))
@@ -164,7 +181,7 @@ func (x *matcher) match(path string, m *store.Meta) bool {
 			return false
 		}
 	}
-	if len(f.Places) > 0 && !x.place(m.City, m.Region, m.Country, m.CountryCode) {
+	if f.hasPlace() && !x.place(m.City, m.Region, m.Country, m.CountryCode) {
 		return false
 	}
 	if len(f.Near) > 0 && !f.near(m) {
@@ -190,9 +207,17 @@ func anyYear(ys [][2]int64, t int64) bool {
 
 // place reports whether a place qualifier matches a record's place: its
 // city or region (not for a country, isCountry), its country name or its
-// country code.
+// country code; or all the parts of one given in parts.
 func (x *matcher) place(city, region, country, cc string) bool {
-	return x.area(city) || x.area(region) || x.country(country) || x.code(cc)
+	if len(x.f.Places) > 0 && (x.area(city) || x.area(region) || x.country(country) || x.code(cc)) {
+		return true
+	}
+	for _, parts := range x.parts {
+		if !slices.ContainsFunc(parts, func(p *matcher) bool { return !p.place(city, region, country, cc) }) {
+			return true
+		}
+	}
+	return false
 }
 
 func (x *matcher) area(name string) bool {

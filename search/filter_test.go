@@ -131,6 +131,38 @@ func TestPlaceCountry(t *testing.T) {
 	}
 }
 
+// TestPlaceParts: a place given in parts between commas matches a record
+// whose place matches every part (place:paris,france once matched
+// nothing: "paris france" is no run of words in any one name).
+func TestPlaceParts(t *testing.T) {
+	paris := &store.Meta{City: "Paris 04 Hôtel-de-Ville", Region: "Île-de-France", Country: "France", CountryCode: "FR"}
+	texas := &store.Meta{City: "Paris", Region: "Texas", Country: "United States", CountryCode: "US"}
+	for _, tc := range []struct {
+		q         string
+		paris, tx bool
+	}{
+		{"place:paris", true, true},
+		{"place:paris,france", true, false},
+		{"place:paris,fr", true, false},
+		{"place:paris,us", false, true},
+		{`place:"paris, texas"`, false, true},
+		{`place:"paris, united states"`, false, true},
+		{"place:paris,de", false, false}, // de is a country here too: not Hôtel-de-Ville
+		{"place:paris,us place:ile-de-france", true, true},
+	} {
+		f := parseFilter(t, tc.q)
+		if got := f.Match("/a.jpg", paris); got != tc.paris {
+			t.Errorf("%s on Paris, France: %v, want %v", tc.q, got, tc.paris)
+		}
+		if got := f.Match("/a.jpg", texas); got != tc.tx {
+			t.Errorf("%s on Paris, Texas: %v, want %v", tc.q, got, tc.tx)
+		}
+	}
+	if _, err := ParseRequest([]string{"place:paris,"}); err == nil {
+		t.Error("place:paris, (an empty part) was accepted")
+	}
+}
+
 // TestLensMatch: lens: and camera: against names as cameras write them,
 // with and without spaces, and the matches a number or a word must not
 // give: inside a number, inside a run of letters, across a decimal point.

@@ -272,11 +272,19 @@ func (f *Filter) add(q qualifier) error {
 		}
 		f.Years = append(f.Years, [2]int64{yearStart(ya), yearStart(yb + 1)})
 	case "place":
-		w := foldWords(v)
-		if len(w) == 0 {
-			return bad("no letters or digits to match")
+		var parts [][]string
+		for _, part := range strings.Split(v, ",") {
+			w := foldWords(part)
+			if len(w) == 0 {
+				return bad("no letters or digits to match in each part between commas")
+			}
+			parts = append(parts, w)
 		}
-		f.Places = append(f.Places, w)
+		if len(parts) == 1 {
+			f.Places = append(f.Places, parts[0])
+		} else {
+			f.PlaceParts = append(f.PlaceParts, parts)
+		}
 	case "camera":
 		w := foldRuns(v)
 		if len(w) == 0 {
