@@ -61,10 +61,12 @@ alone:
   before:2019-09    taken before that month began (before:2019-09-15, before:2020)
   year:2019         taken in 2019 (year:2017..2019: in any of those years)
   place:chamonix    city, region or country, any case or accent; whole words
-                    (place:"new york"), or the country code (place:fr)
-  near:45.92,6.87,10km  GPS within 10 km (or 500m) of that point
-  camera:"pentax k-1"   the camera's make and model hold these words
-  lens:31mm         the lens's name holds these words (lens:"ef 24-70")
+                    (place:"new york"), or the country code (place:fr); parts
+                    between commas must each match (place:paris,us)
+  near:45.92,6.87,10km  GPS within 10 km (or 500m, 2mi) of that point
+  camera:"pentax k-1"   the camera's make and model hold these letters and
+                    numbers, spaces and hyphens aside (camera:xt4 is X-T4)
+  lens:31mm         the lens's name holds these (lens:24-70 is EF24-70mm)
   kind:photo        photos only; kind:video video frames only
 
 Dates compare the camera's clock (the date it showed). year:, place:, near:,
