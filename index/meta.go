@@ -156,30 +156,44 @@ func (b *builder) headerMeta(f found) *store.Meta {
 // metadata. A file that changed since the walk, or cannot be read now, is
 // left for the next build (its record is not this step's to change).
 func (b *builder) readMissingMeta(ctx context.Context, todo []found) error {
+	return metaPass(ctx, b, todo, b.headerMeta, func(f found, m *store.Meta) string {
+		if m != nil {
+			b.batch.PutMeta(f.path, *m)
+			b.pending++
+		}
+		return f.path
+	})
+}
+
+// metaPass runs read on each item of todo on the build's workers, and
+// record with its result on this goroutine (it returns the path the
+// progress names), committing as it goes; it stops handing out items once
+// ctx is done.
+func metaPass[T any](ctx context.Context, b *builder, todo []T, read func(T) *store.Meta, record func(T, *store.Meta) string) error {
 	if len(todo) == 0 {
 		return nil
 	}
 	type done struct {
-		path string
+		item T
 		m    *store.Meta
 	}
-	in := make(chan found)
+	in := make(chan T)
 	out := make(chan done, b.opts.Workers)
 	var wg sync.WaitGroup
 	for range b.opts.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for f := range in {
-				out <- done{f.path, b.headerMeta(f)}
+			for it := range in {
+				out <- done{it, read(it)}
 			}
 		}()
 	}
 	go func() {
 		defer close(in)
-		for _, f := range todo {
+		for _, it := range todo {
 			select {
-			case in <- f:
+			case in <- it:
 			case <-ctx.Done():
 				return
 			}
@@ -189,11 +203,8 @@ func (b *builder) readMissingMeta(ctx context.Context, todo []found) error {
 	n := 0
 	for d := range out {
 		n++
-		if d.m != nil {
-			b.batch.PutMeta(d.path, *d.m)
-			b.pending++
-		}
-		b.event(Event{Phase: "meta", Done: n, Total: len(todo), Path: d.path})
+		path := record(d.item, d.m)
+		b.event(Event{Phase: "meta", Done: n, Total: len(todo), Path: path})
 		if err := b.maybeCommit(false); err != nil {
 			for range out { // let the workers finish
 			}

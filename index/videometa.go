@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"sync"
 
 	"github.com/clipidx/clipidx/store"
 )
@@ -103,58 +102,21 @@ func (b *builder) refreshVideoMeta(ctx context.Context, wk *walker) error {
 	if err != nil || len(todo) == 0 {
 		return err
 	}
-	type done struct {
-		sv staleVideo
-		m  *store.Meta // nil: not probed
-	}
-	in := make(chan staleVideo)
-	out := make(chan done, b.opts.Workers)
-	var wg sync.WaitGroup
-	for range b.opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for sv := range in {
-				out <- done{sv, b.reprobe(ctx, p, sv.f)}
-			}
-		}()
-	}
-	go func() {
-		defer close(in)
-		for _, sv := range todo {
-			select {
-			case in <- sv:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() { wg.Wait(); close(out) }()
-	n := 0
-	for d := range out {
-		n++
-		if d.m == nil {
+	read := func(sv staleVideo) *store.Meta { return b.reprobe(ctx, p, sv.f) }
+	return metaPass(ctx, b, todo, read, func(sv staleVideo, m *store.Meta) string {
+		if m == nil { // not probed
 			b.vmeta.missed = true
-		} else {
-			for _, fr := range d.sv.frames {
-				if old, ok := d.sv.metas[fr.path]; !ok || old != *d.m {
-					b.batch.PutMeta(fr.path, *d.m)
-					b.pending++
-				}
-			}
-			b.vmeta.read[d.sv.f.path] = true
+			return sv.f.path
 		}
-		b.event(Event{Phase: "meta", Done: n, Total: len(todo), Path: d.sv.f.path})
-		if err := b.maybeCommit(false); err != nil {
-			for range out { // let the workers finish
+		for _, fr := range sv.frames {
+			if old, ok := sv.metas[fr.path]; !ok || old != *m {
+				b.batch.PutMeta(fr.path, *m)
+				b.pending++
 			}
-			return err
 		}
-	}
-	if err := b.maybeCommit(true); err != nil {
-		return err
-	}
-	return ctx.Err()
+		b.vmeta.read[sv.f.path] = true
+		return sv.f.path
+	})
 }
 
 // reprobe is the metadata of video f's frames from a new probe, as a
