@@ -610,23 +610,7 @@ func TestWatchStopMidBatchAndManualBuild(t *testing.T) {
 // A root that goes away (an unmounted disk) is kept offline, not emptied;
 // when it comes back, the rescan finds it whole and watches it again.
 func TestWatchRootAwayAndBack(t *testing.T) {
-	src := newSource()
-	r := newRig(t, Options{Rescan: time.Hour}, src)
-	base := r.root
-	r.root = filepath.Join(base, "disk")
-	r.with(Options{Rescan: time.Hour})
-	r.write("a/one.jpg", "IMG one")
-	r.write("b.jpg", "IMG b")
-	r.start()
-	r.nextBuild(maxBatchWait)
-	away := filepath.Join(base, "unplugged")
-	if err := os.Rename(r.root, away); err != nil {
-		t.Fatal(err)
-	}
-	r.event(fsnotify.Remove, r.root)
-	if w, _ := r.nextBuild(maxBatchWait); len(w) != 1 || w[0] != r.root {
-		t.Fatalf("after the root went: build within %v, want the root", w)
-	}
+	r, src, away := rootGone(t, Options{Rescan: time.Hour, RootPoll: -1}, "a/one.jpg", "b.jpg")
 	if n := len(records(t, r.db)); n != 2 {
 		t.Errorf("%d records after the root went away, want both kept (offline)", n)
 	}
@@ -667,22 +651,7 @@ func TestWatchRootAwayAndBack(t *testing.T) {
 // while it was away are indexed, and its watches are set again (once it
 // stayed offline, unwatched, until the rescan an hour later).
 func TestWatchRootBackWithoutRescan(t *testing.T) {
-	src := newSource()
-	r := newRig(t, Options{}, src)
-	base := r.root
-	r.root = filepath.Join(base, "disk")
-	r.with(Options{Rescan: time.Hour})
-	r.write("a/one.jpg", "IMG one")
-	r.start()
-	r.nextBuild(maxBatchWait)
-	away := filepath.Join(base, "unplugged")
-	if err := os.Rename(r.root, away); err != nil {
-		t.Fatal(err)
-	}
-	r.event(fsnotify.Remove, r.root)
-	if w, _ := r.nextBuild(maxBatchWait); len(w) != 1 || w[0] != r.root {
-		t.Fatalf("after the root went: build within %v, want the root", w)
-	}
+	r, src, away := rootGone(t, Options{Rescan: time.Hour}, "a/one.jpg")
 	if err := os.WriteFile(filepath.Join(away, "a", "two.jpg"), []byte("IMG two"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -735,6 +704,32 @@ func TestWatchRootBackWithoutRescan(t *testing.T) {
 	if n := len(records(t, r.db)); n != 3 {
 		t.Errorf("%d records after a photo was added, want 3", n)
 	}
+}
+
+// rootGone starts a watcher with options o over a root "disk" holding
+// files, builds it, then takes the root away (renamed to the returned
+// folder, with its event) and waits for the build of the root.
+func rootGone(t *testing.T, o Options, files ...string) (*rig, *fakeSource, string) {
+	t.Helper()
+	src := newSource()
+	r := newRig(t, o, src)
+	base := r.root
+	r.root = filepath.Join(base, "disk")
+	r.with(o)
+	for _, f := range files {
+		r.write(f, "IMG "+f)
+	}
+	r.start()
+	r.nextBuild(maxBatchWait)
+	away := filepath.Join(base, "unplugged")
+	if err := os.Rename(r.root, away); err != nil {
+		t.Fatal(err)
+	}
+	r.event(fsnotify.Remove, r.root)
+	if w, _ := r.nextBuild(maxBatchWait); len(w) != 1 || w[0] != r.root {
+		t.Fatalf("after the root went: build within %v, want the root", w)
+	}
+	return r, src, away
 }
 
 // offlineOf returns the folders the index at db keeps offline.
