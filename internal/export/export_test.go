@@ -565,7 +565,7 @@ func checkPhotoColumns(t *testing.T, i int, p string, r map[string]any, s *store
 	if ok {
 		want["taken"], want["taken_source"], want["camera_make"], want["camera_model"], want["pixel_width"] = m.TakenText(), m.TakenSource, m.Make, m.Model, fmt.Sprint(m.Width)
 		if m.HasGPS {
-			want["gps_latitude"], want["gps_longitude"], want["city"], want["country_code"] = fmt.Sprint(m.Lat), fmt.Sprint(m.Lon), m.City, m.CountryCode
+			want["gps_latitude"], want["gps_longitude"], want["city"], want["country_code"] = fmt.Sprint(roundDegrees(m.Lat)), fmt.Sprint(roundDegrees(m.Lon)), m.City, m.CountryCode
 		}
 	}
 	for col, w := range want {
