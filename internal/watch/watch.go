@@ -361,8 +361,8 @@ func (w *watcher) takeReady() []string {
 }
 
 // wait is how long the loop may sleep: until the next settle check while
-// paths are pending, else until the next full build (no wake-ups at all
-// between rescans when nothing changes).
+// paths are pending, else until the next full build or root poll,
+// whichever comes first.
 func (w *watcher) wait() time.Duration {
 	if len(w.pending) > 0 || w.full {
 		return max(w.o.Settle/4, time.Millisecond)
@@ -465,17 +465,21 @@ func (w *watcher) rootOf(p string) string {
 }
 
 // rewatch sets the watches of a root that lost them (it went away with
-// its disk and came back: no event says so, the rescan finds it).
+// its disk and came back: no event says so, the rescan finds it), and
+// sets them again on a root that is another folder than the one watched
+// (a disk mounted on it since): the old watches see the folder beneath.
 func (w *watcher) rewatch() {
 	if w.src == nil {
 		return
 	}
 	for _, r := range w.o.Roots {
-		w.roots[r] = rootOf(r)
-		if !w.watched[r] {
-			if _, err := os.Stat(r); err == nil {
-				w.watchTree(r)
-			}
+		id := rootOf(r)
+		if id != w.roots[r] {
+			w.unwatch(r)
+		}
+		w.roots[r] = id
+		if !w.watched[r] && id.dir {
+			w.watchTree(r)
 		}
 	}
 }

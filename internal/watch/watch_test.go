@@ -750,3 +750,36 @@ func offlineOf(t *testing.T, db string) []store.Offline {
 	}
 	return off
 }
+
+// A disk mounted on a root with no event, found by the rescan before the
+// root poll: the rescan watches the new disk's folders and drops the
+// watches of the folder beneath (once they stayed, and the root poll
+// never looked again: the new disk's changes were seen only by rescans).
+func TestWatchRootReplacedBeforeRescan(t *testing.T) {
+	src := newSource()
+	r := newRig(t, Options{Rescan: time.Hour, RootPoll: 3 * time.Hour}, src)
+	r.write("a/one.jpg", "IMG one")
+	r.start()
+	r.nextBuild(maxBatchWait)
+	if !src.watching(filepath.Join(r.root, "a")) {
+		t.Fatal("no watch on the root's folder after the first build")
+	}
+	beneath := r.root + ".beneath"
+	if err := os.Rename(r.root, beneath); err != nil {
+		t.Fatal(err)
+	}
+	r.write("b/two.jpg", "IMG two") // the mounted disk
+	r.clock.Advance(time.Hour)
+	if w, _ := r.nextBuild(maxBatchWait); w != nil {
+		t.Fatalf("rescan within %v", w)
+	}
+	if !src.watching(filepath.Join(r.root, "b")) {
+		t.Error("the mounted disk's folder is not watched after the rescan")
+	}
+	if src.watching(filepath.Join(r.root, "a")) {
+		t.Error("the watch on the folder beneath the mounted disk is kept")
+	}
+	if !r.has("b/two.jpg") {
+		t.Error("the mounted disk's photo is not indexed by the rescan")
+	}
+}
