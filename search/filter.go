@@ -112,6 +112,7 @@ func (f *Filter) Match(path string, m *store.Meta) bool {
 type matcher struct {
 	f         *Filter
 	areas     [][]string      // f.Places less the countries (isCountry): for cities and regions
+	whole     []string        // the countries' words: a city or region of that name alone ("Ås", "Bø")
 	cameras   []string        // f.Cameras, each run joined
 	lensNames []string        // f.Lenses, each run joined
 	parts     [][]*matcher    // f.PlaceParts, a matcher of its own for each part
@@ -126,6 +127,8 @@ func newMatcher(f *Filter) *matcher {
 	for _, p := range f.Places {
 		if !isCountry(p) {
 			x.areas = append(x.areas, p)
+		} else {
+			x.whole = append(x.whole, p[0])
 		}
 	}
 	for _, c := range f.Cameras {
@@ -146,7 +149,8 @@ func newMatcher(f *Filter) *matcher {
 
 // isCountry reports whether a place is one word of two letters, which
 // names a country by its code (place:de) and, as a word, is too common in
-// the names of towns to look for there ("Hôtel-de-Ville", "La Paz").
+// the names of towns to look for there ("Hôtel-de-Ville", "La Paz"): it
+// matches a town or region only when that is the whole name ("Ås", "Mo").
 func isCountry(p []string) bool {
 	if len(p) != 1 || utf8.RuneCountInString(p[0]) != 2 {
 		return false
@@ -221,12 +225,13 @@ func (x *matcher) place(city, region, country, cc string) bool {
 }
 
 func (x *matcher) area(name string) bool {
-	if name == "" || len(x.areas) == 0 {
+	if name == "" || len(x.areas) == 0 && len(x.whole) == 0 {
 		return false
 	}
 	ok, seen := x.places[name]
 	if !seen {
-		ok = anyRun(x.areas, foldWords(name))
+		w := foldWords(name)
+		ok = anyRun(x.areas, w) || len(w) == 1 && slices.Contains(x.whole, w[0])
 		x.places[name] = ok
 	}
 	return ok

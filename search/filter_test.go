@@ -94,13 +94,16 @@ func TestFilterMatch(t *testing.T) {
 }
 
 // TestPlaceCountry: a place of one two-letter word is a country (code or
-// name), never a word of a town or region; other places match whole words
-// anywhere.
+// name), or a town or region of that whole name, never a word of a longer
+// one; other places match whole words anywhere.
 func TestPlaceCountry(t *testing.T) {
 	paris := &store.Meta{City: "Paris 04 Hôtel-de-Ville", Region: "Île-de-France", Country: "France", CountryCode: "FR"}
 	berlin := &store.Meta{City: "Berlin", Region: "Land Berlin", Country: "Germany", CountryCode: "DE"}
 	lapaz := &store.Meta{City: "La Paz", Region: "La Paz", Country: "Bolivia", CountryCode: "BO"}
 	salvador := &store.Meta{City: "San Salvador", Region: "San Salvador", Country: "El Salvador", CountryCode: "SV"}
+	aas := &store.Meta{City: "Ås", Region: "Akershus", Country: "Norway", CountryCode: "NO"}
+	bo := &store.Meta{City: "Bø", Region: "Telemark", Country: "Norway", CountryCode: "NO"}
+	moirana := &store.Meta{City: "Mo i Rana", Region: "Nordland", Country: "Norway", CountryCode: "NO"}
 	for _, tc := range []struct {
 		q    string
 		m    *store.Meta
@@ -123,6 +126,12 @@ func TestPlaceCountry(t *testing.T) {
 		{"place:france", paris, true},
 		{"place:de place:paris", paris, true},
 		{"place:de place:fr", berlin, true},
+		{"place:ås", aas, true}, // a town of two letters is found by its whole name
+		{"place:as", aas, true},
+		{"place:bø", bo, true},
+		{"place:telemark", bo, true},
+		{"place:no", bo, true},
+		{"place:mo", moirana, false}, // a word of a longer name is not
 	} {
 		f := parseFilter(t, tc.q)
 		if got := f.Match("/a.jpg", tc.m); got != tc.want {
