@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/internal/gemm"
 	"github.com/clipidx/clipidx/preprocess"
 )
 
@@ -55,6 +56,12 @@ func (c *closeWatch) Close() error {
 // ViT-H/14), and still reports each tower's bf16 cosine.
 func TestCheckBF16AfterF32(t *testing.T) {
 	dir := fixtures.TinyModel(t)
+	if _, err := gemm.BF16Kernel(); err != nil { // an AVX2-only CPU: bf16 on the portable kernel
+		if err := gemm.SetBF16Kernel("go"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { gemm.SetBF16Kernel("") })
+	}
 	var live, most int
 	var precisions []string
 	loadModel = func(dir string, opts Options) (Backend, error) {
