@@ -144,7 +144,7 @@ func benchPrompts(rng *rand.Rand, n, tokens int, c TextConfig) []int32 {
 
 // benchWarmups is how many passes of each tower run before the timed ones:
 // the first faults the weights in; with Options.PackEarly the CPU path
-// packs its float32 weights in the second where that pays (AVX-512; once,
+// packs its float32 weights in the second where that pays (AVX-512, AVX2; once,
 // 1.5-3.6 s for ViT-H/14's image tower on Emerald Rapids), as a long build
 // does after its first few passes, so the timed passes are a long build's
 // steady state.

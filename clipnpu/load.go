@@ -18,7 +18,7 @@ import (
 // loaded as stored with opts, get packed for the CPU's float32 kernel once
 // the passes have paid for it (clipnpu/cpu/packf32.go): on the fast CPU
 // path (not the reference), in float32 precision, on a kernel that gains
-// by packing (AVX-512), and where the file is mapped, so that its pages
+// by packing (AVX-512, AVX2), and where the file is mapped, so that its pages
 // can be let go (not on Windows, which reads it into memory).
 func PacksStoredF32(opts Options) bool {
 	return opts.Device != "reference" && opts.Device != "npu" && (opts.Precision == "" || opts.Precision == "f32") &&

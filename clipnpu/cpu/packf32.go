@@ -9,7 +9,7 @@ import (
 
 // When to pack. gemm.Pool.Pack packs a float32 weight matrix once in the
 // panels of the float32 kernel, after which no product transposes it
-// again. Where the kernel gains by it (gemm.PackPays: AVX-512), a ViT-H/14
+// again. Where the kernel gains by it (gemm.PackPays: AVX-512 and AVX2), a ViT-H/14
 // image pass of 4 then takes about 0.94x the time and a one-prompt text
 // query 0.8x (Emerald Rapids, 2 threads). But packing costs once: fresh
 // memory for every weight (2.5 GB for the image tower) and a pass over the

@@ -273,7 +273,7 @@ func printInfo(w io.Writer, r infoJSON) {
 	case p.Problem != "":
 		fmt.Fprintf(w, "  packed:     %s\n", p.Problem)
 	case p.Dir != "" && p.Files == 0:
-		fmt.Fprintf(w, "  packed:     weights packed for the kernels are kept in %s (none yet: the first start in bf16, or in f32 with the AVX-512 kernel, writes them)\n", p.Dir)
+		fmt.Fprintf(w, "  packed:     weights packed for the kernels are kept in %s (none yet: the first start in bf16, or in f32 with the AVX-512 or AVX2 kernel, writes them)\n", p.Dir)
 	case p.Dir != "":
 		fmt.Fprintf(w, "  packed:     weights packed for the kernels kept in %s (%.2f GB in %d files; rebuilt when needed; remove them with rm -r %s)\n",
 			p.Dir, float64(p.Bytes)/1e9, p.Files, p.Dir)

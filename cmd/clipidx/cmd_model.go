@@ -338,7 +338,7 @@ func printPackCache(out, info io.Writer) error {
 		return err
 	}
 	if n == 0 {
-		fmt.Fprintln(info, "no packed weights yet (the first start in bf16, or in f32 with the AVX-512 kernel, writes them)")
+		fmt.Fprintln(info, "no packed weights yet (the first start in bf16, or in f32 with the AVX-512 or AVX2 kernel, writes them)")
 		return nil
 	}
 	fmt.Fprintf(info, "%.2f GB in %d files; rebuilt when needed, remove them with: rm -r %s\n", float64(size)/1e9, n, dir)

@@ -87,10 +87,13 @@ func (p *Pool) Pack(w *Matrix) bool {
 // the packed panels in place, one sequential stream from each block: on
 // ViT-H/14 (Emerald Rapids, 2 threads) image and text passes took
 // 0.93-0.94x of their time, and 0.95-0.97x more with the packed weights on
-// huge pages (medians of interleaved pairs). The AVX2 kernel, whose B
-// panels stay in L1 while the slabs of A stream, gained nothing there
-// (image 1.04x, text 1.00x, within the noise), and the Go and NEON kernels
-// were not measured, so for them it is false; Pack still works on them.
+// huge pages (medians of interleaved pairs). True for the AVX2 kernel too:
+// on Emerald Rapids it gained nothing (image 1.04x, text 1.00x, within the
+// noise), but that CPU runs AVX-512; on an AVX2-only AMD Zen 3 (2 threads,
+// 2026-12-07) image passes took 0.93-0.98x of their time and text passes
+// 0.96-0.99x, which took both from level with ONNX Runtime to 0.95x of its
+// time. The Go and NEON kernels were not measured, so for them it is
+// false; Pack still works on them.
 func PackPays() bool { return currentKernel().kr.packPays }
 
 // offHeap returns n zeroed elements for owner's packed weights outside the
