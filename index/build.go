@@ -313,7 +313,15 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	// folders earlier builds found to be mount points.
 	old := map[string]*store.File{}
 	wasMount := map[string]bool{}
+	var vmetaVersion uint64
 	err = w.View(func(s *store.Snapshot) error {
+		if _, ok := opts.Video.(VideoProber); ok {
+			v, err := s.VideoMetaVersion()
+			if err != nil {
+				return err
+			}
+			vmetaVersion = v
+		}
 		ms, err := s.Mounts()
 		for _, m := range ms {
 			wasMount[m] = true
@@ -351,7 +359,8 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
 		sum:  &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()},
 		prog: progressState{roots: abs, started: time.Now()}, scope: scope,
-		frames: groupFrames(old), ctx: ctx, vmeta: videoMetaState{read: map[string]bool{}}}
+		frames: groupFrames(old), ctx: ctx}
+	b.vmeta = videoMetaState{read: map[string]bool{}, stale: b.prober() != nil && vmetaVersion < videoMetaVersion}
 	wk := newWalker(ctx, abs)
 	wk.onError, wk.wasMount, wk.isMount = opts.OnError, wasMount, opts.mountPoint
 	wk.progress = func(n int) { b.event(Event{Phase: "scan", Done: n}) }

@@ -68,6 +68,7 @@ type vframe struct {
 type videoResult struct {
 	frames []vframe
 	old    []frameRec // the video's frame records before this build
+	read   bool       // the metadata was read from the file by this code (sampled or probed)
 }
 
 // frameHash is the content hash of the frame at t of a video whose bytes
@@ -170,12 +171,12 @@ func (b *builder) prepareVideo(j job) result {
 	r.hash = h
 	if same := framesOf(h, r.video.old, b.known); same != nil {
 		r.act, r.video.frames = actTouch, same
-		r.meta = b.probeMeta(j, "")
+		r.meta, r.video.read = b.probeMeta(j, "")
 		return r
 	}
 	if same, from := b.recordedVideo(h); same != nil {
 		r.act, r.video.frames = actReuse, same
-		r.meta = b.probeMeta(j, from)
+		r.meta, r.video.read = b.probeMeta(j, from)
 		return r
 	}
 	if b.opts.Video == nil {
@@ -187,7 +188,10 @@ func (b *builder) prepareVideo(j job) result {
 		// Another video of this run has these bytes: it alone is sampled
 		// and embedded, this one takes its frames (collector.add).
 		r.dup = true
-		r.meta = b.probeMeta(j, "")
+		r.meta, r.video.read = b.probeMeta(j, "")
+		if r.meta == nil { // a new file: at least its own time
+			r.meta = videoMeta(video.Info{}, j.mtimeNs)
+		}
 		return r
 	}
 	frames, info, err := b.opts.Video.Sample(b.ctx, j.path)
@@ -195,7 +199,7 @@ func (b *builder) prepareVideo(j job) result {
 		r.err = err
 		return r
 	}
-	r.meta = videoMeta(info, j.mtimeNs)
+	r.meta, r.video.read = videoMeta(info, j.mtimeNs), true
 	for _, fr := range frames {
 		vf := vframe{t: fr.Time, hash: frameHash(h, fr.Time)}
 		if !b.known[vf.hash] {
@@ -360,7 +364,7 @@ func (b *builder) recordVideo(r result) {
 				b.batch.PutMeta(p, *r.meta)
 			}
 		}
-		if r.meta != nil {
+		if r.video.read {
 			b.noteVideoMeta(r.path)
 		}
 		for _, o := range v.old {
@@ -419,38 +423,37 @@ type VideoProber interface {
 	Probe(ctx context.Context, path string) (video.Info, error)
 }
 
-// probeMeta is the metadata of a video whose frames are kept or reused:
-// from a probe where the sampler can, else only the file's time. A probe
-// that fails leaves the frames' metadata as the file's time too (the
-// frames themselves are sound).
-//
-// Without a sampler the container is not read: a video's own frames keep
-// their metadata (nil), and frames taken from the recorded video whose
-// first frame record is from get a copy of its metadata, with this file's
-// time where that video's date was its file's time.
-func (b *builder) probeMeta(j job, from string) *store.Meta {
-	var in video.Info
+// probeMeta is the metadata of a video whose frames are kept or reused,
+// and whether it was read from the file: from a probe where the sampler
+// can. Without a sampler, or when the probe fails, the container is not
+// read: a video's own frames keep their metadata (nil: a probe that
+// failed once took its date and place), and frames taken from the
+// recorded video whose first frame record is from get a copy of its
+// metadata, with this file's time where that video's date was its file's
+// time.
+func (b *builder) probeMeta(j job, from string) (*store.Meta, bool) {
 	if p, ok := b.opts.Video.(VideoProber); ok {
-		in, _ = p.Probe(b.ctx, j.path)
-	} else if b.opts.Video == nil {
-		if from == "" {
-			return nil
-		}
-		var m store.Meta
-		var found bool
-		err := b.w.View(func(s *store.Snapshot) (err error) {
-			m, found, err = s.Meta(from)
-			return err
-		})
-		if err == nil && found {
-			if m.TakenSource != store.TakenVideo {
-				own := videoMeta(in, j.mtimeNs)
-				m.Taken, m.TakenNs, m.TakenSource, m.Offset, m.HasOffset = own.Taken, own.TakenNs, own.TakenSource, own.Offset, own.HasOffset
-			}
-			return &m
+		if in, err := p.Probe(b.ctx, j.path); err == nil {
+			return videoMeta(in, j.mtimeNs), true
 		}
 	}
-	return videoMeta(in, j.mtimeNs)
+	if from == "" {
+		return nil, false
+	}
+	var m store.Meta
+	var found bool
+	err := b.w.View(func(s *store.Snapshot) (err error) {
+		m, found, err = s.Meta(from)
+		return err
+	})
+	if err != nil || !found {
+		return videoMeta(video.Info{}, j.mtimeNs), false
+	}
+	if m.TakenSource != store.TakenVideo {
+		own := videoMeta(video.Info{}, j.mtimeNs)
+		m.Taken, m.TakenNs, m.TakenSource, m.Offset, m.HasOffset = own.Taken, own.TakenNs, own.TakenSource, own.Offset, own.HasOffset
+	}
+	return &m, false
 }
 
 // videoMeta is the Meta of a video's frames: the camera's local time where

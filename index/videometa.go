@@ -19,18 +19,20 @@ import (
 // records the new version once every video the index holds frames of has
 // been read by this code. The rules:
 //
+//   - Each video read by this code is marked in the index (store's
+//     MarkVideoRead, committed with its frames' metadata), so that an
+//     upgrade probes each video once, whichever builds walk it: roots
+//     built one at a time, partial builds, shares of a shared build,
+//     stopped builds, a disk away for months.
 //   - Without a prober (no ffmpeg) nothing is read and the version stays:
 //     a later build with ffprobe does the work. Nothing counts as failed.
 //   - A video whose probe fails, or that changes under the probe, keeps
-//     its metadata (it is not a failure: its frames are sound) and keeps
-//     the version from being recorded, so that a later build tries again.
-//   - A stopped build keeps the metadata it wrote; the version waits.
-//   - The version is the index's, not a root's: only a complete build of
-//     the roots (no Within, no share of a shared build) records it, and
-//     only when no frame in the whole index belongs to a video it did not
-//     read (one under a root it did not build, or on a disk that is away).
-//     Until then partial builds refresh what they walk, and the next full
-//     build probes those again: cheap, and simpler than a mark per video.
+//     its metadata (it is not a failure: its frames are sound) and stays
+//     unmarked, so that a later build tries again.
+//   - A build that marked a video records the version once every frame
+//     in the whole index belongs to a marked video (the marks are then
+//     dropped). A build that marked none does not look: it found nothing
+//     to do under its roots, and the version is only a shortcut.
 
 // videoMetaVersion is the version of what videoMeta reads: 1 the
 // container's creation_time and size; 2 adds Apple's local creationdate
@@ -39,9 +41,8 @@ const videoMetaVersion = 2
 
 // videoMetaState is what a build knows of the upgrade.
 type videoMetaState struct {
-	stale  bool            // the index's version is older than videoMetaVersion, and there is a prober
-	read   map[string]bool // videos whose frames this build gave this code's metadata
-	missed bool            // a video walked could not be probed again
+	stale bool            // the index's version is older than videoMetaVersion, and there is a prober
+	read  map[string]bool // videos whose frames this build gave this code's metadata
 }
 
 // prober is the build's VideoProber, nil without one.
@@ -51,10 +52,15 @@ func (b *builder) prober() VideoProber {
 }
 
 // noteVideoMeta records that the frames of video got this code's
-// metadata (recordVideo, with a prober).
+// metadata (recordVideo, after a probe or a sampling that read it), and
+// marks it in the index while the index's version is older.
 func (b *builder) noteVideoMeta(video string) {
-	if b.prober() != nil {
-		b.vmeta.read[video] = true
+	if b.prober() == nil {
+		return
+	}
+	b.vmeta.read[video] = true
+	if b.vmeta.stale {
+		b.batch.MarkVideoRead(video, videoMetaVersion)
 	}
 }
 
@@ -70,20 +76,15 @@ type staleVideo struct {
 // rewrites the metadata of their frames that differs.
 func (b *builder) refreshVideoMeta(ctx context.Context, wk *walker) error {
 	p := b.prober()
-	if p == nil {
+	if p == nil || !b.vmeta.stale {
 		return nil
 	}
 	var todo []staleVideo
 	err := b.w.View(func(s *store.Snapshot) error {
-		v, err := s.VideoMetaVersion()
-		if err != nil || v >= videoMetaVersion {
-			return err
-		}
-		b.vmeta.stale = true
 		for _, f := range wk.files {
 			frames := b.frames[f.path]
-			if len(frames) == 0 || b.vmeta.read[f.path] || b.videoChanged(f, nil) {
-				continue // no frames, or read (or left) by this build's pass
+			if len(frames) == 0 || b.vmeta.read[f.path] || b.videoChanged(f, nil) || s.VideoRead(f.path) >= videoMetaVersion {
+				continue // no frames, read (or left) by this build's pass, or by an earlier one
 			}
 			sv := staleVideo{f: f, frames: frames, metas: map[string]store.Meta{}}
 			for _, fr := range frames {
@@ -104,8 +105,7 @@ func (b *builder) refreshVideoMeta(ctx context.Context, wk *walker) error {
 	}
 	read := func(sv staleVideo) *store.Meta { return b.reprobe(ctx, p, sv.f) }
 	return metaPass(ctx, b, todo, read, func(sv staleVideo, m *store.Meta) string {
-		if m == nil { // not probed
-			b.vmeta.missed = true
+		if m == nil { // not probed: a later build tries again
 			return sv.f.path
 		}
 		for _, fr := range sv.frames {
@@ -114,7 +114,8 @@ func (b *builder) refreshVideoMeta(ctx context.Context, wk *walker) error {
 				b.pending++
 			}
 		}
-		b.vmeta.read[sv.f.path] = true
+		b.noteVideoMeta(sv.f.path)
+		b.pending++
 		return sv.f.path
 	})
 }
@@ -135,21 +136,23 @@ func (b *builder) reprobe(ctx context.Context, p VideoProber, f found) *store.Me
 	return videoMeta(in, f.mtimeNs)
 }
 
-// errUnread stops settleVideoMeta's walk at a video this build did not
-// read.
-var errUnread = errors.New("a video not read by this build")
+// errUnread stops settleVideoMeta's walk at a video not read by this
+// code.
+var errUnread = errors.New("a video not read by this code")
 
-// settleVideoMeta records videoMetaVersion at the end of a complete build
-// (after its removals) when the upgrade is done: a full build of the
-// roots, every video probed, and every frame of the index from a video
-// this build read.
+// settleVideoMeta records videoMetaVersion at the end of a build that
+// marked videos (after its commit and removals) when the upgrade is done:
+// every frame of the index is from a video marked as read by this code.
 func (b *builder) settleVideoMeta() error {
-	if !b.vmeta.stale || b.vmeta.missed || len(b.opts.Within) > 0 || b.opts.Shards > 1 {
+	if !b.vmeta.stale || len(b.vmeta.read) == 0 {
 		return nil
+	}
+	if err := b.maybeCommit(true); err != nil { // the marks, before they are read
+		return err
 	}
 	err := b.w.View(func(s *store.Snapshot) error {
 		return s.FilesPrefix("", func(p string, _ store.File) error {
-			if v, _, ok := store.SplitFrame(p); ok && !b.vmeta.read[v] {
+			if v, _, ok := store.SplitFrame(p); ok && !b.vmeta.read[v] && s.VideoRead(v) < videoMetaVersion {
 				return errUnread
 			}
 			return nil

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -85,11 +86,14 @@ func videoMetaVersionOf(t *testing.T, db string) uint64 {
 
 // TestVideoMetaUpgrade: the frames of an index whose videos an older
 // clipidx read get this code's metadata from a probe (no decode, no
-// model), whatever stops a build on the way: no sampler (nothing changes,
-// nothing fails), a partial build (what it walks is done, the version
-// waits), a failing probe (that video keeps its metadata, nothing fails),
-// a stopped build (what it did stays). A complete full build then records
-// the version, and the build after it probes nothing.
+// model), each video once, whatever stops a build on the way: no sampler
+// (nothing changes, nothing fails), a partial build (what it walks is
+// done and marked, the version waits), a failing probe (that video keeps
+// its metadata, nothing fails, the next build tries it again), a stopped
+// build (what it did stays, marked). Builds after that probe nothing (once
+// every build before the last probed every video again until one build
+// read them all), and the first build that reads a video once all are
+// marked records the version.
 func TestVideoMetaUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(t.TempDir(), "idx.db")
@@ -156,8 +160,8 @@ func TestVideoMetaUpgrade(t *testing.T) {
 	s.fail = map[string]bool{"a.mov": true}
 	build(videoOpts(e, s))
 	want("a probe fails", 0, b)
-	if n := s.probes.Swap(0); n != 2 {
-		t.Errorf("full build: %d probes, want 2 (the version is not recorded yet)", n)
+	if n := s.probes.Swap(0); n != 1 {
+		t.Errorf("full build: %d probes, want 1 (b was read by the partial build)", n)
 	}
 	s.fail = nil
 
@@ -184,12 +188,114 @@ func TestVideoMetaUpgrade(t *testing.T) {
 
 	s.probes.Store(0)
 	build(videoOpts(e, s))
-	want("complete build", videoMetaVersion, a, b)
-	if n := s.probes.Swap(0); n != 2 {
-		t.Errorf("complete build: %d probes, want 2", n)
+	want("complete build", 0, a, b)
+	if n := s.probes.Swap(0); n != 0 {
+		t.Errorf("complete build: %d probes, want none (both were read)", n)
+	}
+	// A new video: sampled, read, and then every video is: the version.
+	write(t, filepath.Join(dir, "c.mov"), "FAKEVIDEO 0 c")
+	build(videoOpts(e, s))
+	if v := videoMetaVersionOf(t, db); v != videoMetaVersion {
+		t.Errorf("after a new video: version %d, want %d", v, videoMetaVersion)
+	}
+	if n := s.probes.Swap(0); n != 0 {
+		t.Errorf("build of a new video: %d probes, want none", n)
 	}
 	build(videoOpts(e, s))
 	if n := s.probes.Load(); n != 0 {
 		t.Errorf("the next build probed %d videos, want none", n)
+	}
+}
+
+// TestVideoMetaUpgradeRootByRoot: an index of two roots, each built on
+// its own (and one of them away for a while), is upgraded video by video:
+// each build probes only the videos of its root not read yet, never the
+// same one twice, and the build that reads the last one records the
+// version. (Once only a build of both roots together could record it, and
+// every build before that probed every video of its root again.)
+func TestVideoMetaUpgradeRootByRoot(t *testing.T) {
+	one, two := t.TempDir(), t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	a, b := filepath.Join(one, "a.mov"), filepath.Join(two, "b.mov")
+	write(t, a, "FAKEVIDEO 0,4 a")
+	write(t, b, "FAKEVIDEO 0,4,8 b")
+	e, s := &fakeEnc{}, &taggedSampler{}
+	build := func(root string) {
+		t.Helper()
+		sum, err := Build(context.Background(), db, []string{root}, videoOpts(e, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Failed != 0 {
+			t.Errorf("failures %v, want none", sum.Failures)
+		}
+	}
+	build(one)
+	build(two)
+	stale := store.Meta{Taken: 1672536600, TakenSource: store.TakenVideo, HasOffset: true, Width: 4, Height: 4}
+	ageVideoMeta(t, db, map[string]store.Meta{a: stale, b: stale})
+	s.probes.Store(0)
+	for i := range 3 {
+		build(one)
+		if n := s.probes.Swap(0); n != int64(max(0, 1-i)) {
+			t.Errorf("build %d of the first root: %d probes, want %d", i+1, n, max(0, 1-i))
+		}
+		if v := videoMetaVersionOf(t, db); v != 0 {
+			t.Errorf("build %d of the first root: version %d, want none yet", i+1, v)
+		}
+	}
+	build(two)
+	if n := s.probes.Swap(0); n != 1 {
+		t.Errorf("build of the second root: %d probes, want 1", n)
+	}
+	if v := videoMetaVersionOf(t, db); v != videoMetaVersion {
+		t.Errorf("every video read: version %d, want %d", v, videoMetaVersion)
+	}
+	got, _ := readMetas(t, db)
+	for p, m := range got {
+		if m == stale {
+			t.Errorf("%s kept the old metadata", p)
+		}
+	}
+	build(one)
+	build(two)
+	if n := s.probes.Load(); n != 0 {
+		t.Errorf("builds after the upgrade probed %d videos, want none", n)
+	}
+}
+
+// TestVideoTouchedProbeFails: a video whose time changed (same bytes)
+// keeps its frames' date and place when its probe fails: once they were
+// replaced by the file's new time and no place.
+func TestVideoTouchedProbeFails(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	a := filepath.Join(dir, "a.mov")
+	write(t, a, "FAKEVIDEO 0,4 a")
+	e, s := &fakeEnc{}, &taggedSampler{}
+	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(e, s)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := readMetas(t, db)
+	if m := before[a+store.FrameSep+"4"]; m.City != "New York City" {
+		t.Fatalf("a frame's metadata %+v, want New York's", m)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(a, later, later); err != nil {
+		t.Fatal(err)
+	}
+	s.fail = map[string]bool{"a.mov": true}
+	sum, err := Build(context.Background(), db, []string{dir}, videoOpts(e, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Failed != 0 || s.probes.Load() == 0 {
+		t.Errorf("failures %v, %d probes: want none and a probe", sum.Failures, s.probes.Load())
+	}
+	after, _ := readMetas(t, db)
+	for p, m := range before {
+		if after[p] != m {
+			t.Errorf("%s: %+v after the failed probe, want %+v", p, after[p], m)
+		}
 	}
 }

@@ -24,6 +24,7 @@ const (
 	opMeta // see meta.go
 	opPlaces
 	opVideoMeta
+	opVideoRead
 )
 
 type op struct {

@@ -29,6 +29,9 @@
 //	           texts); the meta bucket's "places" key names the place
 //	           table the names came from, its "videometa" key (u64) the
 //	           version of the code that read the video frames' metadata
+//	videoread  video path → u64: the version of the code that read its
+//	           frames' metadata, while newer than the "videometa" key's
+//	           (meta.go); dropped when that key is raised
 //	metacol    per chunk, what a filter reads of each vector's files: flags,
 //	           capture time, place and camera ids, position (metacol.go);
 //	           derived from refs and photometa, kept by every transaction of

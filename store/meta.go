@@ -13,14 +13,17 @@ import (
 // record that has one, path → encoded Meta; the meta bucket's "places" key
 // names the place table its place names came from (see PlacesVersion), its
 // "videometa" key (u64) the version of the way video frames' metadata was
-// read (see VideoMetaVersion).
+// read (see VideoMetaVersion). Until that version is recorded, the
+// videoread bucket (optional) marks each video read by a newer version,
+// video path → u64 version (see MarkVideoRead).
 var (
 	bPhotoMeta = []byte("photometa")
+	bVideoRead = []byte("videoread")
 	kPlaces    = []byte("places")
 	kVideoMeta = []byte("videometa")
 )
 
-func init() { optionalBuckets = append(optionalBuckets, bPhotoMeta) }
+func init() { optionalBuckets = append(optionalBuckets, bPhotoMeta, bVideoRead) }
 
 const (
 	metaVersion = 1
@@ -230,13 +233,24 @@ func (b *Batch) SetPlacesVersion(v string) {
 
 // SetVideoMetaVersion records the version of the code that read the
 // metadata of every video frame the index holds (see
-// Snapshot.VideoMetaVersion); 0 forgets it, as in an index written before
-// it existed.
+// Snapshot.VideoMetaVersion) and forgets the marks of single videos
+// (MarkVideoRead), which it covers; 0 forgets it, as in an index written
+// before it existed.
 func (b *Batch) SetVideoMetaVersion(v uint64) {
 	b.ops = append(b.ops, op{kind: opVideoMeta, file: File{Size: int64(v)}}) // carried in Size, as PutShard's stat
 }
 
-// applyMeta applies opMeta, opPlaces and opVideoMeta.
+// MarkVideoRead records that the metadata of the frames of video was read
+// by version v of the code (see Snapshot.VideoRead), while the index's
+// version (VideoMetaVersion) is older: an upgrade reads each video once,
+// whichever builds walk it, until every video is marked and the version
+// can be recorded. The mark is of the path, not of a record: a video
+// renamed is read again.
+func (b *Batch) MarkVideoRead(video string, v uint64) {
+	b.ops = append(b.ops, op{kind: opVideoRead, path: video, file: File{Size: int64(v)}})
+}
+
+// applyMeta applies opMeta, opPlaces, opVideoMeta and opVideoRead.
 func (w *wtx) applyMeta(o op) error {
 	switch {
 	case o.kind == opPlaces:
@@ -244,7 +258,18 @@ func (w *wtx) applyMeta(o op) error {
 	case o.kind == opVideoMeta && o.file.Size == 0:
 		return w.meta.Delete(kVideoMeta)
 	case o.kind == opVideoMeta:
+		if w.tx.Bucket(bVideoRead) != nil {
+			if err := w.tx.DeleteBucket(bVideoRead); err != nil {
+				return err
+			}
+		}
 		return w.meta.Put(kVideoMeta, u64(uint64(o.file.Size)))
+	case o.kind == opVideoRead:
+		bk, err := w.tx.CreateBucketIfNotExists(bVideoRead)
+		if err != nil {
+			return err
+		}
+		return bk.Put([]byte(o.path), u64(uint64(o.file.Size)))
 	}
 	if w.files.Get([]byte(o.path)) == nil {
 		return fmt.Errorf("metadata of %s: no file record", o.path)
@@ -348,12 +373,34 @@ func (s *Snapshot) VideoMetaVersion() (uint64, error) {
 	return getU64(v), nil
 }
 
+// VideoRead is the version of the code that read the metadata of video's
+// frames, as marked by MarkVideoRead; 0 when not marked (read by the
+// index's VideoMetaVersion, or earlier).
+func (s *Snapshot) VideoRead(video string) uint64 {
+	bk := s.tx.Bucket(bVideoRead)
+	if bk == nil {
+		return 0
+	}
+	if v := bk.Get([]byte(video)); len(v) == 8 {
+		return getU64(v)
+	}
+	return 0
+}
+
 // checkMeta reports metadata records that do not decode or have no file
 // record, or belong to a failed file, and a damaged video metadata
-// version (see Check).
+// version or mark (see Check).
 func (s *Snapshot) checkMeta(bad func(format string, a ...any)) {
 	if _, err := s.VideoMetaVersion(); err != nil {
 		bad("%v", err)
+	}
+	if bk := s.tx.Bucket(bVideoRead); bk != nil {
+		bk.ForEach(func(k, v []byte) error {
+			if len(v) != 8 {
+				bad("%v: video read mark of %s is %d bytes, want 8", ErrCorrupt, k, len(v))
+			}
+			return nil
+		})
 	}
 	bk := s.tx.Bucket(bPhotoMeta)
 	if bk == nil {
@@ -389,8 +436,11 @@ func (t *wtx) mergeMeta(rec mergeRec) error {
 	if err := t.deleteMeta(rec.path); err != nil {
 		return err
 	}
-	if _, _, ok := SplitFrame(rec.path); ok {
+	if v, _, ok := SplitFrame(rec.path); ok {
 		if err := t.meta.Delete(kVideoMeta); err != nil {
+			return err
+		}
+		if err := deleteIn(t.tx, bVideoRead, v); err != nil { // read by the other index's code
 			return err
 		}
 	}

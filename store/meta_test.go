@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -250,6 +251,75 @@ func TestMetaVideoVersion(t *testing.T) {
 	db.Close()
 	if err := Check(videos); err == nil || !strings.Contains(err.Error(), "video metadata version") {
 		t.Errorf("Check of a damaged version: %v", err)
+	}
+}
+
+// TestMetaVideoRead: a video's read mark is kept until the version is
+// recorded (which drops every mark), a merged frame drops its video's mark
+// in the output (read by the other index's code), and Check reports a
+// damaged mark.
+func TestMetaVideoRead(t *testing.T) {
+	dir := t.TempDir()
+	marks := func(path string, videos ...string) []uint64 {
+		t.Helper()
+		r, err := OpenReader(path, ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var got []uint64
+		r.View(func(s *Snapshot) error {
+			for _, v := range videos {
+				got = append(got, s.VideoRead(v))
+			}
+			return nil
+		})
+		return got
+	}
+	commit := func(path string, fill func(b *Batch)) {
+		t.Helper()
+		w := openW(t, path)
+		var b Batch
+		fill(&b)
+		if err := w.Commit(&b); err != nil {
+			t.Fatal(err)
+		}
+		closeW(t, w)
+	}
+	out, other := filepath.Join(dir, "out.db"), filepath.Join(dir, "other.db")
+	commit(out, func(b *Batch) {
+		b.Put(FramePath("/v/a.mov", 2), File{Size: 1, Hash: hashOf("a")}, vec(1, 8))
+		b.Put(FramePath("/v/b.mov", 2), File{Size: 1, Hash: hashOf("b")}, vec(2, 8))
+		b.MarkVideoRead("/v/a.mov", 3)
+		b.MarkVideoRead("/v/b.mov", 3)
+	})
+	if got := marks(out, "/v/a.mov", "/v/b.mov", "/v/c.mov"); !slices.Equal(got, []uint64{3, 3, 0}) {
+		t.Errorf("marks %v, want [3 3 0]", got)
+	}
+	commit(other, func(b *Batch) {
+		b.Put(FramePath("/v/a.mov", 2), File{Size: 1, MtimeNs: 1, Hash: hashOf("a2")}, vec(3, 8)) // later: it wins
+	})
+	if _, err := Merge(out, []string{other}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := marks(out, "/v/a.mov", "/v/b.mov"); !slices.Equal(got, []uint64{0, 3}) {
+		t.Errorf("marks %v after merging a.mov's frame, want [0 3]", got)
+	}
+	commit(out, func(b *Batch) { b.SetVideoMetaVersion(3) })
+	if got := marks(out, "/v/b.mov"); !slices.Equal(got, []uint64{0}) {
+		t.Errorf("marks %v after the version was recorded, want none", got)
+	}
+	commit(out, func(b *Batch) { b.MarkVideoRead("/v/b.mov", 4) })
+	db, err := bolt.Open(out, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bVideoRead).Put([]byte("/v/b.mov"), []byte{4}) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := Check(out); err == nil || !strings.Contains(err.Error(), "video read mark of /v/b.mov") {
+		t.Errorf("Check of a damaged mark: %v", err)
 	}
 }
 
