@@ -96,8 +96,11 @@ holds the others' partitions; no existing file is ever overwritten.`,
 			}
 			if n := len(res.Skipped); n > 0 {
 				// A note on stderr in either mode: --json lists them too.
-				fmt.Fprintf(cmd.ErrOrStderr(), "note: left out %d %s whose path holds a line break, which the paths file (one path a line) cannot hold: %q (the clip-retrieval format keeps them)\n",
-					n, plural(n, "file", "files"), res.Skipped)
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: left out %d %s whose path holds a line break, which the paths file (one path a line) cannot hold (the clip-retrieval format keeps them):\n",
+					n, plural(n, "file", "files"))
+				for _, p := range res.Skipped {
+					fmt.Fprintf(cmd.ErrOrStderr(), "  %q\n", p)
+				}
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)

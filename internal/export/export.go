@@ -501,11 +501,18 @@ func (p *pipeline) write(order <-chan *block) error {
 	return err
 }
 
+// lineBreaks are the characters Python's str.splitlines breaks lines at:
+// LF, CR, VT, FF, the file, group and record separators, NEL, and the
+// Unicode line and paragraph separators.
+const lineBreaks = "\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029"
+
 // FaissFlat writes the rows of the snapshot as a FAISS IndexFlatIP file
 // at path (float32, row i = id i) and their paths, one per line, at
 // path + ".paths". Neither file may exist. A file whose path holds a line
 // break cannot be a line of the paths file: it is left out of both, and
-// listed in Result.Skipped.
+// listed in Result.Skipped. A line break is any that Python's
+// str.splitlines splits at (lineBreaks), since readers of the paths file
+// are mostly Python.
 func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
 	all, err := collect(s, opts.Under)
 	if err != nil {
@@ -514,7 +521,7 @@ func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
 	var rows []row
 	var skipped []string
 	for _, r := range all {
-		if strings.ContainsAny(r.path, "\n\r") {
+		if strings.ContainsAny(r.path, lineBreaks) {
 			skipped = append(skipped, r.path)
 			continue
 		}

@@ -576,9 +576,10 @@ func checkPhotoColumns(t *testing.T, i int, p string, r map[string]any, s *store
 	}
 }
 
-// TestFaissFlatLineBreak: a file whose path holds a line break is left out
-// of a faiss-flat export, both files, and listed as skipped; the other
-// rows are written (once the whole export was refused).
+// TestFaissFlatLineBreak: a file whose path holds a line break (any that
+// Python's splitlines breaks at) is left out of a faiss-flat export, both
+// files, and listed as skipped; the other rows are written (once the whole
+// export was refused).
 func TestFaissFlatLineBreak(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "ix.db")
 	w, err := store.OpenWriter(db, testID, store.WriterOptions{NoSync: true})
@@ -587,7 +588,7 @@ func TestFaissFlatLineBreak(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(3, 3))
 	var b store.Batch
-	for i, p := range []string{"/p/a.jpg", "/p/new\nline.jpg", "/p/b.jpg", "/p/c\r.jpg"} {
+	for i, p := range []string{"/p/a.jpg", "/p/new\nline.jpg", "/p/b.jpg", "/p/c\r.jpg", "/p/d\u2028.jpg", "/p/e\u0085.jpg", "/p/f\f.jpg"} {
 		b.Put(p, store.File{Size: 1, MtimeNs: int64(i), Hash: store.Hash(sha256.Sum256([]byte(p)))}, randVec(r))
 	}
 	if err := w.Commit(&b); err != nil {
@@ -603,8 +604,8 @@ func TestFaissFlatLineBreak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Rows != 2 || !slices.Equal(res.Skipped, []string{"/p/c\r.jpg", "/p/new\nline.jpg"}) {
-		t.Errorf("%d rows, skipped %q: want 2 and the two paths with line breaks", res.Rows, res.Skipped)
+	if res.Rows != 2 || !slices.Equal(res.Skipped, []string{"/p/c\r.jpg", "/p/d\u2028.jpg", "/p/e\u0085.jpg", "/p/f\f.jpg", "/p/new\nline.jpg"}) {
+		t.Errorf("%d rows, skipped %q: want 2 and the five paths with line breaks (Python's splitlines)", res.Rows, res.Skipped)
 	}
 	if pl, _ := os.ReadFile(out + ".paths"); string(pl) != "/p/a.jpg\n/p/b.jpg\n" {
 		t.Errorf(".paths = %q", pl)
