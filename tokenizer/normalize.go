@@ -48,6 +48,11 @@ func validUTF8(s string) string {
 	return b.String()
 }
 
+// Normalize is the text the tokenizer reads of s (normalize), with the
+// white space at its ends trimmed: two texts with the same Normalize give
+// the same tokens ("Cat" and "cat ", "Ångström" composed or not).
+func Normalize(s string) string { return strings.TrimSpace(normalize(s)) }
+
 // normalize applies the normalizer of Hugging Face's CLIP tokenizer: NFC,
 // every run of white space to one space, then lowercase.
 func normalize(s string) string {

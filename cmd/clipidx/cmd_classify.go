@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/tokenizer"
 )
 
 func init() { subcommands = append(subcommands, newClassifyCmd) }
@@ -39,15 +40,18 @@ still classified; the exit status is then 1.`,
 			if len(labels) == 0 {
 				return &exitError{code: 2, err: errors.New("classify: pass at least one --label")}
 			}
-			seen := map[string]bool{}
+			seen := map[string]string{} // tokenizer.Normalize → the label
 			for _, l := range labels {
+				k := tokenizer.Normalize(l)
 				switch {
 				case strings.TrimSpace(l) == "":
 					return &exitError{code: 2, err: errors.New("classify: a --label is empty")}
-				case seen[l]:
+				case seen[k] == l:
 					return &exitError{code: 2, err: fmt.Errorf("classify: --label %q is given twice (the probabilities are among distinct labels)", l)}
+				case seen[k] != "":
+					return &exitError{code: 2, err: fmt.Errorf("classify: --label %q and --label %q are the same to the model (case and spacing aside), so they would split one probability", seen[k], l)}
 				}
-				seen[l] = true
+				seen[k] = l
 			}
 			if template != "" && !strings.Contains(template, "{}") {
 				return &exitError{code: 2, err: fmt.Errorf("classify: --template %q has no {} for the label", template)}

@@ -148,6 +148,7 @@ func TestClassifyErrors(t *testing.T) {
 		// Once classified as "b 1.000,  0.000" and "a 0.5, a 0.5".
 		{"empty label", []string{"classify", good, "--label", " ", "--label", "b"}, 2, "empty"},
 		{"label twice", []string{"classify", good, "--label", "a", "--label", "b", "--label", "a"}, 2, "given twice"},
+		{"label twice, another case", []string{"classify", good, "--label", "Cat", "--label", "dog", "--label", "cat "}, 2, `--label "Cat" and --label "cat " are the same to the model`},
 	} {
 		_, _, err := runModelCmd(append([]string{"--model", model}, c.args...)...)
 		if exitCode(err) != c.code || err == nil || !strings.Contains(err.Error(), c.msg) {
