@@ -93,7 +93,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // goneReason is the errGone err wraps, without what else it holds (a
 // path, which an answer never names).
 func goneReason(err error) error {
-	for _, e := range []error{errRemoved, errChanged, errOutside} {
+	for _, e := range []error{errRemoved, errChanged, errOutside, errAway, errDenied} {
 		if errors.Is(err, e) {
 			return e
 		}

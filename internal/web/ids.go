@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,26 @@ var (
 	errRemoved = fmt.Errorf("%w: the file was removed or moved since it was indexed (a build of its folder updates the index)", errGone)
 	errChanged = fmt.Errorf("%w: the file changed since it was indexed (a build of its folder indexes it again)", errGone)
 	errOutside = fmt.Errorf("%w: the file now lies outside the indexed folders", errGone)
+	errAway    = fmt.Errorf("%w: the file's folder is away (its disk unplugged or unmounted, as the last build found it); it is kept in the index and served again when the folder is back", errGone)
+	errDenied  = fmt.Errorf("%w: the file cannot be read (permission denied)", errGone)
 )
+
+// missing is the reason a file of record p cannot be found or opened (err
+// from the system): its folder away, as the index records it; permission
+// denied; or else removed.
+func missing(snap *store.Snapshot, p string, err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return errDenied
+	}
+	if snap != nil {
+		if off, oerr := snap.Offline(); oerr == nil {
+			if _, ok := store.OfflineFor(off, p); ok {
+				return errAway
+			}
+		}
+	}
+	return errRemoved
+}
 
 type idMap struct {
 	key []byte
@@ -149,21 +169,24 @@ func (s *Server) resolve(snap *store.Snapshot, id string) (indexedFile, error) {
 		if v, t, frame = store.SplitFrame(p); frame {
 			file = v // a video's frame, served from its video
 		} else if file, key = splitSample(p); file == "" {
-			return indexedFile{}, errRemoved
+			return indexedFile{}, missing(snap, p, err)
 		}
 	}
 	real, err := filepath.EvalSymlinks(file)
 	if err != nil {
-		return indexedFile{}, errRemoved
+		return indexedFile{}, missing(snap, file, err)
 	}
 	ok, err := inRoots(snap, file, real)
-	if err != nil || !ok {
+	if err != nil {
+		return indexedFile{}, fmt.Errorf("the indexed folders of the index: %w", err)
+	}
+	if !ok {
 		return indexedFile{}, errOutside
 	}
 	fi, err := os.Stat(real)
 	switch {
 	case err != nil:
-		return indexedFile{}, errRemoved
+		return indexedFile{}, missing(snap, file, err)
 	case !fi.Mode().IsRegular() || fi.ModTime().UnixNano() != rec.MtimeNs || key == "" && fi.Size() != rec.Size:
 		return indexedFile{}, errChanged
 	}
@@ -276,7 +299,7 @@ type source struct {
 func openSources(f indexedFile) (*os.File, []source, error) {
 	file, err := os.Open(f.real)
 	if err != nil {
-		return nil, nil, errRemoved
+		return nil, nil, missing(nil, f.real, err)
 	}
 	fi, err := file.Stat()
 	if err != nil || !fi.Mode().IsRegular() || f.key == "" && fi.Size() != f.rec.Size {

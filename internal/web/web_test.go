@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"image"
 	"image/jpeg"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -465,5 +467,29 @@ func TestMalformedQueryAndMethod(t *testing.T) {
 	}
 	if code, _, h := e.get(t, "/api/nothing"); code != http.StatusNotFound || h.Get("Allow") != "" {
 		t.Errorf("GET /api/nothing: %d, want 404", code)
+	}
+}
+
+// TestGoneAway: the 404 of a file whose folder is away (its disk
+// unplugged: the last build kept its records offline) says so, not that
+// the file was removed; a permission error says that.
+func TestGoneAway(t *testing.T) {
+	e := newEnv(t, nil)
+	p := filepath.Join(e.dir, "gray_260x200.png")
+	id := e.idOf(t, p)
+	unplugged := e.dir + ".unplugged"
+	if err := os.Rename(e.dir, unplugged); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Rename(unplugged, e.dir) })
+	build(t, e.db, index.Options{}, e.dir)
+	for _, what := range []string{"/thumb/", "/image/"} {
+		code, body, _ := e.get(t, what+id)
+		if code != http.StatusNotFound || !strings.Contains(string(body), "folder is away") || strings.Contains(string(body), "/") {
+			t.Errorf("%s of a file on a disk that is away: %d %s, want 404 saying its folder is away", what, code, body)
+		}
+	}
+	if err := missing(nil, p, &fs.PathError{Op: "open", Path: p, Err: syscall.EACCES}); err != errDenied {
+		t.Errorf("a file that cannot be opened for its permissions: %v, want %v", err, errDenied)
 	}
 }
