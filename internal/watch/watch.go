@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -174,6 +175,12 @@ type watcher struct {
 	// when they are looked at again (zero: never).
 	roots    map[string]rootID
 	nextPoll time.Time
+	// polled brings a poll's findings, one per root in Options.Roots
+	// order, from the goroutine that looked (a root on a network
+	// filesystem that hangs must not stop the loop); polling is set
+	// while one is out.
+	polled  chan []rootID
+	polling bool
 }
 
 func (o *Options) defaults() error {
@@ -219,7 +226,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.defaults(); err != nil {
 		return err
 	}
-	w := &watcher{o: o, watched: map[string]bool{}, pending: map[string]*pend{}, told: map[string]bool{}, roots: map[string]rootID{}}
+	w := &watcher{o: o, watched: map[string]bool{}, pending: map[string]*pend{}, told: map[string]bool{}, roots: map[string]rootID{},
+		polled: make(chan []rootID, 1)}
 	if !o.NoEvents {
 		w.src = o.Source
 		if w.src == nil {
@@ -291,6 +299,9 @@ func (w *watcher) loop(ctx context.Context) error {
 				// come back): a full build sees every change.
 				w.full, w.nextFull = false, w.o.Clock.Now().Add(retryAfter)
 			}
+		case ids := <-w.polled:
+			w.polling = false
+			w.rootsLooked(ids)
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -384,14 +395,36 @@ func (w *watcher) wait() time.Duration {
 // old watches, gets new ones if it is there, and waits to settle like a
 // changed path: its build is of the whole root, which finds it back, or
 // keeps its entries offline.
+//
+// The roots are looked at on a goroutine of their own, one poll at a
+// time, whose findings the loop takes (rootsLooked): a stat of a root on a
+// network filesystem whose server is gone can hang for minutes, and the
+// loop must meanwhile keep taking events and starting builds.
 func (w *watcher) pollRoots() {
 	now := w.o.Clock.Now()
-	if w.nextPoll.IsZero() || now.Before(w.nextPoll) {
+	if w.nextPoll.IsZero() || now.Before(w.nextPoll) || w.polling {
 		return
 	}
 	w.nextPoll = now.Add(w.o.RootPoll)
-	for _, r := range w.o.Roots {
-		id := rootOf(r)
+	w.polling = true
+	roots := slices.Clone(w.o.Roots)
+	go func() {
+		ids := make([]rootID, len(roots))
+		for i, r := range roots {
+			ids[i] = lookRoot(r)
+		}
+		w.polled <- ids
+	}()
+}
+
+// lookRoot is rootOf, for pollRoots: a hook for the tests.
+var lookRoot = rootOf
+
+// rootsLooked takes a poll's findings (pollRoots).
+func (w *watcher) rootsLooked(ids []rootID) {
+	now := w.o.Clock.Now()
+	for i, r := range w.o.Roots {
+		id := ids[i]
 		if id == w.roots[r] {
 			continue
 		}

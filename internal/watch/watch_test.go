@@ -783,3 +783,32 @@ func TestWatchRootReplacedBeforeRescan(t *testing.T) {
 		t.Error("the mounted disk's photo is not indexed by the rescan")
 	}
 }
+
+// A root whose stat hangs (a network filesystem whose server is gone)
+// does not stop the watcher: events under the other root are still built
+// while the poll waits. (Once the poll ran on the loop, and nothing was
+// built until the stat returned.)
+func TestWatchRootPollHangs(t *testing.T) {
+	src := newSource()
+	r := newRig(t, Options{Rescan: time.Hour, RootPoll: settle}, src)
+	hung := make(chan struct{})
+	var once sync.Once
+	prev := lookRoot
+	lookRoot = func(root string) rootID {
+		once.Do(func() { <-hung })
+		return rootOf(root)
+	}
+	t.Cleanup(func() { close(hung); lookRoot = prev })
+	r.write("a/one.jpg", "IMG one")
+	r.start()
+	r.nextBuild(maxBatchWait)
+	r.clock.Advance(2 * settle) // the poll is due, and hangs
+	r.write("a/two.jpg", "IMG two")
+	r.event(fsnotify.Create, filepath.Join(r.root, "a", "two.jpg"))
+	if w, _ := r.nextBuild(maxBatchWait); len(w) != 1 {
+		t.Fatalf("build within %v, want the new photo's", w)
+	}
+	if !r.has("a/two.jpg") {
+		t.Error("the new photo is not indexed while the root poll hangs")
+	}
+}
