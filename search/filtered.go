@@ -314,6 +314,10 @@ func List(s *store.Snapshot, opts Options) ([]Result, error) {
 	if order == ByScore {
 		order = ByDateDesc
 	}
+	var err error
+	if opts.Under, err = UnderForms(s, opts.Under); err != nil {
+		return nil, err
+	}
 	r := newFilterRun(s, opts)
 	if out, ok, err := r.listColumn(k, order, opts.Frames); ok || err != nil {
 		return out, err
@@ -323,7 +327,6 @@ func List(s *store.Snapshot, opts Options) ([]Result, error) {
 		meta *store.Meta
 	}
 	var recs []rec
-	var err error
 	if r.m.f.NeedsMeta() {
 		err = r.md.EachMeta(func(p string, m store.Meta) error {
 			if underAny(p, r.under) && r.m.match(p, &m) {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -24,7 +26,8 @@ type Options struct {
 	Threshold *float32
 	// Under restricts results to files inside these directories, or
 	// samples of these tar shards (store.Within; absolute,
-	// clean); empty = everywhere.
+	// clean), as given or through symbolic links (UnderForms); empty =
+	// everywhere.
 	Under []string
 	// Threads scanning in parallel; 0 = runtime.NumCPU().
 	Threads int
@@ -95,6 +98,9 @@ func searchFiles(s *store.Snapshot, q []float32, opts Options) ([]Result, error)
 	}
 	chunks, err := s.Chunks()
 	if err != nil {
+		return nil, err
+	}
+	if opts.Under, err = UnderForms(s, opts.Under); err != nil {
 		return nil, err
 	}
 	allow, err := underAllow(s, chunks, opts.Under)
@@ -191,6 +197,54 @@ func list(cands []cand, k int, threshold *float32, paths func(store.VecID) []str
 		}
 	}
 	return out
+}
+
+// UnderForms is each of dirs (absolute) in every form the index may hold
+// files under it as: as given; when it exists, its real path (symbolic
+// links resolved); and, since a build records paths as it walked them,
+// that real path as seen through each indexed root that resolves above
+// or below it (a root given as a link). Without duplicates, dirs first.
+func UnderForms(s *store.Snapshot, dirs []string) ([]string, error) {
+	if len(dirs) == 0 {
+		return dirs, nil
+	}
+	roots, err := s.Roots()
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(dirs)
+	add := func(d string) {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	var real map[string]string // root → its real path, when first needed
+	for _, d := range dirs {
+		rp, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			continue
+		}
+		add(rp)
+		if real == nil {
+			real = make(map[string]string, len(roots))
+			for _, r := range roots {
+				if rr, err := filepath.EvalSymlinks(r); err == nil {
+					real[r] = rr
+				}
+			}
+		}
+		for _, r := range roots {
+			rr, ok := real[r]
+			switch {
+			case !ok:
+			case store.Under(rp, rr):
+				add(filepath.Join(r, strings.TrimPrefix(rp, rr)))
+			case store.Under(rr, rp):
+				add(r)
+			}
+		}
+	}
+	return out, nil
 }
 
 func underAny(p string, dirs []string) bool {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -401,44 +400,21 @@ func printPreviews(cmd *cobra.Command, res []hit, long bool) error {
 var errFound = errors.New("found")
 
 // resolveUnder turns each --under into the folders (or tar shards) to
-// search: the path as given, made absolute; when it exists, its real path
-// (symbolic links resolved); and, since a build records paths as it walked
-// them, that real path as seen through each indexed root that resolves
-// above or below it (a root given as a link). It says on w which --under
+// search: the path as given, made absolute, in every form the index may
+// hold it as (search.UnderForms: through links). It says on w which --under
 // holds no indexed file, and whether it exists; empty reports that none
 // holds any, so there is nothing to rank.
 func resolveUnder(db string, under []string, w io.Writer) (dirs []string, empty bool, err error) {
 	empty = true
 	err = viewIndex(db)(func(s *store.Snapshot) error {
-		roots, err := s.Roots()
-		if err != nil {
-			return err
-		}
-		real := make(map[string]string, len(roots)) // root → its real path
-		for _, r := range roots {
-			if rr, err := filepath.EvalSymlinks(r); err == nil {
-				real[r] = rr
-			}
-		}
 		for _, u := range under {
 			abs, err := filepath.Abs(u)
 			if err != nil {
 				return err
 			}
-			forms := []string{abs}
-			rp, rerr := filepath.EvalSymlinks(abs)
-			if rerr == nil {
-				forms = append(forms, rp)
-				for _, r := range roots {
-					rr, ok := real[r]
-					switch {
-					case !ok:
-					case store.Under(rp, rr):
-						forms = append(forms, filepath.Join(r, strings.TrimPrefix(rp, rr)))
-					case store.Under(rr, rp):
-						forms = append(forms, r)
-					}
-				}
+			forms, err := search.UnderForms(s, []string{abs})
+			if err != nil {
+				return err
 			}
 			held := false
 			for _, d := range forms {

@@ -493,3 +493,32 @@ func TestGoneAway(t *testing.T) {
 		t.Errorf("a file that cannot be opened for its permissions: %v, want %v", err, errDenied)
 	}
 }
+
+// TestUnderThroughLink: under= finds the files of a folder named through
+// a symbolic link to it, and under its real path when the index was built
+// through a link, as `search --under` does. (Once the web took the path
+// only as the index spelled it, and found nothing.)
+func TestUnderThroughLink(t *testing.T) {
+	e := newEnv(t, nil)
+	all := e.search(t, "/api/search?k=100&q=x")
+	if len(all.Results) == 0 {
+		t.Fatal("no results at all")
+	}
+	link := filepath.Join(t.TempDir(), "shortcut")
+	if err := os.Symlink(e.dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if a := e.search(t, "/api/search?k=100&q=x&under="+url.QueryEscape(link)); len(a.Results) != len(all.Results) {
+		t.Errorf("under a link to the indexed folder: %d results, want %d", len(a.Results), len(all.Results))
+	}
+	// The index built through the link: its real path finds them.
+	e2 := &env{dir: link, db: filepath.Join(t.TempDir(), "index.db")}
+	build(t, e2.db, index.Options{}, link)
+	e2.start(t, nil)
+	if a := e2.search(t, "/api/search?k=100&q=x&under="+url.QueryEscape(e.dir)); len(a.Results) != len(all.Results) {
+		t.Errorf("under the real folder of a root given as a link: %d results, want %d", len(a.Results), len(all.Results))
+	}
+	if a := e2.search(t, "/api/search?k=100&q=x&under="+url.QueryEscape(filepath.Join(t.TempDir(), "elsewhere"))); len(a.Results) != 0 {
+		t.Errorf("under another folder: %d results, want none", len(a.Results))
+	}
+}
