@@ -23,9 +23,12 @@ import (
 type Meta struct {
 	// Taken is DateTimeOriginal as the camera's clock showed it, with
 	// SubSecTimeOriginal, in the UTC location (the wall clock, not an
-	// instant); zero when absent or unreadable.
+	// instant); where it is absent or unreadable, DateTimeDigitized
+	// (exiftool's CreateDate, which scanners and some phones and editors
+	// write alone) with SubSecTimeDigitized; zero when neither is there.
 	Taken time.Time
-	// Offset is OffsetTimeOriginal in minutes east of UTC, when HasOffset.
+	// Offset is OffsetTimeOriginal (OffsetTimeDigitized with
+	// DateTimeDigitized) in minutes east of UTC, when HasOffset.
 	Offset    int
 	HasOffset bool
 	// GPS position in WGS84 degrees (south and west negative) and metres
@@ -48,8 +51,11 @@ const (
 	tagExifIFD      = 0x8769
 	tagGPSIFD       = 0x8825
 	tagDateOriginal = 0x9003
+	tagDateDigit    = 0x9004
 	tagOffsetOrig   = 0x9011
+	tagOffsetDigit  = 0x9012
 	tagSubSecOrig   = 0x9291
+	tagSubSecDigit  = 0x9292
 	tagLensModel    = 0xa434
 )
 
@@ -81,8 +87,12 @@ func ReadMeta(data []byte) Meta {
 			tiffs = append(tiffs, data)
 		}
 	}
+	var digitized Meta // DateTimeDigitized: Taken and Offset where no block has DateTimeOriginal
 	for _, t := range tiffs {
-		readEXIF(t, &m)
+		readEXIF(t, &m, &digitized)
+	}
+	if m.Taken.IsZero() {
+		m.Taken, m.Offset, m.HasOffset = digitized.Taken, digitized.Offset, digitized.HasOffset
 	}
 	m.Width, m.Height = displaySize(data, f)
 	return m
@@ -131,8 +141,9 @@ func jpegFrameSize(j []byte) (w, h int, ok bool) {
 }
 
 // readEXIF fills the fields of m still empty from a TIFF-structured EXIF
-// block: IFD0, its EXIF IFD and its GPS IFD.
-func readEXIF(t []byte, m *Meta) {
+// block: IFD0, its EXIF IFD and its GPS IFD; and the Taken and Offset of
+// dig from DateTimeDigitized, for when no block has DateTimeOriginal.
+func readEXIF(t []byte, m, dig *Meta) {
 	w, err := newTIFFWalker(t)
 	if err != nil || w.ifd0 == 0 {
 		return
@@ -158,7 +169,7 @@ func readEXIF(t []byte, m *Meta) {
 			}
 		}
 	}
-	var date, offset, subsec string
+	var date, offset, subsec, dDate, dOffset, dSubsec string
 	for _, e := range exif {
 		switch e.tag {
 		case tagDateOriginal:
@@ -167,20 +178,34 @@ func readEXIF(t []byte, m *Meta) {
 			offset = w.ascii(e)
 		case tagSubSecOrig:
 			subsec = w.ascii(e)
+		case tagDateDigit:
+			dDate = w.ascii(e)
+		case tagOffsetDigit:
+			dOffset = w.ascii(e)
+		case tagSubSecDigit:
+			dSubsec = w.ascii(e)
 		case tagLensModel:
 			setStr(&m.Lens, w.ascii(e))
 		}
 	}
-	if m.Taken.IsZero() {
-		if tm, ok := exifTime(date, subsec); ok {
-			m.Taken = tm
-			if o, ok := exifOffset(offset); ok {
-				m.Offset, m.HasOffset = o, true
-			}
-		}
-	}
+	setTaken(m, date, subsec, offset)
+	setTaken(dig, dDate, dSubsec, dOffset)
 	if !m.HasGPS {
 		readGPS(w, gps, m)
+	}
+}
+
+// setTaken sets m's Taken and Offset from an EXIF date, its sub-seconds
+// and its offset, unless m has a Taken already or the date is unreadable.
+func setTaken(m *Meta, date, subsec, offset string) {
+	if !m.Taken.IsZero() {
+		return
+	}
+	if tm, ok := exifTime(date, subsec); ok {
+		m.Taken = tm
+		if o, ok := exifOffset(offset); ok {
+			m.Offset, m.HasOffset = o, true
+		}
 	}
 }
 

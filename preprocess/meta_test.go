@@ -78,25 +78,32 @@ func text(v any) string {
 // independently of ReadMeta's own parsing.
 func wantMeta(t *testing.T, name string, e map[string]any, heif bool) Meta {
 	var m Meta
-	if v, ok := first(e, "EXIF:DateTimeOriginal"); ok {
+	// DateTimeOriginal, else DateTimeDigitized (exiftool's CreateDate).
+	for _, tags := range [][3]string{{"EXIF:DateTimeOriginal", "EXIF:SubSecTimeOriginal", "EXIF:OffsetTimeOriginal"},
+		{"EXIF:CreateDate", "EXIF:SubSecTimeDigitized", "EXIF:OffsetTimeDigitized"}} {
+		v, ok := first(e, tags[0])
+		if !ok || !m.Taken.IsZero() {
+			continue
+		}
 		tm, err := time.Parse("2006:01:02 15:04:05", text(v))
-		if err == nil {
-			if s, ok := first(e, "EXIF:SubSecTimeOriginal"); ok {
-				frac, err := strconv.ParseFloat("0."+text(s), 64)
-				if err != nil {
-					t.Fatalf("%s: SubSecTimeOriginal %v", name, s)
-				}
-				tm = tm.Add(time.Duration(math.Round(frac * 1e9)))
+		if err != nil {
+			continue
+		}
+		if s, ok := first(e, tags[1]); ok {
+			frac, err := strconv.ParseFloat("0."+text(s), 64)
+			if err != nil {
+				t.Fatalf("%s: %s %v", name, tags[1], s)
 			}
-			m.Taken = tm
-			if o, ok := first(e, "EXIF:OffsetTimeOriginal"); ok {
-				z, err := time.Parse("-07:00", text(o))
-				if err != nil {
-					t.Fatalf("%s: OffsetTimeOriginal %v", name, o)
-				}
-				_, off := z.Zone()
-				m.Offset, m.HasOffset = off/60, true
+			tm = tm.Add(time.Duration(math.Round(frac * 1e9)))
+		}
+		m.Taken = tm
+		if o, ok := first(e, tags[2]); ok {
+			z, err := time.Parse("-07:00", text(o))
+			if err != nil {
+				t.Fatalf("%s: %s %v", name, tags[2], o)
 			}
+			_, off := z.Zone()
+			m.Offset, m.HasOffset = off/60, true
 		}
 	}
 	if la, ok := first(e, "Composite:GPSLatitude"); ok {
@@ -282,6 +289,14 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 		{jpg("feb30.jpg"), false, []string{"-DateTimeOriginal=2019:02:30 10:00:00", "-OffsetTimeOriginal=+01:00", "-Make=FUJIFILM"}},
 		{pngf("hour24.png"), false, []string{"-DateTimeOriginal=2019:12:31 24:00:00", "-Make=Panasonic"}},
 		{jpg("bare.jpg"), false, nil},
+		// A scan, or an editor's export: DateTimeDigitized alone is the date.
+		{jpg("scanned.jpg"), false, []string{"-CreateDate=1998:07:04 16:20:00", "-OffsetTimeDigitized=-04:00", "-SubSecTimeDigitized=5", "-Make=EPSON"}},
+		{pngf("digitized.png"), false, []string{"-CreateDate=2016:05:01 08:00:00"}},
+		// Both: DateTimeOriginal wins, with its own offset.
+		{jpg("both.jpg"), false, []string{"-DateTimeOriginal=2015:01:02 03:04:05", "-OffsetTimeOriginal=+01:00",
+			"-CreateDate=2019:09:09 09:09:09", "-OffsetTimeDigitized=+08:00"}},
+		// An unreadable original and a good digitized date.
+		{jpg("badorig.jpg"), false, []string{"-DateTimeOriginal=2019:02:30 10:00:00", "-CreateDate=2019:03:01 10:00:00"}},
 	}
 	dng := filepath.Join(dir, "crafted.dng")
 	craftDNG(t, dng)
