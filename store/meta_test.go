@@ -194,16 +194,7 @@ func TestMetaVideoVersion(t *testing.T) {
 		}
 		return v
 	}
-	commit := func(path string, fill func(b *Batch)) {
-		t.Helper()
-		w := openW(t, path)
-		var b Batch
-		fill(&b)
-		if err := w.Commit(&b); err != nil {
-			t.Fatal(err)
-		}
-		closeW(t, w)
-	}
+	commit := func(path string, fill func(b *Batch)) { t.Helper(); commitTo(t, path, fill) }
 	photos, videos := filepath.Join(dir, "photos.db"), filepath.Join(dir, "videos.db")
 	commit(photos, func(b *Batch) {
 		b.Put("/p/a.jpg", File{Size: 1, Hash: hashOf("a")}, vec(1, 8))
@@ -276,16 +267,7 @@ func TestMetaVideoRead(t *testing.T) {
 		})
 		return got
 	}
-	commit := func(path string, fill func(b *Batch)) {
-		t.Helper()
-		w := openW(t, path)
-		var b Batch
-		fill(&b)
-		if err := w.Commit(&b); err != nil {
-			t.Fatal(err)
-		}
-		closeW(t, w)
-	}
+	commit := func(path string, fill func(b *Batch)) { t.Helper(); commitTo(t, path, fill) }
 	out, other := filepath.Join(dir, "out.db"), filepath.Join(dir, "other.db")
 	commit(out, func(b *Batch) {
 		b.Put(FramePath("/v/a.mov", 2), File{Size: 1, Hash: hashOf("a")}, vec(1, 8))
@@ -402,4 +384,17 @@ func BenchmarkEachMeta(b *testing.B) {
 			})
 		}
 	})
+}
+
+// commitTo commits one batch, filled by fill, to the index at path
+// (created if needed).
+func commitTo(t *testing.T, path string, fill func(b *Batch)) {
+	t.Helper()
+	w := openW(t, path)
+	var b Batch
+	fill(&b)
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	closeW(t, w)
 }
