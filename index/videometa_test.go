@@ -90,8 +90,8 @@ func videoMetaVersionOf(t *testing.T, db string) uint64 {
 // (nothing changes, nothing fails), a partial build (what it walks is
 // done and marked, the version waits), a failing probe (that video keeps
 // its metadata, nothing fails, the next build tries it again), a stopped
-// build (what it did stays, marked). Builds after that probe nothing (once
-// every build before the last probed every video again until one build
+// build (what it did stays, marked). Builds after that probe nothing
+// (once every build probed every video it walked again, until one build
 // read them all), and the first build that reads a video once all are
 // marked records the version.
 func TestVideoMetaUpgrade(t *testing.T) {
@@ -208,7 +208,8 @@ func TestVideoMetaUpgrade(t *testing.T) {
 }
 
 // TestVideoMetaUpgradeRootByRoot: an index of two roots, each built on
-// its own (and one of them away for a while), is upgraded video by video:
+// its own (the first three times before the second once), is upgraded
+// video by video:
 // each build probes only the videos of its root not read yet, never the
 // same one twice, and the build that reads the last one records the
 // version. (Once only a build of both roots together could record it, and
