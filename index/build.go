@@ -958,7 +958,7 @@ func (b *builder) record(r result) {
 		b.pending++
 		b.batch.Put(r.path, f, r.vec)
 		if r.meta != nil {
-			b.batch.PutMeta(r.path, *r.meta)
+			b.putFileMeta(r.path, r.meta)
 		}
 		switch {
 		case r.act == actTouch:

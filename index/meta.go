@@ -20,7 +20,25 @@ import (
 // no model run and no re-embedding), and resolves again the place names of
 // every record with GPS when the embedded place table is not the one the
 // index names. It also probes again the videos whose frames' metadata an
-// older clipidx read (videometa.go).
+// older clipidx read (videometa.go), and reads again the photos an older
+// clipidx dated by their file's time (photoMetaVersion).
+
+// photoMetaVersion is the version of what fileMeta reads: 1 dates a photo
+// by DateTimeOriginal, 2 also by DateTimeDigitized. A photo whose date is
+// its file's time is marked with the version that read it (store's
+// MarkMetaRead), and a build reads again, once, the unchanged photos it
+// walks that an older version dated so. A photo with a date in its file
+// needs no mark: no later reader dates it otherwise.
+const photoMetaVersion = 2
+
+// putFileMeta records m, read by fileMeta from the file at path, and the
+// mark of a date that is the file's time.
+func (b *builder) putFileMeta(path string, m *store.Meta) {
+	b.batch.PutMeta(path, *m)
+	if m.TakenSource == store.TakenMtime {
+		b.batch.MarkMetaRead(path, photoMetaVersion) // committed with the metadata, counted with it
+	}
+}
 
 // fileMeta is the metadata of a file's bytes; with no capture time in the
 // file, its modification time (in this machine's zone) stands in.
@@ -82,10 +100,10 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 			if !ok || rec.Failed() {
 				continue
 			}
-			if _, has, err := s.Meta(f.path); err != nil {
+			if m, has, err := s.Meta(f.path); err != nil {
 				return err
-			} else if !has {
-				todo = append(todo, f)
+			} else if !has || m.TakenSource == store.TakenMtime && s.MetaRead(f.path) < photoMetaVersion {
+				todo = append(todo, f) // none yet, or dated by an older reader by the file's time
 			}
 		}
 		return nil
@@ -158,7 +176,7 @@ func (b *builder) headerMeta(f found) *store.Meta {
 func (b *builder) readMissingMeta(ctx context.Context, todo []found) error {
 	return metaPass(ctx, b, todo, b.headerMeta, func(f found, m *store.Meta) string {
 		if m != nil {
-			b.batch.PutMeta(f.path, *m)
+			b.putFileMeta(f.path, m)
 			b.pending++
 		}
 		return f.path

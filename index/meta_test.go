@@ -19,6 +19,12 @@ import (
 // DateTimeOriginal and, when gps, a GPS position: laid out by hand (a
 // big-endian TIFF: IFD0 → Make, EXIF IFD, GPS IFD).
 func exifPNG(date string, gps bool, lat, lon float64, tag string) []byte {
+	return exifPNGDated(0x9003, date, gps, lat, lon, tag)
+}
+
+// exifPNGDated is exifPNG with the date in dateTag (0x9003
+// DateTimeOriginal, 0x9004 DateTimeDigitized).
+func exifPNGDated(dateTag uint16, date string, gps bool, lat, lon float64, tag string) []byte {
 	be := binary.BigEndian
 	t := []byte("MM\x00*\x00\x00\x00\x08")
 	type ent struct {
@@ -62,7 +68,7 @@ func exifPNG(date string, gps bool, lat, lon float64, tag string) []byte {
 	ifd0 := ifd([]ent{ascii(0x010f, "TestCam "+tag), {0x8769, 4, 1, make([]byte, 4)}, {0x8825, 4, 1, make([]byte, 4)}})
 	var exifAt, gpsAt uint32
 	if date != "" {
-		exifAt = ifd([]ent{ascii(0x9003, date)})
+		exifAt = ifd([]ent{ascii(dateTag, date)})
 	}
 	if gps {
 		ns, ew := "N", "E"
@@ -225,6 +231,74 @@ func TestMetaUpgrade(t *testing.T) {
 	sum, err = Build(context.Background(), db, []string{d}, opts(e))
 	if err != nil || e.calls.Load() != 0 || sum.Unchanged != 2 {
 		t.Fatalf("third build: %v, %s", err, sumOf(sum))
+	}
+}
+
+// TestMetaDateUpgrade: the photos an older clipidx dated by their file's
+// time (it read DateTimeOriginal only) are read again once, with no model
+// run: one with DateTimeDigitized alone gets that date; one with no date
+// keeps its file's time, marked, and is not read again by later builds.
+func TestMetaDateUpgrade(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	a, b := filepath.Join(d, "scan.png"), filepath.Join(d, "plain.png")
+	files := map[string][]byte{a: exifPNGDated(0x9004, "2016:05:01 08:00:00", false, 0, 0, "a"), b: []byte(png + "b")}
+	w, err := store.OpenWriter(db, fakeID, store.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch store.Batch
+	for p, data := range files {
+		write(t, p, string(data))
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch.Put(p, store.File{Size: st.Size(), MtimeNs: st.ModTime().UnixNano(), Hash: sha256.Sum256(data)}, expectVec(data))
+		batch.PutMeta(p, *fileMeta(nil, st.ModTime().UnixNano())) // what the older reader recorded: the file's time
+	}
+	if err := w.Commit(&batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := &fakeEnc{}
+	build := func() int {
+		t.Helper()
+		reads := 0
+		o := opts(e)
+		o.Progress = func(ev Event) {
+			if ev.Phase == "meta" {
+				reads++
+			}
+		}
+		sum, err := Build(context.Background(), db, []string{d}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.calls.Load() != 0 || sum.Unchanged != 2 {
+			t.Fatalf("the upgrade ran the model (%d calls) or re-indexed: %s", e.calls.Load(), sumOf(sum))
+		}
+		return reads
+	}
+	if n := build(); n != 2 {
+		t.Errorf("first build read %d photos again, want 2", n)
+	}
+	ms, _ := readMetas(t, db)
+	if m := ms[a]; m.TakenSource != store.TakenEXIF || time.Unix(m.Taken, 0).UTC().Format(time.DateTime) != "2016-05-01 08:00:00" {
+		t.Errorf("the photo with DateTimeDigitized: %+v", m)
+	}
+	if m := ms[b]; m.TakenSource != store.TakenMtime {
+		t.Errorf("the photo without a date: %+v", m)
+	}
+	for i := range 2 {
+		if n := build(); n != 0 {
+			t.Errorf("build %d after the upgrade read %d photos again, want none", i+2, n)
+		}
+	}
+	if err := store.Check(db); err != nil {
+		t.Fatal(err)
 	}
 }
 

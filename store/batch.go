@@ -25,6 +25,7 @@ const (
 	opPlaces
 	opVideoMeta
 	opVideoRead
+	opMetaRead
 )
 
 type op struct {

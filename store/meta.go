@@ -18,12 +18,13 @@ import (
 // video path → u64 version (see MarkVideoRead).
 var (
 	bPhotoMeta = []byte("photometa")
+	bMetaRead  = []byte("metaread")
 	bVideoRead = []byte("videoread")
 	kPlaces    = []byte("places")
 	kVideoMeta = []byte("videometa")
 )
 
-func init() { optionalBuckets = append(optionalBuckets, bPhotoMeta, bVideoRead) }
+func init() { optionalBuckets = append(optionalBuckets, bPhotoMeta, bMetaRead, bVideoRead) }
 
 const (
 	metaVersion = 1
@@ -250,7 +251,17 @@ func (b *Batch) MarkVideoRead(video string, v uint64) {
 	b.ops = append(b.ops, op{kind: opVideoRead, path: video, file: File{Size: int64(v)}})
 }
 
-// applyMeta applies opMeta, opPlaces, opVideoMeta and opVideoRead.
+// MarkMetaRead records that the metadata of the record at path was read
+// by version v of the code that reads a file's metadata (see
+// Snapshot.MetaRead), so that a newer version reads again only what it
+// may read differently. The mark goes with the record's metadata (a
+// record deleted, failed or merged over loses it).
+func (b *Batch) MarkMetaRead(path string, v uint64) {
+	b.ops = append(b.ops, op{kind: opMetaRead, path: path, file: File{Size: int64(v)}})
+}
+
+// applyMeta applies opMeta, opMetaRead, opPlaces, opVideoMeta and
+// opVideoRead.
 func (w *wtx) applyMeta(o op) error {
 	switch {
 	case o.kind == opPlaces:
@@ -270,6 +281,15 @@ func (w *wtx) applyMeta(o op) error {
 			return err
 		}
 		return bk.Put([]byte(o.path), u64(uint64(o.file.Size)))
+	case o.kind == opMetaRead:
+		if w.files.Get([]byte(o.path)) == nil {
+			return fmt.Errorf("metadata read mark of %s: no file record", o.path)
+		}
+		bk, err := w.tx.CreateBucketIfNotExists(bMetaRead)
+		if err != nil {
+			return err
+		}
+		return bk.Put([]byte(o.path), u64(uint64(o.file.Size)))
 	}
 	if w.files.Get([]byte(o.path)) == nil {
 		return fmt.Errorf("metadata of %s: no file record", o.path)
@@ -282,9 +302,12 @@ func (w *wtx) applyMeta(o op) error {
 	return bk.Put([]byte(o.path), encodeMeta(*o.meta))
 }
 
-// deleteMeta drops the metadata of path, if any.
+// deleteMeta drops the metadata of path, if any, and its read mark.
 func (w *wtx) deleteMeta(path string) error {
 	w.dirtyPath(path)
+	if err := deleteIn(w.tx, bMetaRead, path); err != nil {
+		return err
+	}
 	return deleteIn(w.tx, bPhotoMeta, path)
 }
 
@@ -373,18 +396,26 @@ func (s *Snapshot) VideoMetaVersion() (uint64, error) {
 	return getU64(v), nil
 }
 
+// MetaRead is the version of the code that read the metadata of the
+// record at path, as marked by MarkMetaRead; 0 when not marked.
+func (s *Snapshot) MetaRead(path string) uint64 {
+	return markIn(s.tx, bMetaRead, path)
+}
+
+func markIn(tx *bolt.Tx, bucket []byte, key string) uint64 {
+	if bk := tx.Bucket(bucket); bk != nil {
+		if v := bk.Get([]byte(key)); len(v) == 8 {
+			return getU64(v)
+		}
+	}
+	return 0
+}
+
 // VideoRead is the version of the code that read the metadata of video's
 // frames, as marked by MarkVideoRead; 0 when not marked (read by the
 // index's VideoMetaVersion, or earlier).
 func (s *Snapshot) VideoRead(video string) uint64 {
-	bk := s.tx.Bucket(bVideoRead)
-	if bk == nil {
-		return 0
-	}
-	if v := bk.Get([]byte(video)); len(v) == 8 {
-		return getU64(v)
-	}
-	return 0
+	return markIn(s.tx, bVideoRead, video)
 }
 
 // checkMeta reports metadata records that do not decode or have no file
@@ -398,6 +429,18 @@ func (s *Snapshot) checkMeta(bad func(format string, a ...any)) {
 		bk.ForEach(func(k, v []byte) error {
 			if len(v) != 8 {
 				bad("%v: video read mark of %s is %d bytes, want 8", ErrCorrupt, k, len(v))
+			}
+			return nil
+		})
+	}
+	if bk := s.tx.Bucket(bMetaRead); bk != nil {
+		files := s.tx.Bucket(bFiles)
+		bk.ForEach(func(k, v []byte) error {
+			switch {
+			case len(v) != 8:
+				bad("%v: metadata read mark of %s is %d bytes, want 8", ErrCorrupt, k, len(v))
+			case files.Get(k) == nil:
+				bad("metadata read mark of %s: no file record", k)
 			}
 			return nil
 		})

@@ -398,3 +398,52 @@ func commitTo(t *testing.T, path string, fill func(b *Batch)) {
 	}
 	closeW(t, w)
 }
+
+// TestMetaReadMark: a record's metadata read mark is kept with its
+// metadata and goes with it when the record is deleted or fails; a mark
+// without a file record is refused.
+func TestMetaReadMark(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "i.db")
+	mark := func(p string) uint64 {
+		t.Helper()
+		r, err := OpenReader(db, ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var v uint64
+		r.View(func(s *Snapshot) error { v = s.MetaRead(p); return nil })
+		return v
+	}
+	commitTo(t, db, func(b *Batch) {
+		for i, p := range []string{"/p/a.png", "/p/b.png", "/p/c.png"} {
+			b.Put(p, File{Size: 1, Hash: hashOf(p)}, vec(uint64(i+1), 8))
+			b.PutMeta(p, metaSamples[0])
+			b.MarkMetaRead(p, 2)
+		}
+	})
+	if mark("/p/a.png") != 2 || mark("/p/b.png") != 2 || mark("/p/none.png") != 0 {
+		t.Fatalf("marks %d %d %d, want 2 2 0", mark("/p/a.png"), mark("/p/b.png"), mark("/p/none.png"))
+	}
+	commitTo(t, db, func(b *Batch) {
+		b.Delete("/p/a.png")
+		b.Put("/p/b.png", File{Size: 2, Hash: hashOf("b2"), Err: "broken", Kind: FailCorrupt}, nil)
+		b.PutMeta("/p/c.png", metaSamples[1]) // metadata rewritten: the mark stays
+	})
+	if mark("/p/a.png") != 0 || mark("/p/b.png") != 0 || mark("/p/c.png") != 2 {
+		t.Errorf("marks after delete, failure, rewrite: %d %d %d, want 0 0 2", mark("/p/a.png"), mark("/p/b.png"), mark("/p/c.png"))
+	}
+	w := openW(t, db)
+	var b Batch
+	b.MarkMetaRead("/p/ghost.png", 2)
+	if err := w.Commit(&b); err == nil || !strings.Contains(err.Error(), "no file record") {
+		t.Errorf("a mark of no record: %v", err)
+	}
+	if _, err := w.GC(); err != nil { // the vectors of a and b, as a build ends
+		t.Fatal(err)
+	}
+	closeW(t, w)
+	if err := Check(db); err != nil {
+		t.Fatal(err)
+	}
+}

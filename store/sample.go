@@ -118,7 +118,7 @@ func (b *Batch) DeleteShard(path string) {
 // applyExtra applies the operations on the optional buckets.
 func (w *wtx) applyExtra(o op) error {
 	switch o.kind {
-	case opMeta, opPlaces, opVideoMeta, opVideoRead:
+	case opMeta, opPlaces, opVideoMeta, opVideoRead, opMetaRead:
 		return w.applyMeta(o)
 	case opSample:
 		s := *o.sample
