@@ -1011,6 +1011,15 @@ func (b *builder) maybeCommit(force bool) error {
 	return nil
 }
 
+// within is the paths a partial build walked (Options.Within, as made
+// absolute), nil for a build of the whole roots.
+func (b *builder) within() []string {
+	if len(b.opts.Within) == 0 {
+		return nil
+	}
+	return b.scope
+}
+
 // finish removes files that disappeared (only after a complete walk, and
 // none on a disk that is away), records the offline folders, frees unused
 // vectors and records the build.
@@ -1056,7 +1065,7 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 	b.w.StageProgress(b.progress(phase))
 	js, _ := json.Marshal(map[string]int{"added": b.sum.Added, "updated": b.sum.Updated, "unchanged": b.sum.Unchanged,
 		"reused": b.sum.Reused, "removed": b.sum.Removed, "failed": b.sum.Failed})
-	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Complete: complete, Summary: js,
+	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Within: b.within(), Complete: complete, Summary: js,
 		Device: b.opts.Device, DeviceNote: b.opts.DeviceNote, Weights: b.opts.Weights, Precision: b.opts.Precision})
 	b.sum.Complete = complete
 	b.event(Event{Phase: "done", Done: b.done, Total: b.total})

@@ -65,6 +65,28 @@ func TestBuildWithin(t *testing.T) {
 	if slices.Contains(paths, filepath.Join(d, "a", ".partial.png")) {
 		t.Errorf("a hidden file given to a partial build was indexed")
 	}
+	// The last build records what it was limited to, so that status can
+	// tell a watcher's partial builds from a build of the roots.
+	lastWithin := func() []string {
+		t.Helper()
+		r, err := store.OpenReader(db, store.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var within []string
+		r.View(func(s *store.Snapshot) error {
+			st, err := s.Stats()
+			if err == nil && st.LastBuild != nil {
+				within = st.LastBuild.Within
+			}
+			return err
+		})
+		return within
+	}
+	if w := lastWithin(); len(w) != 3 || !slices.Contains(w, filepath.Join(d, "c")) {
+		t.Errorf("the partial build recorded within %v, want its 3 paths (the hidden one left out)", w)
+	}
 	// The folder of the deleted file: now it goes.
 	o.Within = []string{filepath.Join(d, "b")}
 	if sum, err = Build(context.Background(), db, []string{d}, o); err != nil {
@@ -83,6 +105,9 @@ func TestBuildWithin(t *testing.T) {
 	}
 	if enc.images.Load() != before {
 		t.Errorf("the full build ran the model on %d images", enc.images.Load()-before)
+	}
+	if w := lastWithin(); w != nil {
+		t.Errorf("the full build recorded within %v, want none", w)
 	}
 	verify(t, db)
 

@@ -276,8 +276,11 @@ func Join(hi, lo uint16) float32 {
 
 // LastBuild records the end of a build in the meta bucket.
 type LastBuild struct {
-	Time     string          `json:"time"` // RFC 3339, UTC
-	Roots    []string        `json:"roots,omitempty"`
+	Time  string   `json:"time"` // RFC 3339, UTC
+	Roots []string `json:"roots,omitempty"`
+	// Within lists the paths a partial build was limited to (a watcher
+	// builds what changed); empty for a build of the whole roots.
+	Within   []string        `json:"within,omitempty"`
 	Complete bool            `json:"complete"`
 	Summary  json.RawMessage `json:"summary,omitempty"`
 	// Device ran the model ("cpu", "npu", ...; "" when no build recorded

@@ -128,8 +128,11 @@ works while a build is running.`,
 					when = fmt.Sprintf("%s (%s ago)", t.Local().Format("2006-01-02 15:04"), time.Since(t).Round(time.Second))
 				}
 				state := ""
+				if n := len(st.LastBuild.Within); n > 0 {
+					state = fmt.Sprintf(", of %d %s that changed (a partial build, as watch runs)", n, plural(n, "path", "paths"))
+				}
 				if !st.LastBuild.Complete {
-					state = ", interrupted"
+					state += ", interrupted"
 				}
 				fmt.Fprintf(out, "last build:  %s%s\n", when, state)
 				if device != "" {
