@@ -358,6 +358,86 @@ func (s *Snapshot) EachMeta(fn func(path string, m Meta) error) error {
 	return nil
 }
 
+// MetaSummary is what the records' metadata say as a whole (MetaCounts).
+type MetaSummary struct {
+	Records  int  // records with metadata
+	FromFile int  // dated from the file (EXIF, or a video's container)
+	Mtime    int  // dated by the file's modification time
+	GPS      int  // with a GPS position
+	First    Meta // the earliest dated record's metadata (zero when none)
+	Last     Meta // the latest
+}
+
+// MetaCounts summarises the metadata of every record, reading of each
+// only its flags, date source and date (a million records in a fraction
+// of what EachMeta takes, with nothing allocated per record); the first
+// and last dated records are decoded whole. Ties go to the first in path
+// order.
+func (s *Snapshot) MetaCounts() (MetaSummary, error) {
+	var sum MetaSummary
+	bk := s.tx.Bucket(bPhotoMeta)
+	if bk == nil {
+		return sum, nil
+	}
+	var first, last []byte
+	var firstT, lastT int64
+	c := bk.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) < 3 || v[0] != metaVersion {
+			return sum, fmt.Errorf("metadata record of %s: %w", k, ErrCorrupt)
+		}
+		sum.Records++
+		if v[1]&metaGPS != 0 {
+			sum.GPS++
+		}
+		d := metaDecoder{b: v[3:]}
+		dated := true
+		switch src := v[2]; {
+		case src == 0xff:
+			dated = len(d.bytes()) > 0 // a source this build does not know: from the file
+			if dated {
+				sum.FromFile++
+			}
+		case int(src) >= len(takenSources):
+			return sum, fmt.Errorf("metadata record of %s: %w", k, ErrCorrupt)
+		case takenSources[src] == "":
+			dated = false
+		case takenSources[src] == TakenMtime:
+			sum.Mtime++
+		default:
+			sum.FromFile++
+		}
+		if !dated {
+			continue
+		}
+		t := d.v()
+		if d.bad {
+			return sum, fmt.Errorf("metadata record of %s: %w", k, ErrCorrupt)
+		}
+		if first == nil || t < firstT {
+			first, firstT = v, t
+		}
+		if last == nil || t > lastT {
+			last, lastT = v, t
+		}
+	}
+	in := newInterner()
+	for _, e := range []struct {
+		v   []byte
+		dst *Meta
+	}{{first, &sum.First}, {last, &sum.Last}} {
+		if e.v == nil {
+			continue
+		}
+		m, err := decodeMeta(e.v, in)
+		if err != nil {
+			return sum, err
+		}
+		*e.dst = m
+	}
+	return sum, nil
+}
+
 // HasMeta calls fn with the path of every record with metadata, in path
 // order, without decoding it.
 func (s *Snapshot) HasMeta(fn func(path string) error) error {

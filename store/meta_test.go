@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -446,4 +447,63 @@ func TestMetaReadMark(t *testing.T) {
 	if err := Check(db); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMetaCounts: the summary read from the records' heads is what a
+// whole decode of every record gives (counts, the first and last dated
+// records, ties to the first in path order).
+func TestMetaCounts(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "i.db")
+	r := rand.New(rand.NewPCG(5, 5))
+	commitTo(t, db, func(b *Batch) {
+		for i := range 300 {
+			p := fmt.Sprintf("/p/%03d.jpg", r.IntN(1000))
+			m := metaSamples[r.IntN(len(metaSamples))]
+			m.Taken += int64(r.IntN(5)) // ties among equal dates
+			if m.TakenSource == "" {
+				m.Taken = 0
+			}
+			b.Put(p, File{Size: 1, Hash: hashOf(p)}, vec(uint64(i+1), 8))
+			b.PutMeta(p, m)
+		}
+	})
+	rd, err := OpenReader(db, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	rd.View(func(s *Snapshot) error {
+		var want MetaSummary
+		dated := 0
+		s.EachMeta(func(_ string, m Meta) error {
+			want.Records++
+			if m.HasGPS {
+				want.GPS++
+			}
+			switch m.TakenSource {
+			case "":
+				return nil
+			case TakenMtime:
+				want.Mtime++
+			default:
+				want.FromFile++
+			}
+			dated++
+			if dated == 1 || m.Taken < want.First.Taken {
+				want.First = m
+			}
+			if dated == 1 || m.Taken > want.Last.Taken {
+				want.Last = m
+			}
+			return nil
+		})
+		got, err := s.MetaCounts()
+		if err != nil || got != want {
+			t.Errorf("MetaCounts = %+v, %v\nwant %+v", got, err, want)
+		}
+		if want.Mtime == 0 || want.FromFile == 0 || want.GPS == 0 || want.Records == dated {
+			t.Errorf("the sample lacks a kind of record: %+v (%d dated)", want, dated)
+		}
+		return nil
+	})
 }

@@ -116,32 +116,12 @@ type metaStats struct {
 
 // readMetaStats summarises the metadata of every record.
 func readMetaStats(s *store.Snapshot) (metaStats, error) {
-	var st metaStats
-	var first, last store.Meta
-	err := s.EachMeta(func(_ string, m store.Meta) error {
-		st.Records++
-		switch m.TakenSource {
-		case "":
-		case store.TakenMtime:
-			st.Mtime++
-		default:
-			st.FromEXIF++
-		}
-		if m.TakenSource != "" {
-			if st.Mtime+st.FromEXIF == 1 || m.Taken < first.Taken {
-				first = m
-			}
-			if st.Mtime+st.FromEXIF == 1 || m.Taken > last.Taken {
-				last = m
-			}
-		}
-		if m.HasGPS {
-			st.GPS++
-		}
-		return nil
-	})
-	st.First, st.Last, st.Places = first.TakenText(), last.TakenText(), s.PlacesVersion()
-	return st, err
+	sum, err := s.MetaCounts()
+	if err != nil {
+		return metaStats{}, err
+	}
+	return metaStats{Records: sum.Records, FromEXIF: sum.FromFile, Mtime: sum.Mtime, GPS: sum.GPS,
+		First: sum.First.TakenText(), Last: sum.Last.TakenText(), Places: s.PlacesVersion()}, nil
 }
 
 // printMetaStats prints the status lines of the photo metadata.
