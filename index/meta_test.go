@@ -185,13 +185,11 @@ func TestMetaBuild(t *testing.T) {
 // TestMetaUpgrade: an index written before metadata existed (records and
 // vectors only, as the previous clipidx wrote them) gains every file's
 // metadata on its next build, with no model run and no re-embedding.
-func TestMetaUpgrade(t *testing.T) {
-	d := t.TempDir()
-	db := filepath.Join(t.TempDir(), "i.db")
-	files := map[string][]byte{
-		filepath.Join(d, "a.png"): exifPNG("2018:02:10 09:00:00", true, 40.7128, -74.006, "a"),
-		filepath.Join(d, "b.png"): []byte(png + "b"),
-	}
+// olderIndex writes files and an index of them as an older clipidx left
+// it: records with their vectors and, when mtimeDated, metadata that dates
+// each by its file's time (no record has metadata otherwise).
+func olderIndex(t *testing.T, db string, files map[string][]byte, mtimeDated bool) {
+	t.Helper()
 	w, err := store.OpenWriter(db, fakeID, store.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +202,9 @@ func TestMetaUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 		batch.Put(p, store.File{Size: st.Size(), MtimeNs: st.ModTime().UnixNano(), Hash: sha256.Sum256(data)}, expectVec(data))
+		if mtimeDated {
+			batch.PutMeta(p, *fileMeta(nil, st.ModTime().UnixNano()))
+		}
 	}
 	if err := w.Commit(&batch); err != nil {
 		t.Fatal(err)
@@ -211,6 +212,16 @@ func TestMetaUpgrade(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestMetaUpgrade(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	files := map[string][]byte{
+		filepath.Join(d, "a.png"): exifPNG("2018:02:10 09:00:00", true, 40.7128, -74.006, "a"),
+		filepath.Join(d, "b.png"): []byte(png + "b"),
+	}
+	olderIndex(t, db, files, false)
 	e := &fakeEnc{}
 	sum, err := Build(context.Background(), db, []string{d}, opts(e))
 	if err != nil {
@@ -243,26 +254,7 @@ func TestMetaDateUpgrade(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "i.db")
 	a, b := filepath.Join(d, "scan.png"), filepath.Join(d, "plain.png")
 	files := map[string][]byte{a: exifPNGDated(0x9004, "2016:05:01 08:00:00", false, 0, 0, "a"), b: []byte(png + "b")}
-	w, err := store.OpenWriter(db, fakeID, store.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var batch store.Batch
-	for p, data := range files {
-		write(t, p, string(data))
-		st, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		batch.Put(p, store.File{Size: st.Size(), MtimeNs: st.ModTime().UnixNano(), Hash: sha256.Sum256(data)}, expectVec(data))
-		batch.PutMeta(p, *fileMeta(nil, st.ModTime().UnixNano())) // what the older reader recorded: the file's time
-	}
-	if err := w.Commit(&batch); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	olderIndex(t, db, files, true) // what the older reader recorded: the file's time
 	e := &fakeEnc{}
 	build := func() int {
 		t.Helper()
