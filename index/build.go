@@ -388,11 +388,16 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 	// A dangling link that carried indexed files may be a disk that is not
-	// mounted: say why its entries stay (a never-indexed one stays quiet).
+	// mounted: say why its entries stay. One that never did is said too
+	// when it may lead to photos (a folder, an image, a video, a shard), or
+	// the photos behind it would be missing without a word.
 	if len(wk.dangling) > 0 {
 		for _, l := range wk.dangling {
-			if holdsRecords(b.oldPaths(old), l.path) {
+			switch {
+			case holdsRecords(b.oldPaths(old), l.path):
 				wk.fail(l.path, fmt.Errorf("%w (%v)", ErrUnreachable, l.err))
+			case mayHoldPhotos(l.path):
+				wk.fail(l.path, nowhere(l))
 			}
 		}
 	}

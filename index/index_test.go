@@ -612,31 +612,45 @@ func TestBuildKeepsEntriesBehindUnreachableLinks(t *testing.T) {
 	if err := os.Symlink(nas, filepath.Join(photos, "nas")); err != nil {
 		t.Fatal(err)
 	}
-	symlink(t, filepath.Join(d, "never"), filepath.Join(photos, "dangling.png")) // never indexed: quiet
+	symlink(t, filepath.Join(d, "never"), filepath.Join(photos, "dangling.png")) // never indexed: said, as such
+	symlink(t, filepath.Join(d, "never"), filepath.Join(photos, "notes.txt"))    // not ours: quiet
 	usbRoot := filepath.Join(d, "usbroot")
 	symlink(t, usb, usbRoot)
 	roots := []string{photos, usbRoot}
-	sum, err := Build(context.Background(), db, roots, opts(&fakeEnc{}))
-	if err != nil || sum.Added != 7 {
-		t.Fatalf("first build: %v %v", sum, err)
-	}
-	rename(t, nas, nas+".unmounted")
-	rename(t, usb, usb+".unmounted")
+	// The link that never led anywhere is said at every build, with its
+	// target; the unreachable ones name clipidx forget.
 	var reported []string
 	o := opts(&fakeEnc{})
 	o.OnError = func(p string, err error) {
-		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "clipidx forget") {
-			t.Errorf("%s: %v", p, err)
+		switch filepath.Base(p) {
+		case "dangling.png":
+			if !errors.Is(err, ErrLinkNowhere) || !strings.Contains(err.Error(), "leads to "+filepath.Join(d, "never")) {
+				t.Errorf("%s: %v", p, err)
+			}
+		default:
+			if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "clipidx forget") {
+				t.Errorf("%s: %v", p, err)
+			}
 		}
 		reported = append(reported, filepath.Base(p))
 	}
+	sum, err := Build(context.Background(), db, roots, o)
+	if err != nil || sum.Added != 7 {
+		t.Fatalf("first build: %v %v", sum, err)
+	}
+	if !slices.Equal(reported, []string{"dangling.png"}) {
+		t.Errorf("first build reported %q, want the link that leads nowhere", reported)
+	}
+	rename(t, nas, nas+".unmounted")
+	rename(t, usb, usb+".unmounted")
+	reported = nil
 	sum, err = Build(context.Background(), db, roots, o)
 	if err != nil || sum.Removed != 0 || sum.Unchanged != 1 {
 		t.Fatalf("build with the disks gone: %s, %v", sumOf(sum), err)
 	}
 	slices.Sort(reported)
-	if !slices.Equal(reported, []string{"nas", "usbroot"}) {
-		t.Errorf("reported %q, want the two links", reported)
+	if !slices.Equal(reported, []string{"dangling.png", "nas", "usbroot"}) {
+		t.Errorf("reported %q, want the three links", reported)
 	}
 	rename(t, nas+".unmounted", nas) // remounted: every kept vector is its file's
 	rename(t, usb+".unmounted", usb)

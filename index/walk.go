@@ -185,6 +185,34 @@ type linkErr struct {
 	err  error
 }
 
+// ErrLinkNowhere is reported (through Options.OnError) for a symbolic
+// link, never indexed, whose target cannot be reached: nothing is indexed
+// through it, and each build says so until the target is there.
+var ErrLinkNowhere = errors.New("nothing is indexed through it until its target is there")
+
+// nowhere is l's error for a link that never held records: where the
+// link leads and why that cannot be reached.
+func nowhere(l linkErr) error {
+	cause := l.err
+	var pe *fs.PathError
+	if errors.As(cause, &pe) {
+		cause = pe.Err
+	}
+	target, err := os.Readlink(l.path)
+	if err != nil {
+		return fmt.Errorf("its link leads nowhere (%v); %w", cause, ErrLinkNowhere)
+	}
+	return fmt.Errorf("its link leads to %s, which cannot be reached (%v); %w", target, cause, ErrLinkNowhere)
+}
+
+// mayHoldPhotos reports whether a link at path may lead to what a build
+// indexes, by its name: one without an extension (a folder), an image, a
+// video or a tar shard.
+func mayHoldPhotos(path string) bool {
+	name := filepath.Base(path)
+	return filepath.Ext(name) == "" || wanted(name) || IsShardName(name)
+}
+
 // ErrUnreachable is reported (through Options.OnError) for a folder or
 // link that could not be read: the index keeps its entries, since a
 // missing disk is not a deletion.
