@@ -204,6 +204,16 @@ type Failure struct {
 	Transient bool `json:"transient,omitempty"`
 }
 
+// MarshalJSON writes f with "path_bytes" (base64) beside "path" when the
+// path is not UTF-8 (store.PathBytes).
+func (f Failure) MarshalJSON() ([]byte, error) {
+	type plain Failure
+	return json.Marshal(struct {
+		plain
+		PathBytes []byte `json:"path_bytes,omitempty"`
+	}{plain(f), store.PathBytes(f.Path)})
+}
+
 func (o *Options) defaults() error {
 	if o.Encoder == nil || o.Preprocess == nil {
 		return errors.New("index: Options.Encoder and Options.Preprocess are required")

@@ -435,6 +435,7 @@ func (w *Writer) GC() (int, error) {
 
 // Finish records the end of a build.
 func (w *Writer) Finish(lb LastBuild) error {
+	lb.Roots, lb.Within = keepPaths(lb.Roots), keepPaths(lb.Within)
 	js, err := json.Marshal(lb)
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func (s *Snapshot) Roots() ([]string, error) {
 		if err := json.Unmarshal(v, &roots); err != nil {
 			return nil, fmt.Errorf("%w: roots: %v", ErrCorrupt, err)
 		}
-		return roots, nil
+		return readPaths(roots), nil
 	}
 	st, err := s.Stats()
 	if err != nil || st.LastBuild == nil {
@@ -88,6 +88,9 @@ func readOffline(tx *bolt.Tx) ([]Offline, error) {
 	if err := json.Unmarshal(v, &list); err != nil {
 		return nil, fmt.Errorf("%w: offline: %v", ErrCorrupt, err)
 	}
+	for i := range list {
+		list[i].Dir = readPath(list[i].Dir)
+	}
 	return list, nil
 }
 
@@ -106,6 +109,9 @@ func putOffline(tx *bolt.Tx, list []Offline) error {
 		}
 		return 0
 	})
+	for i := range list {
+		list[i].Dir = keepPath(list[i].Dir)
+	}
 	js, err := json.Marshal(list)
 	if err != nil {
 		return err
@@ -127,7 +133,7 @@ func readMounts(tx *bolt.Tx) ([]string, error) {
 	if err := json.Unmarshal(v, &list); err != nil {
 		return nil, fmt.Errorf("%w: mounts: %v", ErrCorrupt, err)
 	}
-	return list, nil
+	return readPaths(list), nil
 }
 
 func putMounts(tx *bolt.Tx, list []string) error {
@@ -136,23 +142,34 @@ func putMounts(tx *bolt.Tx, list []string) error {
 	}
 	list = slices.Clone(list)
 	slices.Sort(list)
-	js, err := json.Marshal(slices.Compact(list))
+	js, err := json.Marshal(keepPaths(slices.Compact(list)))
 	if err != nil {
 		return err
 	}
 	return tx.Bucket(bMeta).Put(kMounts, js)
 }
 
-// addRoots adds roots to the registry (a union, kept sorted).
+// addRoots adds roots to the registry (a union, kept sorted). A root whose
+// bytes are not UTF-8 replaces the lossy form an older clipidx recorded
+// for it (lossyPath), a folder that does not exist.
 func addRoots(tx *bolt.Tx, roots []string) error {
 	have, err := (&Snapshot{tx: tx}).Roots()
 	if err != nil {
 		return err
 	}
-	all := append(have, roots...)
-	slices.Sort(all)
-	all = slices.Compact(all)
-	js, err := json.Marshal(all)
+	for _, r := range roots {
+		if l := lossyPath(r); l != r {
+			have = slices.DeleteFunc(have, func(h string) bool { return h == l })
+		}
+	}
+	return putRoots(tx, append(have, roots...))
+}
+
+// putRoots writes the registry: roots, sorted, each once.
+func putRoots(tx *bolt.Tx, roots []string) error {
+	roots = slices.Clone(roots)
+	slices.Sort(roots)
+	js, err := json.Marshal(keepPaths(slices.Compact(roots)))
 	if err != nil {
 		return err
 	}
@@ -170,11 +187,7 @@ func dropWithin(tx *bolt.Tx, paths []string) error {
 		if err != nil {
 			return err
 		}
-		js, err := json.Marshal(slices.DeleteFunc(roots, within))
-		if err != nil {
-			return err
-		}
-		if err := tx.Bucket(bMeta).Put(kRoots, js); err != nil {
+		if err := putRoots(tx, slices.DeleteFunc(roots, within)); err != nil {
 			return err
 		}
 	}

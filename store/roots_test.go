@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func readRoots(t *testing.T, path string) ([]string, []Offline) {
@@ -146,5 +148,85 @@ func TestMountsRecord(t *testing.T) {
 	}
 	if ms, want := mountsOf(t, a), []string{"/nas", "/other/disk"}; !slices.Equal(ms, want) {
 		t.Fatalf("mounts after forget /photos %q, want %q", ms, want)
+	}
+}
+
+// TestNonUTF8Paths: folders whose names are not UTF-8 (Latin-1 on Linux)
+// come back byte for byte from the roots, the mount points, the offline
+// list and the last build, through a merge; a root an older clipidx
+// recorded in its lossy form (U+FFFD for each bad byte) is replaced by the
+// whole one when a build adds it again.
+func TestNonUTF8Paths(t *testing.T) {
+	dir := t.TempDir()
+	id := Identity{Model: "m", Dim: 4, Preprocess: "p"}
+	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	fred, cafe, nas := "/photos/Fr\xe9d", "/other/caf\xe9", "/n\xe4s"
+	mergeFixture(t, a, id, map[string]string{fred + "/x.jpg": "x"}, 1)
+	mergeFixture(t, b, id, map[string]string{cafe + "/y.jpg": "y"}, 1)
+	w, err := OpenWriter(b, id, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddRoots([]string{cafe}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if w, err = OpenWriter(a, id, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// An older clipidx wrote the lossy form of fred.
+	err = w.update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bMeta).Put(kRoots, []byte(`["/photos/Fr\ufffdd","/plain"]`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddRoots([]string{fred}); err != nil {
+		t.Fatal(err)
+	}
+	off := []Offline{{Dir: nas, Since: "2026-01-01T00:00:00Z", Reason: "lists nothing", Entries: 3}}
+	if err := w.SetAway(off, []string{nas}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Finish(LastBuild{Roots: []string{fred}, Within: []string{fred + "/x.jpg"}, Complete: true}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	roots, o := readRoots(t, a)
+	if want := []string{fred, "/plain"}; !slices.Equal(roots, want) {
+		t.Errorf("roots %q, want %q", roots, want)
+	}
+	if !slices.Equal(o, off) {
+		t.Errorf("offline %+v, want %+v", o, off)
+	}
+	if ms := mountsOf(t, a); !slices.Equal(ms, []string{nas}) {
+		t.Errorf("mounts %q, want %q", ms, nas)
+	}
+	r, err := OpenReader(a, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.View(func(s *Snapshot) error {
+		st, err := s.Stats()
+		if err == nil && (!slices.Equal(st.LastBuild.Roots, []string{fred}) || !slices.Equal(st.LastBuild.Within, []string{fred + "/x.jpg"})) {
+			t.Errorf("last build roots %q within %q", st.LastBuild.Roots, st.LastBuild.Within)
+		}
+		return err
+	})
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Merge(a, []string{b}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if roots, _ := readRoots(t, a); !slices.Contains(roots, cafe) || !slices.Contains(roots, fred) {
+		t.Errorf("merged roots %q, want %q and %q among them", roots, cafe, fred)
+	}
+	if _, err := Forget(a, []string{fred}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if roots, _ := readRoots(t, a); slices.Contains(roots, fred) {
+		t.Errorf("roots after forget %q still hold it", roots)
 	}
 }

@@ -62,6 +62,8 @@ func (s *Snapshot) Stats() (Stats, error) {
 		if err := json.Unmarshal(v, st.LastBuild); err != nil {
 			return st, fmt.Errorf("%w: last build: %v", ErrCorrupt, err)
 		}
+		readPaths(st.LastBuild.Roots)
+		readPaths(st.LastBuild.Within)
 	}
 	return st, nil
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
@@ -27,10 +26,13 @@ type statusJSON struct {
 	DBBytes   int64            `json:"db_bytes"`
 	Device    string           `json:"device"` // where the last build ran the model ("" = unknown)
 	LastBuild *store.LastBuild `json:"last_build"`
-	Folders   []string         `json:"folders"`  // every folder or tar shard ever indexed, by any build or merge
-	Offline   []store.Offline  `json:"offline"`  // folders whose disk was away at the last build, their entries kept
-	Build     store.BuildState `json:"build"`    // a build running now (any process), or the last one's progress
-	Metadata  metaStats        `json:"metadata"` // dates, GPS and places read from the files (photometa.go)
+	Folders   []string         `json:"folders"` // every folder or tar shard ever indexed, by any build or merge
+	// FoldersBytes is, beside Folders and only when one of them is not
+	// UTF-8, each folder's bytes (base64) or null for a UTF-8 one.
+	FoldersBytes [][]byte         `json:"folders_bytes,omitempty"`
+	Offline      []store.Offline  `json:"offline"`  // folders whose disk was away at the last build, their entries kept
+	Build        store.BuildState `json:"build"`    // a build running now (any process), or the last one's progress
+	Metadata     metaStats        `json:"metadata"` // dates, GPS and places read from the files (photometa.go)
 }
 
 func newStatusCmd() *cobra.Command {
@@ -103,7 +105,13 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				return e.Encode(statusJSON{Images: st.Images, Failed: st.Failed, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms})
+				js := statusJSON{Images: st.Images, Failed: st.Failed, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms}
+				if slices.ContainsFunc(folders, func(f string) bool { return store.PathBytes(f) != nil }) {
+					for _, f := range folders {
+						js.FoldersBytes = append(js.FoldersBytes, store.PathBytes(f))
+					}
+				}
+				return e.Encode(js)
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
@@ -195,10 +203,7 @@ func listFailures(r *store.Reader, cmd *cobra.Command, asJSON bool) error {
 	err := r.View(func(s *store.Snapshot) error {
 		return s.Files("", func(p string, f store.File) error {
 			if f.Failed() {
-				list = append(list, failure{Path: p, Error: f.Err})
-				if !utf8.ValidString(p) {
-					list[len(list)-1].PathBytes = []byte(p)
-				}
+				list = append(list, failure{Path: p, Error: f.Err, PathBytes: store.PathBytes(p)})
 			}
 			return nil
 		})

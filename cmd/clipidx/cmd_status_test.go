@@ -56,6 +56,61 @@ func TestStatusFailedPathBytes(t *testing.T) {
 	}
 }
 
+// TestNonUTF8Root: a folder whose name is not UTF-8 is rebuilt by a build
+// without folders (every folder indexed so far), and status --json gives
+// its bytes, as build --json does for a failure's path under it. Once its
+// name was written to the index as U+FFFD for the bad byte, and the build
+// said it was not found.
+func TestNonUTF8Root(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	root := t.TempDir()
+	photos := filepath.Join(root, "Fr\xe9d")
+	if err := os.MkdirAll(photos, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	png, err := os.ReadFile(filepath.Join(model, "images", "checker_320x240.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(photos, "a.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := []string{"--db", filepath.Join(root, "i.db"), "--model", model, "--device", "reference"}
+	if _, errs, code := runCLI(t, append(g, "build", photos)...); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	bad := filepath.Join(photos, "bad.jpg")
+	if err := os.WriteFile(bad, []byte("not a JPEG"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCLI(t, append(g, "build", "--json")...)
+	var sum struct {
+		Added    int
+		Failures []struct {
+			Path      string
+			PathBytes []byte `json:"path_bytes"`
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &sum) != nil {
+		t.Fatalf("build of every folder: exit %d %s %s", code, out, errs)
+	}
+	if len(sum.Failures) != 1 || string(sum.Failures[0].PathBytes) != bad {
+		t.Errorf("build --json failures %+v, want %q's bytes", sum.Failures, bad)
+	}
+	out, errs, code = runCLI(t, "--db", g[1], "status", "--json")
+	var st struct {
+		Folders      []string
+		FoldersBytes [][]byte                 `json:"folders_bytes"`
+		LastBuild    struct{ Roots []string } `json:"last_build"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("status --json: exit %d %s %s", code, out, errs)
+	}
+	if len(st.FoldersBytes) != 1 || string(st.FoldersBytes[0]) != photos {
+		t.Errorf("status --json folders %q, bytes %q, want %q", st.Folders, st.FoldersBytes, photos)
+	}
+}
+
 // TestStatusFoldersOutermost: a folder built on its own within another
 // is counted, not listed beside it (once status listed lib, lib/B and
 // lib/new9 after builds naming them); --json lists every one.
