@@ -277,7 +277,7 @@ type lab struct {
 	frames       map[store.Hash][]float32
 	videoOfFrame map[store.Hash]store.Hash
 	ffmpeg       bool   // builds can read videos
-	c            string // the folder that moves: lib/b/c or lib/a/c
+	c            string // the folder that moves: lib/b/caf\xe9 or lib/a/caf\xe9 (a Latin-1 name)
 	// watching: a watcher builds lib (TestLifecycleWatch); files change
 	// only in lib's own folders.
 	watching bool
@@ -390,9 +390,14 @@ func (l *lab) files() []string {
 	return out
 }
 
-// newName is a new name in folder d with extension ext.
+// newName is a new name in folder d with extension ext; one in eight is
+// not UTF-8 (Latin-1, as old archives hold).
 func (l *lab) newName(d, ext string) string {
-	return d + "/" + strconv.FormatUint(l.rng.Uint64()%1e6, 36) + ext
+	n := strconv.FormatUint(l.rng.Uint64()%1e6, 36)
+	if l.rng.Intn(8) == 0 {
+		n = "\xe9t\xe9-" + n
+	}
+	return d + "/" + n + ext
 }
 
 // extFor is the extension of a new file with content data.
@@ -675,7 +680,41 @@ func (l *lab) build(rel string) {
 	if err := store.Check(l.db); err != nil {
 		l.fatalf("check after build: %v", err)
 	}
+	l.checkRoots(rel, sum.Offline)
 	l.compare("build "+rel, l.index(), exp)
+}
+
+// checkRoots checks what a build of rel recorded beside its records, byte
+// for byte whatever the names: rel among the indexed folders (which a
+// build of every folder walks again), its offline folders as the summary
+// gave them.
+func (l *lab) checkRoots(rel string, offline []store.Offline) {
+	l.t.Helper()
+	r, err := store.OpenReader(l.db, store.ReaderOptions{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer r.Close()
+	var roots []string
+	var off []store.Offline
+	err = r.View(func(s *store.Snapshot) error {
+		if roots, err = s.Roots(); err != nil {
+			return err
+		}
+		off, err = s.Offline()
+		return err
+	})
+	if err != nil {
+		l.fatalf("build %s: %v", rel, err)
+	}
+	if !slices.Contains(roots, l.path(rel)) {
+		l.fatalf("build %s: the indexed folders %q do not hold it", rel, roots)
+	}
+	for _, o := range offline {
+		if !slices.ContainsFunc(off, func(x store.Offline) bool { return x.Dir == o.Dir }) {
+			l.fatalf("build %s: offline %q is not in the index's list %+v", rel, o.Dir, off)
+		}
+	}
 }
 
 // askDuring searches the open server over and over, from another
@@ -718,10 +757,11 @@ func (l *lab) askDuring(prev, exp map[string]rec) func() error {
 				return
 			}
 			for _, r := range a.Results {
-				_, was := prev[r.Path]
-				_, will := exp[r.Path]
+				p := resultPath(r)
+				_, was := prev[p]
+				_, will := exp[p]
 				if !was && !will {
-					done <- fmt.Errorf("search %d lists %s, a record neither before nor after the build", n, r.Path)
+					done <- fmt.Errorf("search %d lists %q, a record neither before nor after the build", n, p)
 					return
 				}
 			}
@@ -965,7 +1005,12 @@ func (l *lab) serveCheck() {
 	ids := map[string]string{}
 	offline := map[string]bool{}
 	listed := map[string]string{} // a video's frame among the results: one, its best
-	for _, r := range a.Results {
+	for i, r := range a.Results {
+		if r.PathBytes != nil && !strings.ContainsRune(r.Path, '\uFFFD') {
+			l.fatalf("serve: %q has path_bytes but a UTF-8 path", r.Path)
+		}
+		r.Path = resultPath(r)
+		a.Results[i].Path = r.Path
 		ids[r.Path] = r.ID
 		offline[r.Path] = r.Offline != ""
 		if v, _, frame := store.SplitFrame(r.Path); frame {
@@ -1049,6 +1094,14 @@ func (l *lab) serveFrame(p, id, v string, t float64, r rec) {
 	}
 }
 
+// resultPath is a result's path: its bytes when they are not UTF-8.
+func resultPath(r web.Result) string {
+	if r.PathBytes != nil {
+		return string(r.PathBytes)
+	}
+	return r.Path
+}
+
 const addr = "127.0.0.1:7357"
 
 func (l *lab) do(method, target string, body []byte) (int, []byte) {
@@ -1074,7 +1127,7 @@ func newLab(t *testing.T, test string, steps int) *lab {
 	seed := envInt("CLIPIDX_LIFECYCLE_SEED", time.Now().UnixNano())
 	l := &lab{t: t, rng: rand.New(rand.NewSource(seed)), dir: t.TempDir(), reach: []string{"png"},
 		clock: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), blobs: map[store.Hash][]byte{}, reported: map[string]bool{},
-		frames: map[store.Hash][]float32{}, videoOfFrame: map[store.Hash]store.Hash{}, ffmpeg: true, c: "lib/b/c"}
+		frames: map[store.Hash][]float32{}, videoOfFrame: map[store.Hash]store.Hash{}, ffmpeg: true, c: "lib/b/caf\xe9"}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("seed %d (replay: CLIPIDX_LIFECYCLE_SEED=%d CLIPIDX_LIFECYCLE_STEPS=%d go test ./internal/lifecycle -run '%s$')", seed, seed, steps, test)
@@ -1087,7 +1140,7 @@ func newLab(t *testing.T, test string, steps int) *lab {
 	}
 	l.dir = dir
 	l.db = filepath.Join(l.dir, "index.db")
-	for _, d := range []string{"lib/a", "lib/b/c", "ext", "nas"} {
+	for _, d := range []string{"lib/a", l.c, "ext", "nas"} {
 		if err := os.MkdirAll(l.path(d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -1229,9 +1282,9 @@ func (l *lab) fileStep(r int) {
 // moveFolder moves the folder c, with what it holds, from lib/b to lib/a
 // or back, under another name (a user tidying up).
 func (l *lab) moveFolder() {
-	to := "lib/a/c"
+	to := "lib/a/caf\xe9"
 	if l.c == to {
-		to = "lib/b/c"
+		to = "lib/b/caf\xe9"
 	}
 	l.step("move folder %s to %s", l.c, to)
 	if err := os.Rename(l.path(l.c), l.path(to)); err != nil {
