@@ -413,19 +413,26 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 
 	var jobs []job
+	var stamps store.Batch // ctimes for unchanged records written without one
 	for _, f := range wk.files {
 		o := old[f.path]
 		if IsVideoName(f.path) {
-			if b.planVideo(f, o) {
+			if b.planVideo(f, o, &stamps) {
 				jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
 			}
 			continue
 		}
-		if classify(o, f.size, f.mtimeNs, nil, nil, b.retry()) == actUnchanged {
+		if classify(o, f, nil, nil, b.retry()) == actUnchanged {
 			b.sum.Unchanged++
+			if stampsCtime(o, f) {
+				stamps.StampCtime(f.path, f.ctimeNs)
+			}
 			continue
 		}
 		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
+	}
+	if err := b.stampCtimes(ctx, &stamps); err != nil {
+		return nil, err
 	}
 	jobs = b.unsampled(jobs)
 	if err := b.startIndexPhase(len(wk.files), len(jobs)); err != nil {
@@ -794,7 +801,7 @@ func (b *builder) prepare(j job) result {
 	}
 	r.hash = sha256.Sum256(data)
 	r.meta = fileMeta(data, j.mtimeNs)
-	r.act = classify(j.old, j.size, j.mtimeNs, &r.hash, func(h store.Hash) bool { return b.known[h] }, b.retry())
+	r.act = classify(j.old, j.found, &r.hash, func(h store.Hash) bool { return b.known[h] }, b.retry())
 	if r.act != actEmbed {
 		return r
 	}
@@ -963,7 +970,7 @@ func (b *builder) record(r result) {
 	if r.tar != nil && b.recordTar(r) {
 		return // a shard's end
 	}
-	f := store.File{Size: r.size, MtimeNs: r.mtimeNs, Hash: r.hash}
+	f := store.File{Size: r.size, MtimeNs: r.mtimeNs, CtimeNs: r.ctimeNs, Hash: r.hash}
 	if r.err != nil {
 		if f, ok := b.failure(r.path, f, r.err); ok {
 			b.batch.Put(r.path, f, nil)
@@ -998,6 +1005,27 @@ func (b *builder) record(r result) {
 // order, and the --json summary must not depend on it.
 func (b *builder) sortFailures() {
 	sort.Slice(b.sum.Failures, func(i, j int) bool { return b.sum.Failures[i].Path < b.sum.Failures[j].Path })
+}
+
+// stampCtimes commits the ctimes of unchanged records written without
+// one, in large transactions of their own: an index an older clipidx
+// wrote takes every file's once, and a file changed after that (its
+// ctime moved) is read again. A stopped build leaves the rest to the
+// next one.
+func (b *builder) stampCtimes(ctx context.Context, stamps *store.Batch) error {
+	const per = 20000
+	var part store.Batch
+	for i, n := 0, stamps.Len(); i < n; i += per {
+		if ctx.Err() != nil {
+			return nil
+		}
+		part.Reset()
+		stamps.Slice(i, min(i+per, n), &part)
+		if err := b.w.Commit(&part); err != nil {
+			return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
+		}
+	}
+	return nil
 }
 
 func (b *builder) maybeCommit(force bool) error {

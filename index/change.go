@@ -11,7 +11,7 @@ import (
 type action int
 
 const (
-	actUnchanged action = iota // size and mtime match: nothing to do
+	actUnchanged action = iota // size, mtime and ctime match: nothing to do
 	actNeedHash                // changed stat, or a failure to retry: read the file and decide again
 	actTouch                   // same content as recorded: update the stat only
 	actReuse                   // content embedded before: reuse that vector
@@ -58,7 +58,8 @@ func (r retryRule) retries(old store.File) bool {
 }
 
 // classify is the whole change-detection policy. old is the stored record
-// (nil for a new file), size and mtime come from stat. Without a content
+// (nil for a new file), st is the file's stat. A ctime that moved is a
+// change although size and mtime match (sameCtime). Without a content
 // hash (hash nil) it answers actUnchanged or actNeedHash; with one it
 // answers actTouch, actReuse or actEmbed. known reports whether the index
 // holds a vector for a content hash. A failed file is read again when its
@@ -66,9 +67,9 @@ func (r retryRule) retries(old store.File) bool {
 // with the same content, it is decoded again (actEmbed, or actReuse when
 // another file's vector has that content). Any other unchanged failure
 // stays recorded as it is.
-func classify(old *store.File, size, mtimeNs int64, hash *store.Hash, known func(store.Hash) bool, retry retryRule) action {
+func classify(old *store.File, st found, hash *store.Hash, known func(store.Hash) bool, retry retryRule) action {
 	if hash == nil {
-		if old != nil && old.Size == size && old.MtimeNs == mtimeNs && !retry.retries(*old) {
+		if old != nil && old.Size == st.size && old.MtimeNs == st.mtimeNs && sameCtime(old.CtimeNs, st.ctimeNs) && !retry.retries(*old) {
 			return actUnchanged
 		}
 		return actNeedHash
@@ -80,4 +81,20 @@ func classify(old *store.File, size, mtimeNs int64, hash *store.Hash, known func
 		return actReuse
 	}
 	return actEmbed
+}
+
+// sameCtime reports whether a recorded ctime and a file's agree: equal, or
+// either unknown (0). Tools that rewrite a file and put its size and mtime
+// back (exiftool -P fixing dates or orientation), and two files of one size
+// and mtime renamed into each other's names, move it; so do chmod and
+// xattr changes, which then cost one read of the file, no model pass.
+func sameCtime(recorded, now int64) bool {
+	return recorded == 0 || now == 0 || recorded == now
+}
+
+// stampsCtime reports whether the record old, unchanged by size and mtime,
+// was written without a ctime the file now has: the build records it
+// (store.Batch.StampCtime) without reading the file.
+func stampsCtime(old *store.File, st found) bool {
+	return old != nil && old.CtimeNs == 0 && st.ctimeNs != 0
 }

@@ -62,8 +62,33 @@ func TestClassify(t *testing.T) {
 		{"failed file touched, same content: retried", failed, 10, 101, &h1, knownOnly(), same, actEmbed},
 		{"format failure retried, same content: decoded again", format, 10, 100, &h1, knownOnly(), more, actEmbed},
 	} {
-		if got := classify(tc.old, tc.size, tc.mtime, tc.hash, tc.known, tc.retry); got != tc.want {
+		if got := classify(tc.old, found{size: tc.size, mtimeNs: tc.mtime}, tc.hash, tc.known, tc.retry); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// The ctime: a file rewritten with its size and mtime put back.
+	withCtime := &store.File{Size: 10, MtimeNs: 100, CtimeNs: 500, Hash: h1, Vec: 3}
+	for _, tc := range []struct {
+		name  string
+		old   *store.File
+		ctime int64
+		hash  *store.Hash
+		want  action
+		stamp bool
+	}{
+		{"same size, mtime and ctime", withCtime, 500, nil, actUnchanged, false},
+		{"ctime moved, size and mtime put back (exiftool -P)", withCtime, 501, nil, actNeedHash, false},
+		{"ctime moved, same content (chmod)", withCtime, 501, &h1, actTouch, false},
+		{"ctime moved, another file's content (two files swapped)", withCtime, 501, &h2, actReuse, false},
+		{"a record written without a ctime takes the file's", ok, 501, nil, actUnchanged, true},
+		{"a system without ctimes", withCtime, 0, nil, actUnchanged, false},
+	} {
+		st := found{size: 10, mtimeNs: 100, ctimeNs: tc.ctime}
+		if got := classify(tc.old, st, tc.hash, knownOnly(h1, h2), same); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+		if got := stampsCtime(tc.old, st); got != tc.stamp {
+			t.Errorf("%s: stamps the ctime %v, want %v", tc.name, got, tc.stamp)
 		}
 	}
 }

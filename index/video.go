@@ -98,9 +98,17 @@ func groupFrames(old map[string]*store.File) map[string][]frameRec {
 // retry), and otherwise counts it as unchanged. Without a sampler, such a
 // video can still take the frames recorded for its bytes (a video renamed,
 // copied or touched while ffmpeg is missing): unsampled keeps those jobs.
-func (b *builder) planVideo(f found, failed *store.File) bool {
+func (b *builder) planVideo(f found, failed *store.File, stamps *store.Batch) bool {
 	if !b.videoChanged(f, failed) {
 		b.sum.Unchanged++
+		for _, fr := range b.frames[f.path] {
+			if stampsCtime(&fr.f, f) {
+				stamps.StampCtime(fr.path, f.ctimeNs)
+			}
+		}
+		if failed != nil && stampsCtime(failed, f) {
+			stamps.StampCtime(f.path, f.ctimeNs)
+		}
 		return false
 	}
 	return true
@@ -144,13 +152,13 @@ func (b *builder) videoChanged(f found, failed *store.File) bool {
 	frames := b.frames[f.path]
 	if failed == nil && len(frames) > 0 {
 		for _, fr := range frames {
-			if fr.f.Size != f.size || fr.f.MtimeNs != f.mtimeNs {
+			if fr.f.Size != f.size || fr.f.MtimeNs != f.mtimeNs || !sameCtime(fr.f.CtimeNs, f.ctimeNs) {
 				return true
 			}
 		}
 		return false
 	}
-	return failed == nil || len(frames) > 0 || classify(failed, f.size, f.mtimeNs, nil, nil, b.retry()) != actUnchanged
+	return failed == nil || len(frames) > 0 || classify(failed, f, nil, nil, b.retry()) != actUnchanged
 }
 
 // prepareVideo hashes a video (streaming: a video may be larger than
@@ -337,7 +345,7 @@ func (b *builder) recordVideo(r result) {
 			return // not embedded (the build was stopped): the next build does it
 		}
 	}
-	stat := store.File{Size: r.size, MtimeNs: r.mtimeNs, Hash: r.hash}
+	stat := store.File{Size: r.size, MtimeNs: r.mtimeNs, CtimeNs: r.ctimeNs, Hash: r.hash}
 	if errors.Is(r.err, errNoSampler) {
 		b.sum.VideosSkipped++ // its records, if any, stay (see keepFrame)
 	} else if r.err != nil {

@@ -18,6 +18,7 @@ type found struct {
 	path    string
 	size    int64
 	mtimeNs int64
+	ctimeNs int64 // 0 when unknown (ctimeOf)
 }
 
 // walker collects image files under roots in a deterministic order: roots
@@ -88,7 +89,7 @@ func (w *walker) add(path string, fi fs.FileInfo) {
 		return
 	}
 	w.seen[path] = true
-	w.files = append(w.files, found{path: path, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()})
+	w.files = append(w.files, found{path: path, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctimeOf(fi)})
 	if w.progress != nil && len(w.files)%256 == 0 {
 		w.progress(len(w.files))
 	}

@@ -26,6 +26,7 @@ const (
 	opVideoMeta
 	opVideoRead
 	opMetaRead
+	opCtime // see ctime.go
 )
 
 type op struct {
@@ -55,6 +56,10 @@ func (b *Batch) Delete(path string) {
 
 // Len is the number of changes in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
+
+// Slice appends the changes i to j of b to dst (a long batch committed in
+// parts).
+func (b *Batch) Slice(i, j int, dst *Batch) { dst.ops = append(dst.ops, b.ops[i:j]...) }
 
 // Reset empties the batch for reuse.
 func (b *Batch) Reset() { b.ops = b.ops[:0] }
@@ -90,6 +95,9 @@ func (w *wtx) apply(o op) error {
 		if err != nil || !ok {
 			return err
 		}
+		if err := w.putCtime(o.path, 0); err != nil {
+			return err
+		}
 		if err := w.unref(o.path, old); err != nil {
 			return err
 		}
@@ -106,6 +114,9 @@ func (w *wtx) apply(o op) error {
 			return err
 		}
 		f := o.file
+		if err := w.putCtime(o.path, f.CtimeNs); err != nil {
+			return err
+		}
 		if f.Err == "" {
 			id, err := w.resolve(f.Hash, o.vec)
 			if err != nil {
@@ -142,6 +153,8 @@ func (w *wtx) apply(o op) error {
 			}
 		}
 		return w.files.Put([]byte(o.path), encodeFile(f))
+	case opCtime:
+		return w.stampCtime(o)
 	default:
 		return w.applyExtra(o)
 	}

@@ -169,6 +169,7 @@ func (s *Snapshot) Check(allowQueued bool) error {
 	})
 	s.checkSamples(bad)
 	s.checkMeta(bad)
+	s.checkCtimes(bad)
 	s.checkColumn(bad)
 	return errors.Join(errs...)
 }

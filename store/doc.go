@@ -29,6 +29,8 @@
 //	           texts); the meta bucket's "places" key names the place
 //	           table the names came from, its "videometa" key (u64) the
 //	           version of the code that read the video frames' metadata
+//	ctimes     path → u64: the file's status change time (ns) when its
+//	           record was written (ctime.go)
 //	metaread   path → u64: the version of the code that read the metadata
 //	           of a record dated by its file's time (meta.go)
 //	videoread  video path → u64: the version of the code that read its

@@ -203,12 +203,14 @@ func (s *Snapshot) Shard(path string) (ShardStat, bool) {
 // prefix, in path order (the samples "SHARD.tar#KEY" of a shard).
 func (s *Snapshot) FilesPrefix(prefix string, fn func(path string, f File) error) error {
 	c := s.tx.Bucket(bFiles).Cursor()
+	ct := s.ctimeReader()
 	p := []byte(prefix)
 	for k, v := c.Seek(p); k != nil && len(k) >= len(p) && string(k[:len(p)]) == prefix; k, v = c.Next() {
 		f, err := decodeFile(v)
 		if err != nil {
 			return fmt.Errorf("record of %s: %w", k, err)
 		}
+		f.CtimeNs = ct.at(k)
 		if err := fn(string(k), f); err != nil {
 			return err
 		}

@@ -158,6 +158,11 @@ type File struct {
 	// build that reads more can tell which failures it may now read. ""
 	// when not recorded (see Kind).
 	Reach string
+	// CtimeNs is the file's status change time when the record was
+	// written, 0 when not known (a system without one, a webdataset
+	// sample, a record an older clipidx wrote). It is kept beside the
+	// record (ctime.go), not in it.
+	CtimeNs int64
 }
 
 // The kinds of failure a record can carry (File.Kind).

@@ -169,6 +169,7 @@ func (s *Snapshot) File(path string) (File, bool, error) {
 	if err != nil {
 		return f, false, fmt.Errorf("record of %s: %w", path, err)
 	}
+	f.CtimeNs = s.ctimeReader().at([]byte(path))
 	return f, true, nil
 }
 
@@ -176,11 +177,13 @@ func (s *Snapshot) File(path string) (File, bool, error) {
 // under dir (every record when dir is ""), in path order.
 func (s *Snapshot) Files(dir string, fn func(path string, f File) error) error {
 	c := s.tx.Bucket(bFiles).Cursor()
+	ct := s.ctimeReader()
 	visit := func(k, v []byte) error {
 		f, err := decodeFile(v)
 		if err != nil {
 			return fmt.Errorf("record of %s: %w", k, err)
 		}
+		f.CtimeNs = ct.at(k)
 		return fn(string(k), f)
 	}
 	if dir == "" {

@@ -1250,10 +1250,14 @@ func (l *lab) fileStep(r int) {
 			l.step("add %s, the same content", q)
 			l.write(l.path(q), data)
 		}
-	case r < 22:
+	case r < 18:
 		p, data := pick(), l.content()
 		l.step("change %s (%s)", p, kindOf(data))
 		l.write(l.path(p), data)
+	case r < 20:
+		l.rewriteKeepingStat(pick())
+	case r < 22:
+		l.swapKeepingStat(files)
 	case r < 28:
 		p := pick()
 		q := l.newName(dirs[l.rng.Intn(len(dirs))], filepath.Ext(p))
@@ -1277,6 +1281,86 @@ func (l *lab) fileStep(r int) {
 			l.t.Fatal(err)
 		}
 	}
+}
+
+// rewriteKeepingStat gives p other bytes of the same size and puts its
+// mtime back, as exiftool -P does when it fixes a date or an orientation.
+func (l *lab) rewriteKeepingStat(p string) {
+	fi, err := os.Stat(l.path(p))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for range 64 {
+		data := l.content()
+		if int64(len(data)) != fi.Size() || sha256.Sum256(data) == l.hashOf(p) || kindOf(data) == "video" {
+			continue
+		}
+		l.step("rewrite %s (%s), its size and mtime kept", p, kindOf(data))
+		if err := os.WriteFile(l.path(p), data, 0o644); err != nil {
+			l.t.Fatal(err)
+		}
+		if err := os.Chtimes(l.path(p), fi.ModTime(), fi.ModTime()); err != nil {
+			l.t.Fatal(err)
+		}
+		return
+	}
+}
+
+// swapKeepingStat swaps the names of two files of one size, each name
+// keeping its mtime: a renamer that numbers photos again, of a burst whose
+// files share their size and time.
+func (l *lab) swapKeepingStat(files []string) {
+	bySize := map[int64][]string{}
+	for _, p := range files {
+		if fi, err := os.Stat(l.path(p)); err == nil && !index.IsVideoName(p) {
+			bySize[fi.Size()] = append(bySize[fi.Size()], p)
+		}
+	}
+	var pairs [][]string
+	for _, ps := range bySize {
+		for i := 0; i+1 < len(ps); i++ {
+			if l.hashOf(ps[i]) != l.hashOf(ps[i+1]) && filepath.Ext(ps[i]) == filepath.Ext(ps[i+1]) {
+				pairs = append(pairs, ps[i:i+2])
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return
+	}
+	slices.SortFunc(pairs, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	pq := pairs[l.rng.Intn(len(pairs))]
+	p, q := l.path(pq[0]), l.path(pq[1])
+	l.step("swap %s and %s, each name keeping its size and mtime", pq[0], pq[1])
+	fp, err := os.Stat(p)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	fq, err := os.Stat(q)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for _, mv := range [][2]string{{p, p + ".swap"}, {q, p}, {p + ".swap", q}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	for _, pt := range []struct {
+		path string
+		t    time.Time
+	}{{p, fp.ModTime()}, {q, fq.ModTime()}} {
+		if err := os.Chtimes(pt.path, pt.t, pt.t); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+}
+
+// hashOf is the SHA-256 of the file at rel.
+func (l *lab) hashOf(rel string) store.Hash {
+	b, err := os.ReadFile(l.path(rel))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return sha256.Sum256(b)
 }
 
 // moveFolder moves the folder c, with what it holds, from lib/b to lib/a

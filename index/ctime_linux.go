@@ -1,0 +1,14 @@
+package index
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// ctimeOf is the file's status change time in ns, 0 when unknown.
+func ctimeOf(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ctim.Nano()
+	}
+	return 0
+}

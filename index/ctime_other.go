@@ -1,0 +1,9 @@
+//go:build !linux && !darwin && !freebsd && !netbsd && !dragonfly
+
+package index
+
+import "io/fs"
+
+// ctimeOf is 0 (unknown) where the walk does not read a status change
+// time (Windows has none): size and mtime alone then say a file changed.
+func ctimeOf(fs.FileInfo) int64 { return 0 }
