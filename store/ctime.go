@@ -47,6 +47,11 @@ func (w *wtx) stampCtime(o op) error {
 	return w.putCtime(o.path, o.file.CtimeNs)
 }
 
+// ctimeOf is the ctime recorded for path, 0 when none.
+func (s *Snapshot) ctimeOf(path string) int64 {
+	return int64(markIn(s.tx, bCtimes, path))
+}
+
 // ctimeReader reads the ctimes bucket along a walk of the files bucket in
 // key order: one cursor stepped forward, not a lookup a record.
 type ctimeReader struct {

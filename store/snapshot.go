@@ -169,7 +169,7 @@ func (s *Snapshot) File(path string) (File, bool, error) {
 	if err != nil {
 		return f, false, fmt.Errorf("record of %s: %w", path, err)
 	}
-	f.CtimeNs = s.ctimeReader().at([]byte(path))
+	f.CtimeNs = s.ctimeOf(path)
 	return f, true, nil
 }
 
