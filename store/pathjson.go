@@ -89,3 +89,30 @@ func (o Offline) MarshalJSON() ([]byte, error) {
 		DirBytes []byte `json:"dir_bytes,omitempty"`
 	}{plain(o), PathBytes(o.Dir)})
 }
+
+// PathsBytes is, beside paths and only when one of them is not UTF-8,
+// each path's bytes (PathBytes: nil for a UTF-8 one); nil otherwise.
+func PathsBytes(paths []string) [][]byte {
+	for _, p := range paths {
+		if !utf8.ValidString(p) {
+			out := make([][]byte, len(paths))
+			for i, p := range paths {
+				out[i] = PathBytes(p)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes lb with "roots_bytes" and "within_bytes" beside
+// "roots" and "within" when one of their paths is not UTF-8: each path's
+// bytes (base64), null for a UTF-8 one.
+func (lb LastBuild) MarshalJSON() ([]byte, error) {
+	type plain LastBuild
+	return json.Marshal(struct {
+		plain
+		RootsBytes  [][]byte `json:"roots_bytes,omitempty"`
+		WithinBytes [][]byte `json:"within_bytes,omitempty"`
+	}{plain(lb), PathsBytes(lb.Roots), PathsBytes(lb.Within)})
+}

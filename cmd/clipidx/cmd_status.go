@@ -106,11 +106,7 @@ works while a build is running.`,
 					weights = "stored"
 				}
 				js := statusJSON{Images: st.Images, Failed: st.Failed, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms}
-				if slices.ContainsFunc(folders, func(f string) bool { return store.PathBytes(f) != nil }) {
-					for _, f := range folders {
-						js.FoldersBytes = append(js.FoldersBytes, store.PathBytes(f))
-					}
-				}
+				js.FoldersBytes = store.PathsBytes(folders)
 				return e.Encode(js)
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))

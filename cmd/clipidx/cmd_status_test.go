@@ -100,14 +100,20 @@ func TestNonUTF8Root(t *testing.T) {
 	out, errs, code = runCLI(t, "--db", g[1], "status", "--json")
 	var st struct {
 		Folders      []string
-		FoldersBytes [][]byte                 `json:"folders_bytes"`
-		LastBuild    struct{ Roots []string } `json:"last_build"`
+		FoldersBytes [][]byte `json:"folders_bytes"`
+		LastBuild    struct {
+			Roots      []string
+			RootsBytes [][]byte `json:"roots_bytes"`
+		} `json:"last_build"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("status --json: exit %d %s %s", code, out, errs)
 	}
 	if len(st.FoldersBytes) != 1 || string(st.FoldersBytes[0]) != photos {
 		t.Errorf("status --json folders %q, bytes %q, want %q", st.Folders, st.FoldersBytes, photos)
+	}
+	if len(st.LastBuild.RootsBytes) != 1 || string(st.LastBuild.RootsBytes[0]) != photos {
+		t.Errorf("status --json last build's roots %q, bytes %q, want %q", st.LastBuild.Roots, st.LastBuild.RootsBytes, photos)
 	}
 }
 
