@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,13 @@ func BenchmarkTile(b *testing.B) {
 		}
 		kr := *base
 		kr.kc, kr.kcPad, kr.mc, kr.nc = kcv, kcv+16, mcv, ncv
+		if o, w, ok := strings.Cut(order, "w"); ok {
+			ways, err := strconv.Atoi(w)
+			if err != nil {
+				b.Fatalf("-gemm.tiles %q: ways %q", v, w)
+			}
+			order, kr.aWays = o, ways
+		}
 		switch order {
 		case "":
 		case "a":
@@ -127,9 +135,21 @@ func BenchmarkTile(b *testing.B) {
 				chosen.Store(&kernelChoice{kr, "benchmark"})
 				pool.Pack(w) // for this variant's depth blocks, as the model's weights
 			}
+			// A at the stride this variant reads in place, as the model
+			// lays out its activations (Stride), when there is one.
+			lda := s.k
+			if !directA(kr, lda) {
+				if ld := paddedStride(kr, s.k); ld > 0 {
+					lda = ld
+				}
+			}
+			x := make([]float32, (s.m-1)*lda+s.k)
+			for i := range s.m {
+				copy(x[i*lda:i*lda+s.k], a[i*s.k:(i+1)*s.k])
+			}
 			sides = append(sides, func() {
 				chosen.Store(&kernelChoice{kr, "benchmark"})
-				pool.Linear(c, a, s.m, w, nil)
+				pool.LinearStrided(c, s.n, x, lda, s.m, w, nil)
 			})
 		}
 		best := interleave(b, clock, sides...)
@@ -139,6 +159,9 @@ func BenchmarkTile(b *testing.B) {
 			o := "b"
 			if kr.aOuter {
 				o = "a"
+			}
+			if kr.aWays > 0 {
+				o += fmt.Sprintf("w%d", kr.aWays)
 			}
 			b.ReportMetric(flops/best[i].Seconds()/1e9, fmt.Sprintf("%d/%d/%d%s_GFLOP/s", kr.kc, kr.mc, kr.nc, o))
 		}
@@ -150,7 +173,7 @@ var benchTileKernel = flag.String("gemm.tilekernel", "avx512", "BenchmarkTile's 
 var benchTilePacked = flag.Bool("gemm.tilepacked", false, "BenchmarkTile: weights packed once per variant (Pool.Pack), as the model's float32 weights on AVX-512, instead of packed block by block")
 
 var benchTiles = flag.String("gemm.tiles", "1280/70/1024b,1280/168/1024a,256/168/1024a",
-	"kc/mc/nc[order] blockings of the AVX-512 kernel for BenchmarkTile (order a: A slab outer, b: B panel outer; none: the kernel's)")
+	"kc/mc/nc[order][wN] blockings of the AVX-512 kernel for BenchmarkTile (order a: A slab outer, b: B panel outer; none: the kernel's; wN: A read in place when at most N rows of a slab start on one line of an L1 way (aWays), its rows laid out at such a stride as the model's activations are)")
 
 // BenchmarkMicroKernel runs one micro-kernel call on data in L1, 100 calls per iteration, best of N by the thread's CPU time (A packed
 // with stride kc, the B panel, C), the ceiling of each kernel on this core.

@@ -17,8 +17,8 @@ var (
 
 // avx2Kernel is the [6, 16] AVX2/FMA kernel with its 8-deep packers.
 var avx2Kernel = &microKernel{
-	name: "avx2", impl: implAVX2, mr: mr, nr: nr, kc: kc, kcPad: kcPad, mc: mcBlock, nc: ncBlock,
-	packPays: true,
+	name: "avx2", impl: implAVX2, mr: mr, nr: nr, kc: kcAVX2, kcPad: kcAVX2 + 16, mc: mcAVX2, nc: ncBlock,
+	aWays: aWaysAVX2, packPays: true,
 }
 
 // avx512Kernel is the [14, 32] AVX-512F kernel with its 16-deep packers.

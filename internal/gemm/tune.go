@@ -3,12 +3,13 @@ package gemm
 // Blocking sizes, in elements. Each micro-kernel has its own tile and
 // blocks (see microKernel in driver.go); the work split below is shared.
 //
-// The Go, AVX2 and NEON kernels' sizes were tuned for Zen 3/4 (32 KiB 8-way
+// The Go and NEON kernels' sizes were tuned for Zen 3/4 (32 KiB 8-way
 // L1d, 512 KiB–1 MiB L2 per core, shared L3; the development machine
 // reported an AMD EPYC with 1 MiB L2, whose 256-bit FMA pipes peak near 32
-// flop/cycle per core). The AVX2 kernel keeps a [mr, nr] tile of C in
-// twelve ymm registers; at kc = 256 it ran at ~100 GFLOP/s per core there,
-// on par with OpenBLAS 0.3.21 (see BenchmarkRatio).
+// flop/cycle per core), and were the AVX2 kernel's until it was measured
+// with its weights packed once (kcAVX2 below). The AVX2 kernel keeps a
+// [mr, nr] tile of C in twelve ymm registers; at kc = 256 it ran at ~100
+// GFLOP/s per core there, on par with OpenBLAS 0.3.21 (see BenchmarkRatio).
 const (
 	mr = 6  // rows of C per micro-kernel call (broadcasts of A)
 	nr = 16 // columns of C per micro-kernel call (two ymm of packed B)
@@ -23,6 +24,27 @@ const (
 	mcBlock = 144
 	// ncBlock columns of B are packed at a time: kc·ncBlock·4 = 1 MiB.
 	ncBlock = 1024
+)
+
+// The AVX2 kernel's depth and row blocks with its weights packed once (as
+// the model's are), measured on an AMD EPYC Zen 3 (AVX2 only: 32 KiB
+// 8-way L1d, 512 KiB L2 per core), two threads, BenchmarkTile's blockings
+// interleaved in one process, three runs (-gemm.tilekernel avx2
+// -gemm.tilepacked): as for the AVX-512 kernel on Zen 5, a depth of 1280,
+// the whole K of the image tower's qkv, out and fc1, ran the linear shapes
+// of both towers at 176–189 GFLOP/s where 256 ran them at 120–180 (the
+// image tower's 3–30% faster, the text tower's 0–25%, a few level), C
+// written once instead of K/256 times. Row blocks of 48, 72 and 96 were
+// level; 48 keeps the copied A block (48·1296·4 = 243 KiB) within a
+// 256 KiB L2 as well. At that depth every row of a slab covers every L1
+// set, so A is read in place only at strides where at most aWaysAVX2 of
+// its 6 rows start on one line of a way (the activations are laid out so,
+// see Stride): 2 or 4 ran 2–8% faster than copying every slab (1280/48/1024b
+// against …bw2 and …bw4 in BenchmarkTile, A at each variant's Stride).
+const (
+	kcAVX2    = 1280
+	mcAVX2    = 48
+	aWaysAVX2 = 4
 )
 
 // The AVX-512 kernel, first tuned on a 2-core KVM guest whose CPUID says
