@@ -1,4 +1,4 @@
-//go:build !linux && !darwin && !freebsd && !netbsd && !dragonfly
+//go:build !linux && !dragonfly && !openbsd && !solaris && !illumos && !darwin && !freebsd && !netbsd
 
 package index
 

@@ -126,6 +126,9 @@ func BenchmarkTile(b *testing.B) {
 		variants = append(variants, &kr)
 	}
 	benchLinearShapes(b, func(b *testing.B, pool *Pool, s modelShape, a, c []float32, r *rand.Rand, clock func() time.Duration) {
+		if *benchTileRows > 0 && *benchTileRows < s.m {
+			s.m = *benchTileRows // a slice of the product, as the kernel chooser's trials
+		}
 		raw := randSlice(r, s.n*s.k, 1)
 		prev := chosen.Load()
 		var sides []func()
@@ -169,6 +172,8 @@ func BenchmarkTile(b *testing.B) {
 }
 
 var benchTileKernel = flag.String("gemm.tilekernel", "avx512", "BenchmarkTile's kernel: avx512 or avx2")
+
+var benchTileRows = flag.Int("gemm.tilerows", 0, "BenchmarkTile: only this many rows of each product (0: all); the kernel chooser's trials run 84")
 
 var benchTilePacked = flag.Bool("gemm.tilepacked", false, "BenchmarkTile: weights packed once per variant (Pool.Pack), as the model's float32 weights on AVX-512, instead of packed block by block")
 

@@ -1,3 +1,5 @@
+//go:build linux || dragonfly || openbsd || solaris || illumos
+
 package index
 
 import (
