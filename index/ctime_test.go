@@ -23,6 +23,11 @@ func needCtime(t *testing.T) {
 	}
 }
 
+// nextTick waits out the clock tick of the last change: a kernel without
+// fine-grained timestamps (Linux before 6.13) gives every change within
+// one tick (1–10 ms) the same ctime.
+func nextTick() { time.Sleep(25 * time.Millisecond) }
+
 // putTimes gives path the modification time mt back, as exiftool -P and
 // copies that keep dates do.
 func putTimes(t *testing.T, path string, mt time.Time) {
@@ -64,6 +69,7 @@ func TestCtimeSeesRewrites(t *testing.T) {
 	build("added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
 
 	tmp := filepath.Join(d, "tmp")
+	nextTick()
 	rename(t, a, tmp)
 	rename(t, b, a)
 	rename(t, tmp, b)
@@ -74,11 +80,13 @@ func TestCtimeSeesRewrites(t *testing.T) {
 	}
 	verify(t, db)
 
+	nextTick()
 	write(t, a, png+"cccc") // same size
 	putTimes(t, a, mt)
 	build("added=0 updated=1 unchanged=1 reused=0 removed=0 failed=0")
 	verify(t, db)
 
+	nextTick()
 	if err := os.Chmod(b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +136,7 @@ func TestCtimeStampsOlderIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nextTick()
 	write(t, a, png+"cccc")
 	putTimes(t, a, fi.ModTime())
 	sum, err = Build(context.Background(), db, []string{d}, opts(e))
@@ -153,6 +162,7 @@ func TestCtimeVideo(t *testing.T) {
 	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(e, s)); err != nil {
 		t.Fatal(err)
 	}
+	nextTick()
 	write(t, v, "FAKEVIDEO 0,5 two") // same size
 	putTimes(t, v, fi.ModTime())
 	sum, err := Build(context.Background(), db, []string{dir}, videoOpts(e, s))

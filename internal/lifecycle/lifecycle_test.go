@@ -1296,6 +1296,7 @@ func (l *lab) rewriteKeepingStat(p string) {
 			continue
 		}
 		l.step("rewrite %s (%s), its size and mtime kept", p, kindOf(data))
+		coarseTick()
 		if err := os.WriteFile(l.path(p), data, 0o644); err != nil {
 			l.t.Fatal(err)
 		}
@@ -1331,6 +1332,7 @@ func (l *lab) swapKeepingStat(files []string) {
 	pq := pairs[l.rng.Intn(len(pairs))]
 	p, q := l.path(pq[0]), l.path(pq[1])
 	l.step("swap %s and %s, each name keeping its size and mtime", pq[0], pq[1])
+	coarseTick()
 	fp, err := os.Stat(p)
 	if err != nil {
 		l.t.Fatal(err)
@@ -1353,6 +1355,12 @@ func (l *lab) swapKeepingStat(files []string) {
 		}
 	}
 }
+
+// coarseTick waits out the clock tick of the last build's reads: a kernel
+// without fine-grained timestamps (Linux before 6.13) gives a change made
+// within the tick in which a build read the file the ctime it read, and
+// the change would go unseen (as it would by its mtime).
+func coarseTick() { time.Sleep(25 * time.Millisecond) }
 
 // hashOf is the SHA-256 of the file at rel.
 func (l *lab) hashOf(rel string) store.Hash {
