@@ -93,16 +93,20 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 	err = b.w.View(func(s *store.Snapshot) error {
 		stale = s.PlacesVersion() != places
 		for _, f := range wk.files {
+			// Most records have metadata this reader would not read
+			// again: the record itself is looked up only for the others.
+			m, has, err := s.Meta(f.path)
+			if err != nil {
+				return err
+			}
+			if has && (m.TakenSource != store.TakenMtime || s.MetaRead(f.path) >= photoMetaVersion) {
+				continue
+			}
 			rec, ok, err := s.File(f.path)
 			if err != nil {
 				return err
 			}
-			if !ok || rec.Failed() {
-				continue
-			}
-			if m, has, err := s.Meta(f.path); err != nil {
-				return err
-			} else if !has || m.TakenSource == store.TakenMtime && s.MetaRead(f.path) < photoMetaVersion {
+			if ok && !rec.Failed() {
 				todo = append(todo, f) // none yet, or dated by an older reader by the file's time
 			}
 		}
