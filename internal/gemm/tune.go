@@ -29,18 +29,20 @@ const (
 // The AVX2 kernel's depth and row blocks with its weights packed once (as
 // the model's are), measured on an AMD EPYC Zen 3 (AVX2 only: 32 KiB
 // 8-way L1d, 512 KiB L2 per core), two threads, BenchmarkTile's blockings
-// interleaved in one process, three runs (-gemm.tilekernel avx2
+// interleaved in one process, four runs (-gemm.tilekernel avx2
 // -gemm.tilepacked): as for the AVX-512 kernel on Zen 5, a depth of 1280,
 // the whole K of the image tower's qkv, out and fc1, ran the linear shapes
-// of both towers at 176–189 GFLOP/s where 256 ran them at 120–180 (the
-// image tower's 3–30% faster, the text tower's 0–25%, a few level), C
+// of both towers at 176–189 GFLOP/s where 256 ran them at 120–180 (slower
+// than 1280 on every shape in most runs; the runs scatter by up to 10%), C
 // written once instead of K/256 times. Row blocks of 48, 72 and 96 were
 // level; 48 keeps the copied A block (48·1296·4 = 243 KiB) within a
 // 256 KiB L2 as well. At that depth every row of a slab covers every L1
 // set, so A is read in place only at strides where at most aWaysAVX2 of
 // its 6 rows start on one line of a way (the activations are laid out so,
-// see Stride): 2 or 4 ran 2–8% faster than copying every slab (1280/48/1024b
-// against …bw2 and …bw4 in BenchmarkTile, A at each variant's Stride).
+// see Stride): with 4, 7 of the 9 shapes ran faster than copying every slab
+// (image qkv 187–189 against 149–174 GFLOP/s, most others by 1–4%), text
+// fc2 level or slower (1280/48/1024b against …bw4 in BenchmarkTile, two
+// runs, A at each variant's Stride).
 const (
 	kcAVX2    = 1280
 	mcAVX2    = 48
