@@ -39,10 +39,11 @@ const (
 // 256 KiB L2 as well. At that depth every row of a slab covers every L1
 // set, so A is read in place only at strides where at most aWaysAVX2 of
 // its 6 rows start on one line of a way (the activations are laid out so,
-// see Stride): with 4, 7 of the 9 shapes ran faster than copying every slab
-// (image qkv 187–189 against 149–174 GFLOP/s, most others by 1–4%), text
-// fc2 level or slower (1280/48/1024b against …bw4 in BenchmarkTile, two
-// runs, A at each variant's Stride).
+// see Stride): with 4, five of the 9 shapes ran faster than copying every
+// slab in both runs (image qkv 187–189 against 149–174 GFLOP/s, image out
+// and fc2, text qkv and out by 2–10%), text fc1 slower (169–179 against
+// 183), the other three mixed (1280/48/1024b against …bw4 in
+// BenchmarkTile, two runs, A at each variant's Stride).
 const (
 	kcAVX2    = 1280
 	mcAVX2    = 48
