@@ -413,11 +413,11 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 
 	var jobs []job
-	var stamps store.Batch // ctimes for unchanged records written without one
+	stamps := &stamper{b: b, ctx: ctx} // ctimes for unchanged records written without one
 	for _, f := range wk.files {
 		o := old[f.path]
 		if IsVideoName(f.path) {
-			if b.planVideo(f, o, &stamps) {
+			if b.planVideo(f, o, stamps) {
 				jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
 			}
 			continue
@@ -425,13 +425,13 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		if classify(o, f, nil, nil, b.retry()) == actUnchanged {
 			b.sum.Unchanged++
 			if stampsCtime(o, f) {
-				stamps.StampCtime(f.path, f.ctimeNs)
+				stamps.add(f.path, f.ctimeNs)
 			}
 			continue
 		}
 		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
 	}
-	if err := b.stampCtimes(ctx, &stamps); err != nil {
+	if err := stamps.flush(); err != nil {
 		return nil, err
 	}
 	jobs = b.unsampled(jobs)
@@ -1007,24 +1007,37 @@ func (b *builder) sortFailures() {
 	sort.Slice(b.sum.Failures, func(i, j int) bool { return b.sum.Failures[i].Path < b.sum.Failures[j].Path })
 }
 
-// stampCtimes commits the ctimes of unchanged records written without
-// one, in large transactions of their own: an index an older clipidx
-// wrote takes every file's once, and a file changed after that (its
-// ctime moved) is read again. A stopped build leaves the rest to the
-// next one.
-func (b *builder) stampCtimes(ctx context.Context, stamps *store.Batch) error {
-	const per = 20000
-	var part store.Batch
-	for i, n := 0, stamps.Len(); i < n; i += per {
-		if ctx.Err() != nil {
-			return nil
-		}
-		part.Reset()
-		stamps.Slice(i, min(i+per, n), &part)
-		if err := b.w.Commit(&part); err != nil {
-			return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
-		}
+// stamper commits the ctimes of unchanged records written without one,
+// 20,000 a transaction of their own, as the walk's files are planned: an
+// index an older clipidx wrote takes every file's once, and a file changed
+// after that (its ctime moved) is read again. A stopped build leaves the
+// rest to the next one.
+type stamper struct {
+	b     *builder
+	ctx   context.Context
+	batch store.Batch
+	err   error
+}
+
+func (s *stamper) add(path string, ns int64) {
+	if s.err != nil || s.ctx.Err() != nil {
+		return
 	}
+	if s.batch.StampCtime(path, ns); s.batch.Len() >= 20000 {
+		s.err = s.flush()
+	}
+}
+
+// flush commits the stamps added since the last commit; it returns the
+// first commit's error.
+func (s *stamper) flush() error {
+	if s.err != nil || s.batch.Len() == 0 || s.ctx.Err() != nil {
+		return s.err
+	}
+	if err := s.b.w.Commit(&s.batch); err != nil {
+		return fmt.Errorf("commit to %s: %w", s.b.w.Path(), err)
+	}
+	s.batch.Reset()
 	return nil
 }
 

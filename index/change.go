@@ -94,7 +94,7 @@ func sameCtime(recorded, now int64) bool {
 
 // stampsCtime reports whether the record old, unchanged by size and mtime,
 // was written without a ctime the file now has: the build records it
-// (store.Batch.StampCtime) without reading the file.
+// (stamper, store.Batch.StampCtime) without reading the file.
 func stampsCtime(old *store.File, st found) bool {
 	return old != nil && old.CtimeNs == 0 && st.ctimeNs != 0
 }

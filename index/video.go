@@ -98,16 +98,16 @@ func groupFrames(old map[string]*store.File) map[string][]frameRec {
 // retry), and otherwise counts it as unchanged. Without a sampler, such a
 // video can still take the frames recorded for its bytes (a video renamed,
 // copied or touched while ffmpeg is missing): unsampled keeps those jobs.
-func (b *builder) planVideo(f found, failed *store.File, stamps *store.Batch) bool {
+func (b *builder) planVideo(f found, failed *store.File, stamps *stamper) bool {
 	if !b.videoChanged(f, failed) {
 		b.sum.Unchanged++
 		for _, fr := range b.frames[f.path] {
 			if stampsCtime(&fr.f, f) {
-				stamps.StampCtime(fr.path, f.ctimeNs)
+				stamps.add(fr.path, f.ctimeNs)
 			}
 		}
 		if failed != nil && stampsCtime(failed, f) {
-			stamps.StampCtime(f.path, f.ctimeNs)
+			stamps.add(f.path, f.ctimeNs)
 		}
 		return false
 	}

@@ -57,10 +57,6 @@ func (b *Batch) Delete(path string) {
 // Len is the number of changes in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
 
-// Slice appends the changes i to j of b to dst (a long batch committed in
-// parts).
-func (b *Batch) Slice(i, j int, dst *Batch) { dst.ops = append(dst.ops, b.ops[i:j]...) }
-
 // Reset empties the batch for reuse.
 func (b *Batch) Reset() { b.ops = b.ops[:0] }
 
