@@ -12,7 +12,9 @@ import (
 // This file decodes HEIC/HEIF and AVIF with the WebAssembly builds of
 // libheif + libde265 and libavif that github.com/gen2brain/heic and
 // github.com/gen2brain/avif embed, run by wazero (heifwasm.go): pure Go, no
-// network, no cgo, and never a system library.
+// network, no cgo, and never a system library. When the program names an
+// ffmpeg (UseFFmpeg), a HEIC's HEVC pictures are decoded by it instead,
+// to the same pixels (heifffmpeg.go).
 //
 // What each library does and what is done here:
 //   - The header is read here first (heifbox.go): the pixel limit is
@@ -140,6 +142,14 @@ func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Ima
 			c = *info.colour
 		case info.tileColour != nil:
 			c = *info.tileColour
+		}
+		if gbr {
+			if m, ok := heifFFmpeg(ctx, data, c, info.depth); ok {
+				return heifTransform(m, info.orient), nil
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 		// Converted to packed RGB straight from the decoder's memory.
 		img, err = libheifDecode(ctx, file, func(img image.Image) image.Image {

@@ -1,7 +1,9 @@
 package preprocess
 
 import (
+	"flag"
 	"fmt"
+	"image"
 	"image/png"
 	"os"
 	"os/exec"
@@ -57,24 +59,121 @@ func heic12MP(b *testing.B) []byte {
 }
 
 // BenchmarkHEIC12MP is the whole path for a 12-megapixel HEIC (one HEVC
-// image, 4:2:0): WebAssembly libde265, colour conversion, resize, crop,
-// normalise. peak-RSS-MB is the process's high-water mark after the run.
-func BenchmarkHEIC12MP(b *testing.B) {
-	data := heic12MP(b)
-	p := New(DefaultConfig(), Options{})
-	if _, err := p.Bytes(data, "bench.heic"); err != nil { // compiles the module
+// image, 4:2:0): the HEVC decode (libde265 as WebAssembly, or ffmpeg),
+// colour conversion, resize, crop, normalise. cpu-ns/op counts ffmpeg's
+// CPU too; peak-RSS-MB is this process's high-water mark after the run.
+func BenchmarkHEIC12MP(b *testing.B) { benchHEIC(b, heic12MP(b)) }
+
+// BenchmarkHEICGrid12MP is BenchmarkHEIC12MP for an iPhone's layout: a
+// 4032x3024 grid of 8x6 HEVC tiles of 512x512.
+func BenchmarkHEICGrid12MP(b *testing.B) { benchHEIC(b, heicGrid12MP(b)) }
+
+// BenchmarkHEICFile is BenchmarkHEIC12MP for the file -heic names (a
+// phone's photo, say); it is skipped without one.
+func BenchmarkHEICFile(b *testing.B) {
+	if *heicFile == "" {
+		b.Skip("no -heic FILE")
+	}
+	data, err := os.ReadFile(*heicFile)
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for range b.N {
-		if _, err := p.Bytes(data, "bench.heic"); err != nil {
-			b.Fatal(err)
+	benchHEIC(b, data)
+}
+
+var heicFile = flag.String("heic", "", "a HEIC file for BenchmarkHEICFile")
+
+func benchHEIC(b *testing.B, data []byte) {
+	ff, _ := exec.LookPath("ffmpeg")
+	for _, dec := range []struct{ name, ffmpeg string }{{"libheif", ""}, {"ffmpeg", ff}} {
+		b.Run(dec.name, func(b *testing.B) {
+			if dec.name == "ffmpeg" && ff == "" {
+				b.Skip("ffmpeg not found")
+			}
+			if dec.ffmpeg == "" {
+				UseFFmpeg(nil)
+			} else {
+				UseFFmpeg(func() string { return dec.ffmpeg })
+			}
+			defer UseFFmpeg(nil)
+			p := New(DefaultConfig(), Options{})
+			if _, err := p.Bytes(data, "bench.heic"); err != nil { // compiles the module
+				b.Fatal(err)
+			}
+			n := hevcFFmpegDecodes.Load()
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			stop := cpuTimer(b)
+			for range b.N {
+				if _, err := p.Bytes(data, "bench.heic"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			stop()
+			if got := hevcFFmpegDecodes.Load() - n; (dec.ffmpeg != "") != (got == int64(b.N)) {
+				b.Fatalf("ffmpeg decoded %d of %d", got, b.N)
+			}
+			if peak, err := rss.Peak(); err == nil {
+				b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+			}
+		})
+	}
+}
+
+var heicGrid struct {
+	once sync.Once
+	data []byte
+	err  error
+}
+
+// heicGrid12MP encodes the 48 tiles of photoLike(4096, 3072) with heif-enc
+// (quality 80, preset fast) once per process and assembles the grid,
+// cropped to 4032x3024 as an iPhone's.
+func heicGrid12MP(b *testing.B) []byte {
+	b.Helper()
+	enc := heifNeedTool(b, "heif-enc")
+	heicGrid.once.Do(func() {
+		dir, err := os.MkdirTemp("", "heicgrid")
+		if err != nil {
+			heicGrid.err = err
+			return
 		}
+		defer os.RemoveAll(dir)
+		const tile = 512
+		full := photoLike(8*tile, 6*tile)
+		var tiles [][2][]byte
+		for k := 0; k < 48 && heicGrid.err == nil; k++ {
+			x, y := k%8*tile, k/8*tile
+			sub := full.SubImage(image.Rect(x, y, x+tile, y+tile))
+			src, out := filepath.Join(dir, "t.png"), filepath.Join(dir, "t.heic")
+			f, err := os.Create(src)
+			if err != nil {
+				heicGrid.err = err
+				return
+			}
+			pe := png.Encoder{CompressionLevel: png.BestSpeed}
+			heicGrid.err = pe.Encode(f, sub)
+			f.Close()
+			if heicGrid.err != nil {
+				return
+			}
+			if msg, err := exec.Command(enc, "-q", "80", "-p", "preset=fast", src, "-o", out).CombinedOutput(); err != nil {
+				heicGrid.err = fmt.Errorf("heif-enc: %w\n%s", err, msg)
+				return
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				heicGrid.err = err
+				return
+			}
+			hvcC, coded := heifPrimaryCoded(b, data)
+			tiles = append(tiles, [2][]byte{hvcC, coded})
+		}
+		heicGrid.data = buildGrid(tiles, 6, 8, tile, tile, 4032, 3024)
+	})
+	if heicGrid.err != nil {
+		b.Fatal(heicGrid.err)
 	}
-	b.StopTimer()
-	if peak, err := rss.Peak(); err == nil {
-		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
-	}
+	return heicGrid.data
 }

@@ -165,14 +165,14 @@ func gridCodedLen(tiles [][2][]byte) int {
 	return n
 }
 
-// TestHEIFGrid decodes a 2x2 grid cropped to 120x100 and checks it against
-// heif-convert's decode of the grid and of the four tiles alone.
-func TestHEIFGrid(t *testing.T) {
+// heifGridTiles encodes four 64x64 tiles of one gradient picture with
+// heif-enc: each tile's hvcC and coded data, and heif-convert's decode of
+// each tile's file.
+func heifGridTiles(t testing.TB) (tiles [][2][]byte, tileRGB [][]byte) {
+	t.Helper()
 	enc := heifNeedTool(t, "heif-enc")
 	dir := t.TempDir()
 	const tw, th = 64, 64
-	var tiles [][2][]byte
-	var tileRGB [][]byte
 	for i := 0; i < 4; i++ {
 		img := image.NewRGBA(image.Rect(0, 0, tw, th))
 		for y := 0; y < th; y++ {
@@ -205,6 +205,14 @@ func TestHEIFGrid(t *testing.T) {
 		rgb, _, _ := heifConvert(t, data, ".heic")
 		tileRGB = append(tileRGB, rgb)
 	}
+	return tiles, tileRGB
+}
+
+// TestHEIFGrid decodes a 2x2 grid cropped to 120x100 and checks it against
+// heif-convert's decode of the grid and of the four tiles alone.
+func TestHEIFGrid(t *testing.T) {
+	const tw, th = 64, 64
+	tiles, tileRGB := heifGridTiles(t)
 	grid := buildGrid(tiles, 2, 2, tw, th, 120, 100)
 	info, err := parseHEIF(grid)
 	if err != nil || info.itemType != "grid" || info.tiles != 4 || info.w != 120 || info.h != 100 {

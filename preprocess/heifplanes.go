@@ -245,17 +245,21 @@ func gbrToRGB(img image.Image, c nclx, depth int) *packedRGB {
 	default:
 		return nil
 	}
-	v := newHeifConv(c, depth)
-	w, h := r.Dx(), r.Dy()
+	return gbrRows(newHeifConv(c, depth), r.Dx(), r.Dy(), func(y int) []byte { return pix[y*stride:] })
+}
+
+// gbrRows converts w x h GBR pixels (4 bytes each: R=Cr, G=Y, B=Cb, then
+// one ignored), which row(y) returns a row at a time, to packed RGB.
+func gbrRows(v *heifConv, w, h int, row func(y int) []byte) *packedRGB {
 	out := &packedRGB{Pix: rgbOutput(w * h * 3), W: w, H: h}
 	for y := 0; y < h; y++ {
-		row := pix[y*stride : y*stride+4*w]
+		src := row(y)[:4*w]
 		dst := out.Pix[y*w*3 : (y+1)*w*3]
-		if v.matrixRow(dst, row) {
+		if v.matrixRow(dst, src) {
 			continue
 		}
 		for x := 0; x < w; x++ {
-			p, d := row[x*4:x*4+4:x*4+4], dst[x*3:x*3+3:x*3+3]
+			p, d := src[x*4:x*4+4:x*4+4], dst[x*3:x*3+3:x*3+3]
 			d[0], d[1], d[2] = v.rgb(p[1], p[2], p[0])
 		}
 	}

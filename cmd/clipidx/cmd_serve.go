@@ -153,7 +153,7 @@ and runs the query shown again when new results land.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&ffmpegDir, "ffmpeg", envOr("CLIPIDX_FFMPEG", ""), "folder holding ffmpeg, for the pictures of video frames (default: found on PATH) [env CLIPIDX_FFMPEG]")
+	f.StringVar(&ffmpegDir, "ffmpeg", envOr("CLIPIDX_FFMPEG", ""), "folder holding ffmpeg, for the pictures of video frames and for decoding HEICs (default: found on PATH) [env CLIPIDX_FFMPEG]")
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port); beyond loopback a token is required")
 	f.BoolVar(&open, "open", false, "open the page in the default browser")
 	f.StringVar(&token, "token", "", "token the page and API require (shown to every user by ps: prefer --token-file or $CLIPIDX_TOKEN; default: none on loopback, a random one otherwise)")

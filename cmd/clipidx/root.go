@@ -12,6 +12,7 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/gemm"
+	"github.com/clipidx/clipidx/internal/video"
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 )
@@ -53,7 +54,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	// Checks of the global flags, before any subcommand opens anything.
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if envErr != nil {
 			return usageError("%v", envErr)
 		}
@@ -87,6 +88,9 @@ func newRoot() *cobra.Command {
 			if err := gemm.SetBF16Kernel(k); err != nil {
 				return usageError("CLIPIDX_BF16_KERNEL: %v", err)
 			}
+		}
+		if err := useFFmpegForHEVC(cmd); err != nil {
+			return err
 		}
 		// The HEIC and AVIF decoders' machine code, compiled once (about
 		// 0.5 s) and loaded by later runs.
@@ -139,6 +143,33 @@ func exitCode(err error) int {
 		}
 	}
 	return 1
+}
+
+// useFFmpegForHEVC has HEICs decoded by ffmpeg where it is found (the
+// command's --ffmpeg folder, else CLIPIDX_FFMPEG, else PATH), looked for
+// at the first HEIC; CLIPIDX_HEVC=builtin keeps libde265 as WebAssembly.
+// The pixels are the same either way (see preprocess.UseFFmpeg).
+func useFFmpegForHEVC(cmd *cobra.Command) error {
+	switch v := os.Getenv("CLIPIDX_HEVC"); v {
+	case "builtin":
+		preprocess.UseFFmpeg(nil)
+		return nil
+	case "", "ffmpeg":
+	default:
+		return usageError("CLIPIDX_HEVC takes ffmpeg (the default: ffmpeg when found) or builtin, not %q", v)
+	}
+	dir := os.Getenv("CLIPIDX_FFMPEG")
+	if f := cmd.Flags().Lookup("ffmpeg"); f != nil {
+		dir = f.Value.String()
+	}
+	preprocess.UseFFmpeg(func() string {
+		t, err := video.Find(dir)
+		if err != nil {
+			return ""
+		}
+		return t.FFmpeg
+	})
+	return nil
 }
 
 func envOr(key, def string) string {

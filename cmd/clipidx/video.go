@@ -25,7 +25,7 @@ type videoFlags struct {
 }
 
 func (v *videoFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&v.ffmpeg, "ffmpeg", envOr("CLIPIDX_FFMPEG", ""), "folder holding ffprobe and ffmpeg (default: found on PATH) [env CLIPIDX_FFMPEG]")
+	f.StringVar(&v.ffmpeg, "ffmpeg", envOr("CLIPIDX_FFMPEG", ""), "folder holding ffprobe and ffmpeg, which read videos and decode HEICs (default: found on PATH) [env CLIPIDX_FFMPEG]")
 	v.registerSampling(f)
 }
 

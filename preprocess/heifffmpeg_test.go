@@ -1,0 +1,240 @@
+package preprocess
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// needFFmpeg returns the ffmpeg on PATH; without one the test is skipped,
+// or fails under CI=true (where .ci/run installs it).
+func needFFmpeg(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ffmpeg not found (Debian: apt-get install ffmpeg)")
+		}
+		t.Skip("ffmpeg not found (Debian: apt-get install ffmpeg)")
+	}
+	return p
+}
+
+// withFFmpeg runs fn with HEVC decoded by ffmpeg at path ("" for the
+// built-in decoder), and returns how many HEICs ffmpeg decoded meanwhile.
+func withFFmpeg(t testing.TB, path string, fn func()) int64 {
+	t.Helper()
+	if path == "" {
+		UseFFmpeg(nil)
+	} else {
+		UseFFmpeg(func() string { return path })
+	}
+	defer UseFFmpeg(nil)
+	n := hevcFFmpegDecodes.Load()
+	fn()
+	return hevcFFmpegDecodes.Load() - n
+}
+
+// heifFFmpegCases are HEICs that ffmpeg must decode: the test files (a
+// one-tile grid at an odd size, 4:2:2, 4:4:4, 10 bits, EXIF orientation),
+// the same with colour descriptions and transformations added, and a 2x2
+// grid cropped on two sides.
+func heifFFmpegCases(t *testing.T) map[string][]byte {
+	cases := map[string][]byte{}
+	for _, f := range []string{"yuv420.heic", "yuv422.heic", "yuv444.heic", "yuv420_10bit.heic", "exif6.heic"} {
+		cases[f] = readHEIFTestdata(t, f)
+	}
+	y420, y10 := cases["yuv420.heic"], cases["yuv420_10bit.heic"]
+	cases["bt709-limited"] = heifAddProps(t, y420, true, nclxBox(1, 13, 1, false))
+	cases["p3-chroma-derived"] = heifAddProps(t, y420, true, nclxBox(12, 13, 12, true))
+	cases["10bit-bt2020-limited"] = heifAddProps(t, y10, true, nclxBox(9, 16, 9, false))
+	cases["10bit-gbr"] = heifAddProps(t, y10, true, nclxBox(1, 13, 0, true))
+	cases["irot1+imir0"] = heifAddProps(t, y420, false, irotBox(1), imirBox(0))
+	cases["yuv444-irot3"] = heifAddProps(t, cases["yuv444.heic"], false, irotBox(3))
+	tiles, _ := heifGridTiles(t)
+	cases["grid2x2"] = buildGrid(tiles, 2, 2, 64, 64, 120, 100)
+	// An auxiliary image that is not alpha (a depth map here; an iPhone's
+	// HDR gain map alike) is not part of the primary image's pixels.
+	depth := bytes.Replace(heifWithAlpha(t), []byte(alphaURN), []byte("urn:mpeg:hevc:2015:auxid:2"), 1)
+	if bytes.Contains(depth, []byte(alphaURN)) {
+		t.Fatal("alpha URN not replaced")
+	}
+	cases["depth-aux"] = depth
+	return cases
+}
+
+const alphaURN = "urn:mpeg:hevc:2015:auxid:1"
+
+// heifWithAlpha is a 64x48 HEIC with an alpha plane, made by heif-enc from
+// an RGBA PNG.
+func heifWithAlpha(t testing.TB) []byte {
+	t.Helper()
+	enc := heifNeedTool(t, "heif-enc")
+	dir := t.TempDir()
+	img := image.NewNRGBA(image.Rect(0, 0, 64, 48))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 7 / 3)
+	}
+	src, out := filepath.Join(dir, "a.png"), filepath.Join(dir, "a.heic")
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command(enc, "-q", "80", src, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("heif-enc: %v\n%s", err, msg)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(alphaURN)) {
+		t.Fatal("heif-enc wrote no alpha plane")
+	}
+	return data
+}
+
+// TestHEIFFFmpegSamePixels decodes every case with libheif (WebAssembly)
+// and with ffmpeg: the same bytes, and ffmpeg's path taken for each.
+func TestHEIFFFmpegSamePixels(t *testing.T) {
+	ff := needFFmpeg(t)
+	for name, data := range heifFFmpegCases(t) {
+		t.Run(name, func(t *testing.T) {
+			var want, got []byte
+			var w, h, gw, gh int
+			if n := withFFmpeg(t, "", func() { want, w, h = heifDecodedRGB(t, data, name) }); n != 0 {
+				t.Fatalf("built-in decode went through ffmpeg %d times", n)
+			}
+			if n := withFFmpeg(t, ff, func() { got, gw, gh = heifDecodedRGB(t, data, name) }); n != 1 {
+				t.Fatalf("ffmpeg decoded %d times, want 1 (the file went to libheif)", n)
+			}
+			if gw != w || gh != h {
+				t.Fatalf("ffmpeg: %dx%d, libheif: %dx%d", gw, gh, w, h)
+			}
+			if n, maxd := heifRGBDiff(got, want); n != 0 {
+				t.Errorf("%d of %d samples differ from libheif's, by up to %d", n, len(got), maxd)
+			}
+			// The whole pipeline too: the model's input is the same.
+			var a, b []float32
+			var err1, err2 error
+			withFFmpeg(t, "", func() { a, err1 = New(DefaultConfig(), Options{}).Bytes(data, name) })
+			withFFmpeg(t, ff, func() { b, err2 = New(DefaultConfig(), Options{}).Bytes(data, name) })
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			for i := range a {
+				if a[i] != b[i] {
+					t.Fatalf("tensor differs at %d: %v against %v", i, b[i], a[i])
+				}
+			}
+		})
+	}
+}
+
+// TestHEIFFFmpegDeclines: what ffmpeg's path cannot vouch for goes to
+// libheif, whose result (pixels or error) is then the answer: a clean
+// aperture, an alpha plane, an ispe that disagrees with the coded picture, a file cut
+// short, and an ffmpeg that fails or is missing. Coded data scrambled in
+// place is decoded by both without a word (HEVC has no checksum unless the
+// encoder adds one, and Apple's do not): the garbage differs, and that is
+// the one case where the decoder shows.
+func TestHEIFFFmpegDeclines(t *testing.T) {
+	ff := needFFmpeg(t)
+	y444 := readHEIFTestdata(t, "yuv444.heic")
+	info, err := parseHEIF(y444)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// clap: width and height 3/4 of the picture, centred.
+	clap := make([]byte, 32)
+	for i, v := range []uint32{uint32(info.w / 4 * 3), 1, uint32(info.h / 4 * 3), 1, 0, 1, 0, 1} {
+		binary.BigEndian.PutUint32(clap[4*i:], v)
+	}
+	// The middle of the coded data (mdat) scrambled.
+	damaged := bytes.Clone(y444)
+	var mdat []byte
+	for _, b := range bmffSplit(t, damaged) {
+		if b.typ == "mdat" {
+			mdat = b.body
+		}
+	}
+	if len(mdat) < 64 {
+		t.Fatalf("mdat of %d bytes", len(mdat))
+	}
+	for i := len(mdat) / 3; i < len(mdat)/2; i++ {
+		mdat[i] ^= 0x5a
+	}
+	cases := []struct {
+		name string
+		data []byte
+		tool string
+	}{
+		{"clap", heifAddProps(t, y444, false, bmffBox("clap", clap)), ff},
+		{"alpha", heifWithAlpha(t), ff},
+		{"cut-short", y444[:len(y444)-len(mdat)/2], ff},
+		{"ispe", heifSetISPE(y444, uint32(info.w+2), uint32(info.h)), ff},
+		{"ffmpeg-fails", y444, "/bin/false"},
+		{"no-ffmpeg", y444, filepath.Join(t.TempDir(), "ffmpeg")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want, err1 := New(DefaultConfig(), Options{}).Bytes(c.data, c.name+".heic")
+			var got []float32
+			var err2 error
+			n := withFFmpeg(t, c.tool, func() { got, err2 = New(DefaultConfig(), Options{}).Bytes(c.data, c.name+".heic") })
+			if n != 0 {
+				t.Errorf("ffmpeg's decode was used")
+			}
+			if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+				t.Fatalf("with ffmpeg: %v; without: %v", err2, err1)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("tensor differs at %d", i)
+				}
+			}
+			t.Logf("libheif: %v", err1)
+		})
+	}
+	t.Run("scrambled", func(t *testing.T) {
+		want, err1 := New(DefaultConfig(), Options{}).Bytes(damaged, "scrambled.heic")
+		var got []float32
+		var err2 error
+		withFFmpeg(t, ff, func() { got, err2 = New(DefaultConfig(), Options{}).Bytes(damaged, "scrambled.heic") })
+		if err1 != nil || err2 != nil {
+			t.Fatalf("with ffmpeg: %v; without: %v (both decoders are expected to get through)", err2, err1)
+		}
+		n := 0
+		for i := range want {
+			if got[i] != want[i] {
+				n++
+			}
+		}
+		t.Logf("%d of %d tensor values differ", n, len(want))
+	})
+}
+
+// TestHEIFFFmpegStops: a cancelled context stops the ffmpeg decode with
+// the context's error.
+func TestHEIFFFmpegStops(t *testing.T) {
+	ff := needFFmpeg(t)
+	data := readHEIFTestdata(t, "yuv444.heic")
+	job, ok := hevcPlan(data)
+	if !ok {
+		t.Fatal("yuv444.heic: no plan")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ffmpegHEIF(ctx, ff, job, nclx{matrix: 6, fullRange: true}, 8); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled decode: %v, want context.Canceled", err)
+	}
+}
