@@ -1,6 +1,7 @@
 package preprocess
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"image"
@@ -62,11 +63,17 @@ func heic12MP(b *testing.B) []byte {
 // image, 4:2:0): the HEVC decode (libde265 as WebAssembly, or ffmpeg),
 // colour conversion, resize, crop, normalise. cpu-ns/op counts ffmpeg's
 // CPU too; peak-RSS-MB is this process's high-water mark after the run.
-func BenchmarkHEIC12MP(b *testing.B) { benchHEIC(b, heic12MP(b)) }
+func BenchmarkHEIC12MP(b *testing.B) { benchHEIC(b, heic12MP(b), false) }
+
+// BenchmarkHEICStoppable12MP decodes the same file as serve shows a
+// photo: DecodeReduced with a context that can be cancelled, which runs
+// the WebAssembly decoder's stoppable build (see moduleFor) and ffmpeg as
+// a process it can kill.
+func BenchmarkHEICStoppable12MP(b *testing.B) { benchHEIC(b, heic12MP(b), true) }
 
 // BenchmarkHEICGrid12MP is BenchmarkHEIC12MP for an iPhone's layout: a
 // 4032x3024 grid of 8x6 HEVC tiles of 512x512.
-func BenchmarkHEICGrid12MP(b *testing.B) { benchHEIC(b, heicGrid12MP(b)) }
+func BenchmarkHEICGrid12MP(b *testing.B) { benchHEIC(b, heicGrid12MP(b), false) }
 
 // BenchmarkHEICFile is BenchmarkHEIC12MP for the file -heic names (a
 // phone's photo, say); it is skipped without one.
@@ -78,12 +85,12 @@ func BenchmarkHEICFile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchHEIC(b, data)
+	benchHEIC(b, data, false)
 }
 
 var heicFile = flag.String("heic", "", "a HEIC file for BenchmarkHEICFile")
 
-func benchHEIC(b *testing.B, data []byte) {
+func benchHEIC(b *testing.B, data []byte, stoppable bool) {
 	ff, _ := exec.LookPath("ffmpeg")
 	for _, dec := range []struct{ name, ffmpeg string }{{"libheif", ""}, {"ffmpeg", ff}} {
 		b.Run(dec.name, func(b *testing.B) {
@@ -97,7 +104,17 @@ func benchHEIC(b *testing.B, data []byte) {
 			}
 			defer UseFFmpeg(nil)
 			p := New(DefaultConfig(), Options{})
-			if _, err := p.Bytes(data, "bench.heic"); err != nil { // compiles the module
+			decode := func() error {
+				if stoppable {
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					_, err := DecodeReduced(ctx, data, "bench.heic", 1<<20)
+					return err
+				}
+				_, err := p.Bytes(data, "bench.heic")
+				return err
+			}
+			if err := decode(); err != nil { // compiles the module
 				b.Fatal(err)
 			}
 			n := hevcFFmpegDecodes.Load()
@@ -105,7 +122,7 @@ func benchHEIC(b *testing.B, data []byte) {
 			b.ResetTimer()
 			stop := cpuTimer(b)
 			for range b.N {
-				if _, err := p.Bytes(data, "bench.heic"); err != nil {
+				if err := decode(); err != nil {
 					b.Fatal(err)
 				}
 			}
