@@ -238,3 +238,32 @@ func TestHEIFFFmpegStops(t *testing.T) {
 		t.Errorf("cancelled decode: %v, want context.Canceled", err)
 	}
 }
+
+// FuzzHEVCPlan: hostile headers never panic the planning of an ffmpeg
+// decode, and a plan's frames and output stay within the sizes its ispe
+// properties (checked against the pixel limit before) announce.
+func FuzzHEVCPlan(f *testing.F) {
+	for _, name := range []string{"yuv420.heic", "yuv444.heic", "yuv420_10bit.heic"} {
+		f.Add(readHEIFTestdata(f, name))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		job, ok := hevcPlan(data)
+		if !ok {
+			return
+		}
+		info, err := heifHeader(data)
+		if err != nil {
+			return // heifDecodeItem is never reached
+		}
+		p := job.pic
+		if p.w <= 0 || p.h <= 0 || job.outW > job.cols*p.w || job.outH > job.rows*p.h || job.outW <= 0 || job.outH <= 0 {
+			t.Fatalf("plan %+v", job)
+		}
+		if info.itemType != "grid" && (job.rows != 1 || job.cols != 1) {
+			t.Fatalf("plan %+v for a primary %q", job, info.itemType)
+		}
+		if job.outW != info.w || job.outH != info.h {
+			t.Fatalf("plan of %dx%d for an ispe of %dx%d", job.outW, job.outH, info.w, info.h)
+		}
+	})
+}
