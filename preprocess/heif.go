@@ -125,8 +125,35 @@ func heifDecode(r io.Reader) (image.Image, error) {
 
 // heifDecodeItem decodes the primary image of data, described by info,
 // with its irot/imir applied; cancelling ctx stops the decoder. A HEIC's
-// planes are taken as coded (heifPlanesFile) and converted here.
+// planes are taken as coded (heifPlanesFile) and converted here, by ffmpeg
+// when UseFFmpeg named one and the file allows it (heifffmpeg.go).
 func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Image, error) {
+	if info.decoderFor() != heifLibavif && HEVCDecoder() != "" {
+		if _, gbr := heifPlanesFile(data, info); gbr {
+			if m, ok := heifFFmpeg(ctx, data, heifNCLX(info), info.depth); ok {
+				return heifTransform(m, info.orient), nil
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return heifDecodeBuiltin(ctx, data, info)
+}
+
+// heifNCLX is the colour description a HEIC's planes are converted with.
+func heifNCLX(info *heifInfo) nclx {
+	switch {
+	case info.colour != nil:
+		return *info.colour
+	case info.tileColour != nil:
+		return *info.tileColour
+	}
+	return nclx{matrix: 2, fullRange: true} // libheif's default without a colr box
+}
+
+// heifDecodeBuiltin is heifDecodeItem with the embedded decoders alone.
+func heifDecodeBuiltin(ctx context.Context, data []byte, info *heifInfo) (image.Image, error) {
 	var img image.Image
 	var err error
 	if info.decoderFor() == heifLibavif {
@@ -136,21 +163,7 @@ func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Ima
 		if !gbr {
 			file = heifNeutralise(data, info)
 		}
-		c := nclx{matrix: 2, fullRange: true} // libheif's default without a colr box
-		switch {
-		case info.colour != nil:
-			c = *info.colour
-		case info.tileColour != nil:
-			c = *info.tileColour
-		}
-		if gbr {
-			if m, ok := heifFFmpeg(ctx, data, c, info.depth); ok {
-				return heifTransform(m, info.orient), nil
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
+		c := heifNCLX(info)
 		// Converted to packed RGB straight from the decoder's memory.
 		img, err = libheifDecode(ctx, file, func(img image.Image) image.Image {
 			if m, ok := img.(*image.YCbCr); ok {

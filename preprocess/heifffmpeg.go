@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -82,6 +83,62 @@ var hevcTool atomic.Pointer[ffmpegTool]
 // hevcFFmpegDecodes counts the HEICs whose pixels came from ffmpeg (tests
 // check that the path they test was taken).
 var hevcFFmpegDecodes atomic.Int64
+
+// hevcFailures counts the HEICs ffmpeg was given and did not decode (they
+// went to libheif), and keeps the last reason.
+var hevcFailures struct {
+	n    atomic.Int64
+	last atomic.Pointer[error]
+}
+
+// FFmpegFailures reports how many HEICs ffmpeg was given since the start
+// of the process and did not decode, and why the last one failed: those
+// went to the built-in decoder, correctly but at its speed. Files the
+// ffmpeg path declines without running it (see UseFFmpeg) do not count.
+func FFmpegFailures() (int64, error) {
+	n := hevcFailures.n.Load()
+	if p := hevcFailures.last.Load(); p != nil {
+		return n, *p
+	}
+	return n, nil
+}
+
+// hevcCheckFile is a 67x45 HEIC (a one-tile grid, cropped), the one
+// testdata/heif/yuv420.heic holds.
+//
+//go:embed hevccheck.heic
+var hevcCheckFile []byte
+
+// CheckFFmpeg decodes a small HEIC with the ffmpeg UseFFmpeg names and with
+// the built-in decoder. It returns the ffmpeg's path ("" when none is in
+// use) and an error when ffmpeg fails or its pixels differ, in which case
+// HEICs are decoded by the built-in decoder (each after a failed try).
+func CheckFFmpeg(ctx context.Context) (string, error) {
+	path := HEVCDecoder()
+	if path == "" {
+		return "", nil
+	}
+	info, err := heifHeader(hevcCheckFile)
+	if err != nil {
+		return path, err
+	}
+	job, ok := hevcPlan(hevcCheckFile)
+	if !ok {
+		return path, errors.New("the test picture has no plan")
+	}
+	got, err := ffmpegHEIF(ctx, path, job, heifNCLX(info), info.depth)
+	if err != nil {
+		return path, err
+	}
+	want, err := heifDecodeBuiltin(ctx, hevcCheckFile, info)
+	if err != nil {
+		return path, fmt.Errorf("the built-in decoder: %w", err)
+	}
+	if w, ok := want.(*packedRGB); !ok || !bytes.Equal(w.Pix, got.Pix) {
+		return path, fmt.Errorf("%w: its pixels differ from libde265's on a test picture", errFFmpegHEVC)
+	}
+	return path, nil
+}
 
 // hevcPicture is what the sequence parameter set of a coded item says of
 // its decoded picture.
@@ -588,8 +645,8 @@ var errFFmpegHEVC = errors.New("ffmpeg's HEVC decode not used")
 
 // ffmpegHEIF decodes job with the ffmpeg at path into packed RGB, with the
 // colour description c and depth as gbrToRGB takes them.
-func ffmpegHEIF(ctx context.Context, path string, job *hevcJob, c nclx, depth int) (*packedRGB, error) {
-	ctx, cancel := context.WithCancel(ctx)
+func ffmpegHEIF(parent context.Context, path string, job *hevcJob, c nclx, depth int) (*packedRGB, error) {
+	ctx, cancel := context.WithCancel(parent) // cancelled to stop ffmpeg when its output is refused
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "-nostdin", "-hide_banner", "-loglevel", "error",
 		"-threads", "1", "-err_detect", "explode", "-f", "hevc", "-i", "pipe:0", "-map", "0:v:0",
@@ -602,8 +659,8 @@ func ffmpegHEIF(ctx context.Context, path string, job *hevcJob, c nclx, depth in
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := parent.Err(); err != nil {
+			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %v", errFFmpegHEVC, err)
 	}
@@ -614,7 +671,7 @@ func ffmpegHEIF(ctx context.Context, path string, job *hevcJob, c nclx, depth in
 		rerr = err
 	}
 	werr := cmd.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := parent.Err(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -746,6 +803,10 @@ func heifFFmpeg(ctx context.Context, data []byte, c nclx, depth int) (img image.
 	}
 	m, err := ffmpegHEIF(ctx, path, job, c, depth)
 	if err != nil {
+		if ctx.Err() == nil {
+			hevcFailures.n.Add(1)
+			hevcFailures.last.Store(&err)
+		}
 		return nil, false
 	}
 	hevcFFmpegDecodes.Add(1)

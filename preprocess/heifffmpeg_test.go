@@ -10,6 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -266,4 +269,55 @@ func FuzzHEVCPlan(f *testing.F) {
 			t.Fatalf("plan of %dx%d for an ispe of %dx%d", job.outW, job.outH, info.w, info.h)
 		}
 	})
+}
+
+// TestCheckFFmpeg: the self-check passes with the real ffmpeg, fails with
+// one that exits with an error or one that writes other pixels, and a
+// HEIC given to a failing ffmpeg is counted and decoded by libheif.
+func TestCheckFFmpeg(t *testing.T) {
+	ff := needFFmpeg(t)
+	ctx := context.Background()
+	withFFmpeg(t, ff, func() {
+		if p, err := CheckFFmpeg(ctx); p != ff || err != nil {
+			t.Errorf("real ffmpeg: %q, %v", p, err)
+		}
+	})
+	withFFmpeg(t, "", func() {
+		if p, err := CheckFFmpeg(ctx); p != "" || err != nil {
+			t.Errorf("no ffmpeg: %q, %v", p, err)
+		}
+	})
+	if runtime.GOOS == "windows" {
+		return
+	}
+	// An ffmpeg that brightens every sample by one (a filter the real
+	// one applies on the way out).
+	dir := t.TempDir()
+	bright := filepath.Join(dir, "ffmpeg")
+	script := "#!/bin/sh\nexec '" + ff + "' \"$@\" 2>/dev/null | '" + ff + "' -loglevel error -f yuv4mpegpipe -i - -vf lutyuv=y=val+1 -f yuv4mpegpipe -strict -1 -\n"
+	if err := os.WriteFile(bright, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withFFmpeg(t, bright, func() {
+		if _, err := CheckFFmpeg(ctx); err == nil || !strings.Contains(err.Error(), "differ") {
+			t.Errorf("an ffmpeg with other pixels: %v", err)
+		}
+	})
+	n0, _ := FFmpegFailures()
+	data := readHEIFTestdata(t, "yuv444.heic")
+	want, err1 := New(DefaultConfig(), Options{}).Bytes(data, "a.heic")
+	var got []float32
+	var err2 error
+	withFFmpeg(t, "/bin/false", func() {
+		if _, err := CheckFFmpeg(ctx); !errors.Is(err, errFFmpegHEVC) {
+			t.Errorf("/bin/false: %v, want why ffmpeg's decode is not used", err)
+		}
+		got, err2 = New(DefaultConfig(), Options{}).Bytes(data, "a.heic")
+	})
+	if err1 != nil || err2 != nil || !slices.Equal(got, want) {
+		t.Fatalf("through a failing ffmpeg: %v, %v, equal %v", err1, err2, slices.Equal(got, want))
+	}
+	if n, last := FFmpegFailures(); n != n0+1 || last == nil {
+		t.Errorf("failures %d (before: %d), last %v", n, n0, last)
+	}
 }

@@ -306,6 +306,7 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 	printOffline(out, s.Offline)
 	printVideoNotes(out, s)
 	errw := cmd.ErrOrStderr()
+	printFFmpegFailures(errw)
 	for i, f := range s.Failures {
 		if i == maxListedFailures {
 			n := len(s.Failures) - i

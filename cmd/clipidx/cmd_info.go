@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -69,6 +70,9 @@ type infoJSON struct {
 			// HEVC is the ffmpeg that decodes HEICs' HEVC pictures, or
 			// "builtin" for libde265 as WebAssembly.
 			HEVC string `json:"hevc"`
+			// HEVCProblem is why that ffmpeg failed its check (then
+			// HEICs are decoded by libde265, each after a failed try).
+			HEVCProblem string `json:"hevc_problem,omitempty"`
 		} `json:"decoders"`
 		// Packed is the folder where the model's weights are kept packed
 		// for the kernels (`clipidx model path --packed`), and what it
@@ -165,8 +169,11 @@ func gatherInfo(node, model string) infoJSON {
 	}
 	r.CPU.Search = search.Kernel()
 	r.CPU.Decoders.HEVC = "builtin"
-	if p := preprocess.HEVCDecoder(); p != "" {
+	if p, err := preprocess.CheckFFmpeg(context.Background()); p != "" {
 		r.CPU.Decoders.HEVC = p
+		if err != nil {
+			r.CPU.Decoders.HEVCProblem = err.Error()
+		}
 	}
 	if dir, size, err := preprocess.CodeCache(); dir != "" || err != nil {
 		d := &r.CPU.Decoders
@@ -276,8 +283,10 @@ func printInfo(w io.Writer, r infoJSON) {
 	if p := r.CPU.Decoders.Problem; p != "" {
 		fmt.Fprintf(w, "  decoders:   %s\n", p)
 	}
-	if p := r.CPU.Decoders.HEVC; p != "builtin" {
-		fmt.Fprintf(w, "  HEIC:       HEVC pictures decoded by %s (about half the CPU time of the built-in libde265; the same pixels; CLIPIDX_HEVC=builtin turns it off)\n", p)
+	if p, e := r.CPU.Decoders.HEVC, r.CPU.Decoders.HEVCProblem; e != "" {
+		fmt.Fprintf(w, "  HEIC:       %s fails its check (%s): HEICs are decoded by libde265 as WebAssembly, each after a failed try (CLIPIDX_HEVC=builtin skips the try)\n", p, e)
+	} else if p != "builtin" {
+		fmt.Fprintf(w, "  HEIC:       HEVC pictures decoded by %s (about half the CPU time of the built-in libde265; checked: the same pixels on a test picture; CLIPIDX_HEVC=builtin turns it off)\n", p)
 	} else {
 		fmt.Fprintf(w, "  HEIC:       HEVC pictures decoded by libde265 as WebAssembly (with ffmpeg on PATH or in CLIPIDX_FFMPEG, about half the CPU time and the same pixels)\n")
 	}

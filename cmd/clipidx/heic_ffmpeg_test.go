@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -110,5 +111,27 @@ func TestHEICThroughFFmpeg(t *testing.T) {
 	}
 	if n := hevcRuns() - before; n != len(heics) {
 		t.Errorf("build of %d HEICs: ffmpeg decoded HEVC %d times\n%s", len(heics), n, out)
+	}
+	// An ffmpeg that fails every decode: the build reads the HEICs with
+	// the built-in decoder and says so; info names the failure.
+	broken := filepath.Join(dir, "broken")
+	if err := os.Mkdir(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fail := "#!/bin/sh\nif [ \"$1\" = -hide_banner ]; then exec '" + real[0] + "' \"$@\"; fi\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(broken, "ffmpeg"), []byte(fail), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real[1], filepath.Join(broken, "ffprobe")); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code = runCLI(t, "--db", filepath.Join(dir, "index2.db"), "--model", model, "build", "--ffmpeg", broken, photos)
+	if code != 0 || !strings.Contains(out, "added "+strconv.Itoa(len(heics))) || !strings.Contains(errs, "ffmpeg did not decode") {
+		t.Errorf("build with a failing ffmpeg: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Setenv("CLIPIDX_FFMPEG", broken)
+	out, _, _ = runCLI(t, "info")
+	if !strings.Contains(out, "fails its check") {
+		t.Errorf("info with a failing ffmpeg:\n%s", out)
 	}
 }

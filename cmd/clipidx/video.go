@@ -85,6 +85,16 @@ func printVideoNotes(w io.Writer, s *index.Summary) {
 	}
 }
 
+// printFFmpegFailures says how many HEICs ffmpeg was given and did not
+// decode in this process (the built-in decoder read them, at its speed).
+func printFFmpegFailures(w io.Writer) {
+	if n, err := preprocess.FFmpegFailures(); n > 0 {
+		fmt.Fprintf(w, "note: ffmpeg did not decode %d %s (the last: %v); the built-in decoder read %s, at its speed. "+
+			"`clipidx info` checks the ffmpeg found; CLIPIDX_HEVC=builtin stops trying it\n",
+			n, plural(int(n), "HEIC", "HEICs"), err, plural(int(n), "it", "them"))
+	}
+}
+
 // frameStill returns serve's maker of video frame pictures, or nil when
 // ffmpeg is not found (frames then have no thumbnail; videos still play).
 func frameStill(dir string) func(ctx context.Context, path string, t float64) ([]byte, error) {
