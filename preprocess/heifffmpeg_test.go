@@ -226,6 +226,51 @@ func TestHEIFFFmpegDeclines(t *testing.T) {
 	})
 }
 
+// TestHEIFFFmpegThumbnail: DecodeReduced decodes a HEIC's thumbnail item
+// (serve's small pictures) through ffmpeg to libheif's pixels.
+func TestHEIFFFmpegThumbnail(t *testing.T) {
+	ff := needFFmpeg(t)
+	enc := heifNeedTool(t, "heif-enc")
+	dir := t.TempDir()
+	img := image.NewRGBA(image.Rect(0, 0, 320, 240)) // opaque: an alpha plane would go to libheif
+	for i := range img.Pix {
+		img.Pix[i] = byte(i*13/7) | 3
+		if i%4 == 3 {
+			img.Pix[i] = 255
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	src, out := filepath.Join(dir, "a.png"), filepath.Join(dir, "a.heic")
+	if err := os.WriteFile(src, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command(enc, "-q", "80", "-t", "96", src, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("heif-enc: %v\n%s", err, msg)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var want, got *image.RGBA
+	var err1, err2 error
+	withFFmpeg(t, "", func() { want, err1 = DecodeReduced(ctx, data, "a.heic", 64) })
+	n := withFFmpeg(t, ff, func() { got, err2 = DecodeReduced(ctx, data, "a.heic", 64) })
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if b := want.Bounds(); b.Dx() != 96 {
+		t.Fatalf("decoded %v, want the 96-pixel thumbnail", b)
+	}
+	if n != 1 || !bytes.Equal(got.Pix, want.Pix) || got.Bounds() != want.Bounds() {
+		t.Errorf("ffmpeg decodes %d; %v against %v, same pixels %v", n, got.Bounds(), want.Bounds(), bytes.Equal(got.Pix, want.Pix))
+	}
+}
+
 // TestHEIFFFmpegStops: a cancelled context stops the ffmpeg decode with
 // the context's error.
 func TestHEIFFFmpegStops(t *testing.T) {
