@@ -774,6 +774,9 @@ func readHEVCFrames(r *bufio.Reader, job *hevcJob, c nclx, depth int) (*packedRG
 		return nil, fmt.Errorf("more frames than the %d pictures", job.rows*job.cols)
 	}
 	v := newHeifConv(c, depth)
+	if out := v.planarRows(planes, ow, oh, ocw, sx, sy); out != nil {
+		return out, nil
+	}
 	buf := make([]byte, 4*ow)
 	return gbrRows(v, ow, oh, func(y int) []byte {
 		yr, cy := planes[0][y*ow:][:ow], (y>>sy)*ocw
@@ -784,6 +787,32 @@ func readHEVCFrames(r *bufio.Reader, job *hevcJob, c nclx, depth int) (*packedRG
 		}
 		return buf
 	}), nil
+}
+
+// planarRows is gbrRows over Y, Cb, Cr planes (chroma subsampled by sx,
+// sy, ocw samples a row) for matrixRow's case, through the same tables
+// and in the same order of arithmetic, without making GBR rows; nil in
+// the other cases.
+func (v *heifConv) planarRows(planes [3][]byte, w, h, cw, sx, sy int) *packedRGB {
+	if v.shift > 0 || v.c.matrix == 0 || v.c.matrix == 8 {
+		return nil
+	}
+	t := v.tables()
+	out := &packedRGB{Pix: rgbOutput(w * h * 3), W: w, H: h}
+	for y := 0; y < h; y++ {
+		yr, co := planes[0][y*w:][:w], (y>>sy)*cw
+		cb, cr := planes[1][co:][:cw], planes[2][co:][:cw]
+		dst := out.Pix[y*w*3:][:w*3]
+		for x, l := range yr {
+			c := x >> sx
+			yc, yb := int(l)<<8|int(cr[c]), int(l)<<8|int(cb[c])
+			d := dst[x*3 : x*3+3 : x*3+3]
+			d[0] = t.r[yc]
+			d[1] = heifClipF(t.g[yb] + t.gCr[cr[c]])
+			d[2] = t.b[yb]
+		}
+	}
+	return out
 }
 
 // heifFFmpeg decodes data's primary item with ffmpeg when UseFFmpeg named
