@@ -1,6 +1,7 @@
 package preprocess
 
 import (
+	"context"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -208,6 +209,14 @@ var decoders = map[format]decoder{
 // decodeImage decodes data after checking its header against maxPixels. It
 // returns the format for the colour conversion and the EXIF lookup.
 func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format, error) {
+	return decodeImageWindow(data, name, maxPixels, nil)
+}
+
+// decodeImageWindow is decodeImage for a reader of part of the image:
+// window, given the size of the image as shown, returns the rectangle
+// that will be read; a decoder may leave the pixels outside it undefined
+// (heifDecodeWindow). nil reads the whole image.
+func decodeImageWindow(data []byte, name string, maxPixels int64, window func(w, h int) image.Rectangle) (image.Image, format, error) {
 	if len(data) == 0 {
 		return nil, fmtUnknown, fmt.Errorf("decode %s: %w: empty file", name, ErrCorrupt)
 	}
@@ -245,6 +254,13 @@ func decodeImage(data []byte, name string, maxPixels int64) (image.Image, format
 	img, err := safely(func() (image.Image, error) {
 		if f == fmtWebP && webpAnimated(data) {
 			return webpFirstFrame(data) // webpanim.go
+		}
+		if f == fmtHEIC && window != nil {
+			info, err := heifHeader(data)
+			if err != nil {
+				return nil, err
+			}
+			return heifDecodeWindow(context.Background(), data, info, window(cfg.Width, cfg.Height))
 		}
 		return dec.decode(bytes.NewReader(data))
 	})

@@ -128,9 +128,17 @@ func heifDecode(r io.Reader) (image.Image, error) {
 // planes are taken as coded (heifPlanesFile) and converted here, by ffmpeg
 // when UseFFmpeg named one and the file allows it (heifffmpeg.go).
 func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Image, error) {
+	return heifDecodeWindow(ctx, data, info, image.Rectangle{})
+}
+
+// heifDecodeWindow is heifDecodeItem for a reader that reads only the
+// pixels in win (coordinates of the image as shown, after irot/imir; empty
+// for all): where ffmpeg decodes a grid, the tiles outside win are not
+// decoded and their pixels are left undefined.
+func heifDecodeWindow(ctx context.Context, data []byte, info *heifInfo, win image.Rectangle) (image.Image, error) {
 	if info.decoderFor() != heifLibavif && HEVCDecoder() != "" {
 		if _, gbr := heifPlanesFile(data, info); gbr {
-			if m, ok := heifFFmpeg(ctx, data, heifNCLX(info), info.depth); ok {
+			if m, ok := heifFFmpeg(ctx, data, heifNCLX(info), info.depth, unorientRect(win, info.w, info.h, info.orient)); ok {
 				return heifTransform(m, info.orient), nil
 			}
 			if err := ctx.Err(); err != nil {
@@ -181,6 +189,26 @@ func heifDecodeBuiltin(ctx context.Context, data []byte, info *heifInfo) (image.
 		return nil, err
 	}
 	return heifTransform(img, info.orient), nil
+}
+
+// unorientRect maps r, a rectangle of a w x h image shown as orientation
+// o asks, back to the image as stored: the bounding box of its corners.
+func unorientRect(r image.Rectangle, w, h, o int) image.Rectangle {
+	base, dx, dy, moved := orientWalk(w, h, o)
+	if r.Empty() || !moved {
+		return r
+	}
+	out := image.Rectangle{}
+	for i, c := range []image.Point{r.Min, {r.Max.X - 1, r.Min.Y}, {r.Min.X, r.Max.Y - 1}, r.Max.Sub(image.Pt(1, 1))} {
+		p := base + c.Y*dy + c.X*dx
+		q := image.Rect(p%w, p/w, p%w+1, p/w+1)
+		if i == 0 {
+			out = q
+		} else {
+			out = out.Union(q)
+		}
+	}
+	return out
 }
 
 // heifTransform applies an orientation code (irot/imir composed) to a

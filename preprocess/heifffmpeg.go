@@ -151,6 +151,8 @@ type hevcPicture struct {
 // hevcJob is the primary image of a HEIC as one HEVC stream.
 type hevcJob struct {
 	stream     []byte // Annex B
+	ends       []int  // where each picture's part of stream ends
+	skip       []bool // pictures not decoded (see window); nil: none
 	pic        hevcPicture
 	rows, cols int // 1 and 1 for a coded image
 	outW, outH int
@@ -322,6 +324,7 @@ func hevcPlan(data []byte) (job *hevcJob, ok bool) {
 			return nil, false
 		}
 		job.stream = append(job.stream, 0, 0, 0, 1, 36<<1, 1) // end of sequence
+		job.ends = append(job.ends, len(job.stream))
 	}
 	pw, ph := job.pic.w, job.pic.h
 	if job.outW == 0 {
@@ -336,6 +339,35 @@ func hevcPlan(data []byte) (job *hevcJob, ok bool) {
 		return nil, false
 	}
 	return job, true
+}
+
+// window leaves out of the decode the grid tiles that do not meet r (in
+// the coordinates of the output, before irot/imir): their samples are
+// left zero, so whoever reads the image must read only r.
+func (j *hevcJob) window(r image.Rectangle) {
+	n := j.rows * j.cols
+	j.skip = make([]bool, n)
+	for k := range n {
+		x, y := k%j.cols*j.pic.w, k/j.cols*j.pic.h
+		j.skip[k] = !r.Overlaps(image.Rect(x, y, x+j.pic.w, y+j.pic.h))
+	}
+}
+
+// decoded is the stream of the pictures not skipped, and their count.
+func (j *hevcJob) decoded() ([]byte, int) {
+	if j.skip == nil {
+		return j.stream, len(j.ends)
+	}
+	var out []byte
+	n, start := 0, 0
+	for k, end := range j.ends {
+		if !j.skip[k] {
+			out = append(out, j.stream[start:end]...)
+			n++
+		}
+		start = end
+	}
+	return out, n
 }
 
 // hevcSubsampling returns the chroma shifts, horizontal and vertical.
@@ -651,7 +683,8 @@ func ffmpegHEIF(parent context.Context, path string, job *hevcJob, c nclx, depth
 	cmd := exec.CommandContext(ctx, path, "-nostdin", "-hide_banner", "-loglevel", "error",
 		"-threads", "1", "-err_detect", "explode", "-f", "hevc", "-i", "pipe:0", "-map", "0:v:0",
 		"-f", "yuv4mpegpipe", "-strict", "-1", "pipe:1")
-	cmd.Stdin = bytes.NewReader(job.stream)
+	stream, _ := job.decoded()
+	cmd.Stdin = bytes.NewReader(stream)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -740,6 +773,9 @@ func readHEVCFrames(r *bufio.Reader, job *hevcJob, c nclx, depth int) (*packedRG
 	planes := [3][]byte{make([]byte, ow*oh), make([]byte, ocw*och), make([]byte, ocw*och)}
 	frame := make([]byte, (w*h+2*cw*ch)*bps)
 	for k := 0; k < job.rows*job.cols; k++ {
+		if job.skip != nil && job.skip[k] {
+			continue
+		}
 		line, err := r.ReadString('\n')
 		if err != nil || !strings.HasPrefix(line, "FRAME") {
 			return nil, fmt.Errorf("frame %d of %d: %q, %v", k+1, job.rows*job.cols, line, err)
@@ -815,9 +851,14 @@ func (v *heifConv) planarRows(planes [3][]byte, w, h, cw, sx, sy int) *packedRGB
 	return out
 }
 
+// hevcTilesSkipped counts the grid tiles left out by windows (tests).
+var hevcTilesSkipped atomic.Int64
+
 // heifFFmpeg decodes data's primary item with ffmpeg when UseFFmpeg named
-// one and the file allows it; ok false sends it to libheif.
-func heifFFmpeg(ctx context.Context, data []byte, c nclx, depth int) (img image.Image, ok bool) {
+// one and the file allows it; ok false sends it to libheif. A window that
+// is not empty (output coordinates, before irot/imir) leaves the grid
+// tiles outside it undecoded (hevcJob.window).
+func heifFFmpeg(ctx context.Context, data []byte, c nclx, depth int, win image.Rectangle) (img image.Image, ok bool) {
 	t := hevcTool.Load()
 	if t == nil {
 		return nil, false
@@ -830,6 +871,9 @@ func heifFFmpeg(ctx context.Context, data []byte, c nclx, depth int) (img image.
 	if !ok {
 		return nil, false
 	}
+	if !win.Empty() && job.rows*job.cols > 1 {
+		job.window(win)
+	}
 	m, err := ffmpegHEIF(ctx, path, job, c, depth)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -839,5 +883,10 @@ func heifFFmpeg(ctx context.Context, data []byte, c nclx, depth int) (img image.
 		return nil, false
 	}
 	hevcFFmpegDecodes.Add(1)
+	for _, k := range job.skip {
+		if k {
+			hevcTilesSkipped.Add(1)
+		}
+	}
 	return m, true
 }

@@ -61,7 +61,7 @@ func heifFFmpegCases(t *testing.T) map[string][]byte {
 	cases["10bit-gbr"] = heifAddProps(t, y10, true, nclxBox(1, 13, 0, true))
 	cases["irot1+imir0"] = heifAddProps(t, y420, false, irotBox(1), imirBox(0))
 	cases["yuv444-irot3"] = heifAddProps(t, cases["yuv444.heic"], false, irotBox(3))
-	tiles, _ := heifGridTiles(t)
+	tiles, _ := heifGridTiles(t, 2, 2)
 	cases["grid2x2"] = buildGrid(tiles, 2, 2, 64, 64, 120, 100)
 	// An auxiliary image that is not alpha (a depth map here; an iPhone's
 	// HDR gain map alike) is not part of the primary image's pixels.
@@ -268,6 +268,81 @@ func TestHEIFFFmpegThumbnail(t *testing.T) {
 	}
 	if n != 1 || !bytes.Equal(got.Pix, want.Pix) || got.Bounds() != want.Bounds() {
 		t.Errorf("ffmpeg decodes %d; %v against %v, same pixels %v", n, got.Bounds(), want.Bounds(), bytes.Equal(got.Pix, want.Pix))
+	}
+}
+
+// TestHEIFFFmpegWindow: for the model's input, ffmpeg decodes only the
+// grid tiles the resize and crop read, and the input is the one the whole
+// image gives: wide and tall grids, turned by irot or not, at the model's
+// size (224, which enlarges these small grids) and at 32.
+func TestHEIFFFmpegWindow(t *testing.T) {
+	ff := needFFmpeg(t)
+	wide, _ := heifGridTiles(t, 8, 2)
+	var tall [][2][]byte
+	for c := 0; c < 8; c++ { // the same tiles, as 2 columns of 8 rows
+		tall = append(tall, wide[c], wide[8+c])
+	}
+	small := DefaultConfig()
+	small.ShortestEdge, small.CropWidth, small.CropHeight = 32, 32, 32
+	files := map[string][]byte{
+		"wide":       buildGrid(wide, 2, 8, 64, 64, 500, 120),
+		"tall":       buildGrid(tall, 8, 2, 64, 64, 120, 500),
+		"wide-irot1": heifAddProps(t, buildGrid(wide, 2, 8, 64, 64, 500, 120), false, irotBox(1)),
+		"wide-imir0": heifAddProps(t, buildGrid(wide, 2, 8, 64, 64, 500, 120), false, imirBox(0)),
+		"tall-irot3": heifAddProps(t, buildGrid(tall, 8, 2, 64, 64, 120, 500), false, irotBox(3)),
+	}
+	for name, data := range files {
+		for _, cfg := range []struct {
+			name string
+			c    Config
+		}{{"224", DefaultConfig()}, {"32", small}} {
+			t.Run(name+"/"+cfg.name, func(t *testing.T) {
+				p := New(cfg.c, Options{})
+				var want, got []float32
+				var err1, err2 error
+				withFFmpeg(t, "", func() { want, err1 = p.Bytes(data, name) })
+				skipped := hevcTilesSkipped.Load()
+				n := withFFmpeg(t, ff, func() { got, err2 = p.Bytes(data, name) })
+				skipped = hevcTilesSkipped.Load() - skipped
+				if err1 != nil || err2 != nil || n != 1 {
+					t.Fatalf("%v, %v; ffmpeg decodes %d", err1, err2, n)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("the model's input differs from the whole image's")
+				}
+				t.Logf("%d of 16 tiles not decoded", skipped)
+				if cfg.name == "32" && skipped < 4 {
+					t.Errorf("%d tiles skipped; the crop reads half the picture", skipped)
+				}
+			})
+		}
+	}
+}
+
+// TestUnorientRect: a rectangle shown in each orientation maps back to
+// the stored pixels it shows.
+func TestUnorientRect(t *testing.T) {
+	const w, h = 7, 5
+	src := make([]byte, w*h*3)
+	for i := range w * h {
+		src[i*3] = byte(i)
+	}
+	for o := 1; o <= 8; o++ {
+		ow, oh := orientDims(w, h, o)
+		shown := make([]byte, len(src))
+		orient(shown, src, w, h, o)
+		r := image.Rect(1, 2, ow-1, oh-1)
+		got := unorientRect(r, w, h, o)
+		want := image.Rectangle{}
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				i := int(shown[(y*ow+x)*3])
+				want = want.Union(image.Rect(i%w, i/w, i%w+1, i/w+1))
+			}
+		}
+		if got != want {
+			t.Errorf("orientation %d: %v maps to %v, want %v", o, r, got, want)
+		}
 	}
 }
 

@@ -165,19 +165,19 @@ func gridCodedLen(tiles [][2][]byte) int {
 	return n
 }
 
-// heifGridTiles encodes four 64x64 tiles of one gradient picture with
-// heif-enc: each tile's hvcC and coded data, and heif-convert's decode of
-// each tile's file.
-func heifGridTiles(t testing.TB) (tiles [][2][]byte, tileRGB [][]byte) {
+// heifGridTiles encodes the cols x rows tiles of 64x64 of one gradient
+// picture with heif-enc (row by row): each tile's hvcC and coded data, and
+// heif-convert's decode of each tile's file.
+func heifGridTiles(t testing.TB, cols, rows int) (tiles [][2][]byte, tileRGB [][]byte) {
 	t.Helper()
 	enc := heifNeedTool(t, "heif-enc")
 	dir := t.TempDir()
 	const tw, th = 64, 64
-	for i := 0; i < 4; i++ {
+	for i := 0; i < cols*rows; i++ {
 		img := image.NewRGBA(image.Rect(0, 0, tw, th))
 		for y := 0; y < th; y++ {
 			for x := 0; x < tw; x++ {
-				gx, gy := x+tw*(i%2), y+th*(i/2)
+				gx, gy := x+tw*(i%cols), y+th*(i/cols)
 				img.Pix[(y*tw+x)*4], img.Pix[(y*tw+x)*4+1], img.Pix[(y*tw+x)*4+2], img.Pix[(y*tw+x)*4+3] =
 					byte(gx*2), byte(gy*2), byte((gx*gy)>>4), 255
 			}
@@ -212,7 +212,7 @@ func heifGridTiles(t testing.TB) (tiles [][2][]byte, tileRGB [][]byte) {
 // heif-convert's decode of the grid and of the four tiles alone.
 func TestHEIFGrid(t *testing.T) {
 	const tw, th = 64, 64
-	tiles, tileRGB := heifGridTiles(t)
+	tiles, tileRGB := heifGridTiles(t, 2, 2)
 	grid := buildGrid(tiles, 2, 2, tw, th, 120, 100)
 	info, err := parseHEIF(grid)
 	if err != nil || info.itemType != "grid" || info.tiles != 4 || info.w != 120 || info.h != 100 {

@@ -143,7 +143,7 @@ func (p *Processor) Bytes(data []byte, name string) ([]float32, error) {
 	if out, ok, err := p.jpegRows(data, name); ok {
 		return out, err
 	}
-	img, f, err := decodeImage(data, name, p.maxPixels)
+	img, f, err := decodeImageWindow(data, name, p.maxPixels, p.window)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +380,42 @@ func (p *Processor) run(img image.Image, ycc yccRange, o int) ([]float32, error)
 	crop := make([]byte, g.cw*g.ch*3)
 	bufs.tmp = resizeCrop(crop, src, g, bufs.tmp)
 	return p.normalize(crop, g.cw, g.ch), nil
+}
+
+// window is the rectangle of a w x h image (as shown, EXIF orientation
+// applied) that run reads: the source rows and columns the resize's taps
+// of the cropped outputs reach. The whole image when it cannot tell.
+func (p *Processor) window(w, h int) image.Rectangle {
+	whole := image.Rect(0, 0, w, h)
+	g, err := p.geometry(w, h)
+	if err != nil {
+		return whole
+	}
+	x0, x1 := max(0, -g.offX), min(g.cw, g.rw-g.offX)
+	y0, y1 := max(0, -g.offY), min(g.ch, g.rh-g.offY)
+	if x0 >= x1 || y0 >= y1 {
+		return whole
+	}
+	span := func(in, out, lo, hi int) (int, int) {
+		if in == out {
+			return lo, hi
+		}
+		ps := newPass(in, out, lo, hi)
+		a, b := in, 0
+		for i := lo; i < hi; i++ {
+			start, w := ps.taps(i)
+			if len(w) > 0 {
+				a, b = min(a, start), max(b, start+len(w))
+			}
+		}
+		return a, b
+	}
+	ax, bx := span(g.w, g.rw, x0+g.offX, x1+g.offX)
+	ay, by := span(g.h, g.rh, y0+g.offY, y1+g.offY)
+	if r := image.Rect(ax, ay, bx, by); !r.Empty() {
+		return r.Intersect(whole)
+	}
+	return whole
 }
 
 // geometry sizes the resize and places the crop for a w x h image.
