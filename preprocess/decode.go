@@ -1,8 +1,8 @@
 package preprocess
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
