@@ -15,6 +15,28 @@ import (
 	"github.com/clipidx/clipidx/internal/rss"
 )
 
+// heifEncFast encodes img with heif-enc (quality 80, x265 preset fast)
+// through a PNG in dir.
+func heifEncFast(enc, dir string, img image.Image) ([]byte, error) {
+	src, out := filepath.Join(dir, "p.png"), filepath.Join(dir, "p.heic")
+	f, err := os.Create(src)
+	if err != nil {
+		return nil, err
+	}
+	pe := png.Encoder{CompressionLevel: png.BestSpeed}
+	err = pe.Encode(f, img)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if msg, err := exec.Command(enc, "-q", "80", "-p", "preset=fast", src, "-o", out).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("heif-enc: %w\n%s", err, msg)
+	}
+	return os.ReadFile(out)
+}
+
 var heic12 struct {
 	once sync.Once
 	data []byte
@@ -33,25 +55,7 @@ func heic12MP(b *testing.B) []byte {
 			return
 		}
 		defer os.RemoveAll(dir)
-		src, out := filepath.Join(dir, "p.png"), filepath.Join(dir, "p.heic")
-		f, err := os.Create(src)
-		if err != nil {
-			heic12.err = err
-			return
-		}
-		pe := png.Encoder{CompressionLevel: png.BestSpeed}
-		if err := pe.Encode(f, photoLike(4000, 3000)); err != nil {
-			heic12.err = err
-		}
-		f.Close()
-		if heic12.err != nil {
-			return
-		}
-		if msg, err := exec.Command(enc, "-q", "80", "-p", "preset=fast", src, "-o", out).CombinedOutput(); err != nil {
-			heic12.err = fmt.Errorf("heif-enc: %w\n%s", err, msg)
-			return
-		}
-		heic12.data, heic12.err = os.ReadFile(out)
+		heic12.data, heic12.err = heifEncFast(enc, dir, photoLike(4000, 3000))
 	})
 	if heic12.err != nil {
 		b.Fatal(heic12.err)
@@ -160,26 +164,9 @@ func heicGrid12MP(b *testing.B) []byte {
 		const tile = 512
 		full := photoLike(8*tile, 6*tile)
 		var tiles [][2][]byte
-		for k := 0; k < 48 && heicGrid.err == nil; k++ {
+		for k := 0; k < 48; k++ {
 			x, y := k%8*tile, k/8*tile
-			sub := full.SubImage(image.Rect(x, y, x+tile, y+tile))
-			src, out := filepath.Join(dir, "t.png"), filepath.Join(dir, "t.heic")
-			f, err := os.Create(src)
-			if err != nil {
-				heicGrid.err = err
-				return
-			}
-			pe := png.Encoder{CompressionLevel: png.BestSpeed}
-			heicGrid.err = pe.Encode(f, sub)
-			f.Close()
-			if heicGrid.err != nil {
-				return
-			}
-			if msg, err := exec.Command(enc, "-q", "80", "-p", "preset=fast", src, "-o", out).CombinedOutput(); err != nil {
-				heicGrid.err = fmt.Errorf("heif-enc: %w\n%s", err, msg)
-				return
-			}
-			data, err := os.ReadFile(out)
+			data, err := heifEncFast(enc, dir, full.SubImage(image.Rect(x, y, x+tile, y+tile)))
 			if err != nil {
 				heicGrid.err = err
 				return
