@@ -108,6 +108,11 @@ type benchBuildResult struct {
 	Batch            int             `json:"batch"`
 	Runs             []benchBuildRun `json:"runs"`
 	MedianModelShare float64         `json:"median_model_share"`
+	// HEVC is what decoded HEICs' HEVC pictures: an ffmpeg's path or
+	// "builtin"; HEVCFailures the HEICs that ffmpeg failed to decode
+	// (the built-in decoder read them).
+	HEVC         string `json:"hevc"`
+	HEVCFailures int64  `json:"hevc_failures"`
 }
 
 // passClock is the build's Encoder: the model, with the end of each pass
@@ -246,12 +251,19 @@ func runBenchBuild(ctx context.Context, w io.Writer, dirs []string, o benchBuild
 	}
 	slices.Sort(shares)
 	res.MedianModelShare = shares[len(shares)/2]
+	res.HEVC = "builtin"
+	if p := preprocess.HEVCDecoder(); p != "" {
+		res.HEVC = p
+	}
+	res.HEVCFailures, _ = preprocess.FFmpegFailures()
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
 	fmt.Fprintf(w, "model    %s, %s products, passes of %d\n", res.Device, res.Precision, batch)
+	fmt.Fprintf(w, "HEIC     HEVC decoded by %s\n", res.HEVC)
+	printFFmpegFailures(w)
 	for i, r := range res.Runs {
 		fmt.Fprintf(w, "run %d    %d photos in %.2f s; steady state %.3f s a photo over %d photos; model alone %.3f s an image: model share %.3f (a pass running %.0f%% of the time)\n",
 			i+1, r.Photos, r.WallS, r.PhotoS, r.SteadyPhotos, r.ModelImageS, r.ModelShare, 100*r.PassBusyShare)

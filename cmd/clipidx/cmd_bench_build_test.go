@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/preprocess"
 )
 
 // TestPassClockSteady: the steady state starts at the end of the first
@@ -78,6 +79,9 @@ func TestBenchBuildCommand(t *testing.T) {
 	if len(r.Runs) != 2 || r.Batch != 8 || r.Precision != "f32" {
 		t.Fatalf("%d runs, batch %d, precision %q; want 2, 8, f32", len(r.Runs), r.Batch, r.Precision)
 	}
+	if want := preprocess.HEVCDecoder(); r.HEVC != want && !(want == "" && r.HEVC == "builtin") {
+		t.Errorf("hevc %q, want %q", r.HEVC, want)
+	}
 	for i, run := range r.Runs {
 		if run.Photos != 17 || run.Failed != 1 || run.SteadyPhotos != 9 {
 			t.Errorf("run %d: %d photos, %d failed, %d steady; want 17, 1, 9", i, run.Photos, run.Failed, run.SteadyPhotos)
@@ -106,7 +110,7 @@ func TestBenchBuildCommand(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"whole build, loading included:", "note     the steady state spans 2 passes after the first"} {
+	for _, want := range []string{"whole build, loading included:", "note     the steady state spans 2 passes after the first", "HEIC     HEVC decoded by "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
