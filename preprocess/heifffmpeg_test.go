@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -439,5 +441,31 @@ func TestCheckFFmpeg(t *testing.T) {
 	}
 	if n, last := FFmpegFailures(); n != n0+1 || last == nil {
 		t.Errorf("failures %d (before: %d), last %v", n, n0, last)
+	}
+}
+
+// TestHEIFFFmpegConcurrent: decodes running at once (a build's workers)
+// each get their own ffmpeg and the same pixels.
+func TestHEIFFFmpegConcurrent(t *testing.T) {
+	ff := needFFmpeg(t)
+	data := readHEIFTestdata(t, "yuv420_10bit.heic")
+	want, _, _ := heifDecodedRGB(t, data, "a.heic")
+	var failed atomic.Int64
+	n := withFFmpeg(t, ff, func() {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 3 {
+					img, _, err := decodeImage(data, "a.heic", DefaultMaxPixels)
+					if m, ok := img.(*packedRGB); err != nil || !ok || !bytes.Equal(m.Pix, want) {
+						failed.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+	if failed.Load() != 0 || n != 24 {
+		t.Errorf("%d of 24 decodes differ or failed; ffmpeg decoded %d", failed.Load(), n)
 	}
 }
