@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // This file decodes the HEVC pictures of a HEIC with ffmpeg, when the
@@ -675,6 +676,10 @@ func parseHEVCSPS(nal []byte) (hevcPicture, bool) {
 	return p, true
 }
 
+// hevcTimeLimit bounds one ffmpeg decode (a 12 MP photo takes 1 to 2 s,
+// a 48 MP one about 8): an ffmpeg that hangs sends the file to libheif.
+var hevcTimeLimit = 2 * time.Minute
+
 // errFFmpegHEVC is wrapped by every reason ffmpegHEIF gives up; the file
 // then goes to libheif.
 var errFFmpegHEVC = errors.New("ffmpeg's HEVC decode not used")
@@ -682,11 +687,14 @@ var errFFmpegHEVC = errors.New("ffmpeg's HEVC decode not used")
 // ffmpegHEIF decodes job with the ffmpeg at path into packed RGB, with the
 // colour description c and depth as gbrToRGB takes them.
 func ffmpegHEIF(parent context.Context, path string, job *hevcJob, c nclx, depth int) (*packedRGB, error) {
-	ctx, cancel := context.WithCancel(parent) // cancelled to stop ffmpeg when its output is refused
+	// Cancelled to stop ffmpeg when its output is refused, and at the
+	// time limit.
+	ctx, cancel := context.WithTimeout(parent, hevcTimeLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "-nostdin", "-hide_banner", "-loglevel", "error",
 		"-threads", "1", "-err_detect", "explode", "-f", "hevc", "-i", "pipe:0", "-map", "0:v:0",
 		"-f", "yuv4mpegpipe", "-strict", "-1", "pipe:1")
+	cmd.WaitDelay = 2 * time.Second // a child of a wrapper keeping a pipe open
 	stream, _ := job.decoded()
 	cmd.Stdin = bytes.NewReader(stream)
 	var stderr bytes.Buffer
@@ -701,15 +709,22 @@ func ffmpegHEIF(parent context.Context, path string, job *hevcJob, c nclx, depth
 		}
 		return nil, fmt.Errorf("%w: %v", errFFmpegHEVC, err)
 	}
+	// The read ends when the context does, even if something still
+	// holds the pipe's other end.
+	stop := context.AfterFunc(ctx, func() { out.Close() })
 	img, rerr := readHEVCFrames(bufio.NewReaderSize(out, 1<<20), job, c, depth)
 	if rerr != nil {
 		cancel()
 	} else if _, err := io.Copy(io.Discard, out); err != nil {
 		rerr = err
 	}
+	stop()
 	werr := cmd.Wait()
 	if err := parent.Err(); err != nil {
 		return nil, err
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		return nil, fmt.Errorf("%w: ffmpeg took over %v", errFFmpegHEVC, hevcTimeLimit)
 	}
 	switch {
 	case rerr != nil:

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // needFFmpeg returns the ffmpeg on PATH; without one the test is skipped,
@@ -467,5 +468,38 @@ func TestHEIFFFmpegConcurrent(t *testing.T) {
 	})
 	if failed.Load() != 0 || n != 24 {
 		t.Errorf("%d of 24 decodes differ or failed; ffmpeg decoded %d", failed.Load(), n)
+	}
+}
+
+// TestHEIFFFmpegTimeLimit: an ffmpeg that hangs (here a wrapper whose
+// child keeps the pipes open) is stopped at the time limit and the file
+// goes to libheif.
+func TestHEIFFFmpegTimeLimit(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the hanging ffmpeg is a shell script")
+	}
+	hang := filepath.Join(t.TempDir(), "ffmpeg")
+	if err := os.WriteFile(hang, []byte("#!/bin/sh\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { hevcTimeLimit = d }(hevcTimeLimit)
+	hevcTimeLimit = 500 * time.Millisecond
+	data := readHEIFTestdata(t, "yuv444.heic")
+	want, err1 := New(DefaultConfig(), Options{}).Bytes(data, "a.heic")
+	n0, _ := FFmpegFailures()
+	var got []float32
+	var err2 error
+	start := time.Now()
+	withFFmpeg(t, hang, func() { got, err2 = New(DefaultConfig(), Options{}).Bytes(data, "a.heic") })
+	took := time.Since(start)
+	if err1 != nil || err2 != nil || !slices.Equal(got, want) {
+		t.Fatalf("%v, %v, same input %v", err1, err2, slices.Equal(got, want))
+	}
+	n, last := FFmpegFailures()
+	if n != n0+1 || last == nil || !strings.Contains(last.Error(), "took over") {
+		t.Errorf("failures %d (before %d), last %v", n, n0, last)
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %v with a limit of %v", took, hevcTimeLimit)
 	}
 }
