@@ -382,17 +382,18 @@ func (p *Processor) run(img image.Image, ycc yccRange, o int) ([]float32, error)
 	return p.normalize(crop, g.cw, g.ch), nil
 }
 
-// window is the rectangle of a w x h image (as shown, EXIF orientation
-// applied) that run reads: the source rows and columns the resize's taps
-// of the cropped outputs reach. The whole image when it cannot tell.
+// window is the rectangle of a w x h image, given to run with
+// orientation 1, that run reads: the source rows and columns the resize's
+// taps of the cropped outputs reach (newResizer's rows and columns). The
+// whole image when it cannot tell. Only HEICs are decoded to a window,
+// and their EXIF orientation is never applied.
 func (p *Processor) window(w, h int) image.Rectangle {
 	whole := image.Rect(0, 0, w, h)
 	g, err := p.geometry(w, h)
 	if err != nil {
 		return whole
 	}
-	x0, x1 := max(0, -g.offX), min(g.cw, g.rw-g.offX)
-	y0, y1 := max(0, -g.offY), min(g.ch, g.rh-g.offY)
+	x0, x1, y0, y1 := g.window()
 	if x0 >= x1 || y0 >= y1 {
 		return whole
 	}

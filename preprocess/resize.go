@@ -203,6 +203,12 @@ type geometry struct {
 	offX, offY int
 }
 
+// window returns the output window's columns x0..x1-1 and rows y0..y1-1
+// that hold resized pixels (the rest is padding); empty when none do.
+func (g geometry) window() (x0, x1, y0, y1 int) {
+	return max(0, -g.offX), min(g.cw, g.rw-g.offX), max(0, -g.offY), min(g.ch, g.rh-g.offY)
+}
+
 // shortestEdgeSize is section 2 of the spec: Python's
 // int(size * long / short), with W <= H giving a portrait result.
 func shortestEdgeSize(w, h, size int) (rw, rh int) {
@@ -266,8 +272,7 @@ type resizer struct {
 // in place, and no row need be given.
 func newResizer(g geometry, scratch, whole []byte) *resizer {
 	r := &resizer{g: g, scratch: scratch, pendY: -1}
-	r.x0, r.x1 = max(0, -g.offX), min(g.cw, g.rw-g.offX)
-	r.y0, r.y1 = max(0, -g.offY), min(g.ch, g.rh-g.offY)
+	r.x0, r.x1, r.y0, r.y1 = g.window()
 	if !r.wants() {
 		return r
 	}
