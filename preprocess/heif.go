@@ -136,14 +136,23 @@ func heifDecodeItem(ctx context.Context, data []byte, info *heifInfo) (image.Ima
 // for all): where ffmpeg decodes a grid, the tiles outside win are not
 // decoded and their pixels are left undefined.
 func heifDecodeWindow(ctx context.Context, data []byte, info *heifInfo, win image.Rectangle) (image.Image, error) {
+	coded := unorientRect(win, info.w, info.h, info.orient)
 	if info.decoderFor() != heifLibavif && HEVCDecoder() != "" {
 		if _, gbr := heifPlanesFile(data, info); gbr {
-			if m, ok := heifFFmpeg(ctx, data, heifNCLX(info), info.depth, unorientRect(win, info.w, info.h, info.orient)); ok {
+			if m, ok := heifFFmpeg(ctx, data, heifNCLX(info), info.depth, coded); ok {
 				return heifTransform(m, info.orient), nil
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if !coded.Empty() && info.decoderFor() != heifLibavif {
+		if m, ok := heifDecodeSubGrid(ctx, data, info, coded); ok {
+			return heifTransform(m, info.orient), nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
 	return heifDecodeBuiltin(ctx, data, info)
@@ -162,12 +171,21 @@ func heifNCLX(info *heifInfo) nclx {
 
 // heifDecodeBuiltin is heifDecodeItem with the embedded decoders alone.
 func heifDecodeBuiltin(ctx context.Context, data []byte, info *heifInfo) (image.Image, error) {
-	var img image.Image
-	var err error
+	img, _, err := heifDecodeCoded(ctx, data, info)
+	if err != nil {
+		return nil, err
+	}
+	return heifTransform(img, info.orient), nil
+}
+
+// heifDecodeCoded is heifDecodeBuiltin before irot/imir; gbr reports
+// whether libheif's planes came through heifPlanesFile's GBR copy.
+func heifDecodeCoded(ctx context.Context, data []byte, info *heifInfo) (img image.Image, gbr bool, err error) {
 	if info.decoderFor() == heifLibavif {
 		img, err = libavifDecode(ctx, data)
 	} else {
-		file, gbr := heifPlanesFile(data, info)
+		var file []byte
+		file, gbr = heifPlanesFile(data, info)
 		if !gbr {
 			file = heifNeutralise(data, info)
 		}
@@ -185,10 +203,7 @@ func heifDecodeBuiltin(ctx context.Context, data []byte, info *heifInfo) (image.
 			return nil
 		})
 	}
-	if err != nil {
-		return nil, err
-	}
-	return heifTransform(img, info.orient), nil
+	return img, gbr, err
 }
 
 // unorientRect maps r, a rectangle of a w x h image shown as orientation

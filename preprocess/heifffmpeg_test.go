@@ -366,13 +366,18 @@ func TestHEIFFFmpegStops(t *testing.T) {
 }
 
 // FuzzHEVCPlan: hostile headers never panic the planning of an ffmpeg
-// decode, and a plan's frames and output stay within the sizes its ispe
+// decode nor the making of a smaller grid for libheif, and a plan's frames and output stay within the sizes its ispe
 // properties (checked against the pixel limit before) announce.
 func FuzzHEVCPlan(f *testing.F) {
 	for _, name := range []string{"yuv420.heic", "yuv444.heic", "yuv420_10bit.heic"} {
 		f.Add(readHEIFTestdata(f, name))
 	}
+	wide, _ := heifGridTiles(f, 8, 2)
+	f.Add(buildGrid(wide, 2, 8, 64, 64, 500, 120))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if d, at, ok := heifSubGridFile(data, image.Rect(1, 1, 70, 40)); ok && (len(d) != len(data) || at.X < 0 || at.Y < 0) {
+			t.Fatalf("smaller grid of %d bytes for %d, at %v", len(d), len(data), at)
+		}
 		job, ok := hevcPlan(data)
 		if !ok {
 			return
@@ -501,5 +506,55 @@ func TestHEIFFFmpegTimeLimit(t *testing.T) {
 	}
 	if took > 10*time.Second {
 		t.Errorf("took %v with a limit of %v", took, hevcTimeLimit)
+	}
+}
+
+// TestHEIFBuiltinWindow: without ffmpeg, the model's input of a grid comes
+// from libheif decoding a smaller grid of the tiles the crop reads, and is
+// the one the whole grid gives.
+func TestHEIFBuiltinWindow(t *testing.T) {
+	wide, _ := heifGridTiles(t, 8, 2)
+	var tall [][2][]byte
+	for c := 0; c < 8; c++ {
+		tall = append(tall, wide[c], wide[8+c])
+	}
+	small := DefaultConfig()
+	small.ShortestEdge, small.CropWidth, small.CropHeight = 32, 32, 32
+	files := map[string][]byte{
+		"wide":       buildGrid(wide, 2, 8, 64, 64, 500, 120),
+		"tall":       buildGrid(tall, 8, 2, 64, 64, 120, 500),
+		"wide-irot1": heifAddProps(t, buildGrid(wide, 2, 8, 64, 64, 500, 120), false, irotBox(1)),
+		"tall-imir1": heifAddProps(t, buildGrid(tall, 8, 2, 64, 64, 120, 500), false, imirBox(1)),
+		"wide-bt709": heifAddProps(t, buildGrid(wide, 2, 8, 64, 64, 500, 120), true, nclxBox(1, 13, 1, false)),
+	}
+	for name, data := range files {
+		for _, cfg := range []struct {
+			name string
+			c    Config
+		}{{"224", DefaultConfig()}, {"32", small}} {
+			t.Run(name+"/"+cfg.name, func(t *testing.T) {
+				p := New(cfg.c, Options{})
+				var want, got []float32
+				var err1, err2 error
+				n := heifSubGrids.Load()
+				withFFmpeg(t, "", func() {
+					img, f, err := decodeImage(data, name, DefaultMaxPixels) // the whole grid
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err1 = p.run(img, yccFor(f), 1)
+					got, err2 = p.Bytes(data, name)
+				})
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				if d := heifSubGrids.Load() - n; d != 1 {
+					t.Fatalf("%d decodes through a smaller grid, want 1", d)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("the model's input differs from the whole grid's")
+				}
+			})
+		}
 	}
 }
