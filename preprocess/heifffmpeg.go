@@ -166,65 +166,20 @@ type hevcJob struct {
 // hevcPlan returns the job for data's primary item, or ok false when this
 // file must go to libheif (see the top of the file).
 func hevcPlan(data []byte) (job *hevcJob, ok bool) {
-	meta, err := bmffFind(data, "meta")
-	if err != nil || len(meta) < 4 {
-		return nil, false
-	}
-	var pitm, iinf, iloc, idat, iprp, iref []byte
-	if bmffBoxes(meta[4:], func(t string, b []byte) error {
-		switch t {
-		case "pitm":
-			pitm = b
-		case "iinf":
-			iinf = b
-		case "iloc":
-			iloc = b
-		case "idat":
-			idat = b
-		case "iprp":
-			iprp = b
-		case "iref":
-			iref = b
-		}
-		return nil
-	}) != nil || len(pitm) < 6 || iloc == nil || iprp == nil {
-		return nil, false
-	}
-	primary := uint32(binary.BigEndian.Uint16(pitm[4:]))
-	if pitm[0] != 0 {
-		if len(pitm) < 8 {
-			return nil, false
-		}
-		primary = binary.BigEndian.Uint32(pitm[4:])
-	}
-	types := map[uint32]string{}
-	if parseIINF(iinf, types) != nil {
-		return nil, false
-	}
-	refs, aux, ok := hevcRefs(iref, primary)
+	it, ok := readHEIFItems(data)
 	if !ok {
 		return nil, false
 	}
-	ipco, err := bmffFind(iprp, "ipco")
-	if err != nil || ipco == nil {
+	primary, idat := it.primary, it.idat
+	types := map[uint32]string{}
+	if parseIINF(it.iinf, types) != nil {
 		return nil, false
 	}
-	var props [][2]any
-	if bmffBoxes(ipco, func(t string, b []byte) error {
-		props = append(props, [2]any{t, b})
-		return nil
-	}) != nil {
+	refs, aux, ok := hevcRefs(it.iref, primary)
+	if !ok {
 		return nil, false
 	}
-	assoc := map[uint32][]int{}
-	if bmffBoxes(iprp, func(t string, b []byte) error {
-		if t == "ipma" {
-			return parseIPMA(b, assoc)
-		}
-		return nil
-	}) != nil {
-		return nil, false
-	}
+	props, assoc := it.props, it.assoc
 	// prop returns the one property of type t of item id (nil when none),
 	// and false when the item has a clean aperture or two of type t.
 	prop := func(id uint32, t string) ([]byte, bool) {
@@ -234,11 +189,11 @@ func hevcPlan(data []byte) (job *hevcJob, ok bool) {
 			if i < 1 || i > len(props) {
 				continue
 			}
-			switch props[i-1][0].(string) {
+			switch it.types[i-1] {
 			case "clap":
 				return nil, false
 			case t:
-				found = props[i-1][1].([]byte)
+				found = props[i-1]
 				n++
 			}
 		}
@@ -257,7 +212,7 @@ func hevcPlan(data []byte) (job *hevcJob, ok bool) {
 			return nil, false
 		}
 	}
-	locs, ok := ilocItems(iloc)
+	locs, ok := ilocItems(it.iloc)
 	if !ok {
 		return nil, false
 	}
@@ -279,15 +234,10 @@ func hevcPlan(data []byte) (job *hevcJob, ok bool) {
 			return nil, false
 		}
 		desc, ok := itemData(primary)
-		if !ok || len(desc) < 8 || desc[0] != 0 {
+		if !ok {
 			return nil, false
 		}
-		job.rows, job.cols = int(desc[2])+1, int(desc[3])+1
-		if desc[1]&1 == 0 {
-			job.outW, job.outH = int(binary.BigEndian.Uint16(desc[4:])), int(binary.BigEndian.Uint16(desc[6:]))
-		} else if len(desc) >= 12 {
-			job.outW, job.outH = int(binary.BigEndian.Uint32(desc[4:])), int(binary.BigEndian.Uint32(desc[8:]))
-		} else {
+		if job.rows, job.cols, job.outW, job.outH, ok = parseGridDesc(desc); !ok {
 			return nil, false
 		}
 		items = refs
@@ -373,6 +323,86 @@ func (j *hevcJob) decoded() ([]byte, int) {
 		start = end
 	}
 	return out, n
+}
+
+// heifItems is a HEIF file's meta box read for its items: the primary
+// item, the boxes that describe items (sub-slices of the file), and the
+// properties (ipco's children, by index - 1) with their associations.
+type heifItems struct {
+	primary                uint32
+	wideIDs                bool // pitm version 1: 32-bit item ids
+	iinf, iloc, idat, iref []byte
+	types                  []string
+	props                  [][]byte
+	assoc                  map[uint32][]int
+}
+
+// readHEIFItems reads data's meta box; false when it lacks pitm, iloc or
+// iprp with ipco, or does not parse.
+func readHEIFItems(data []byte) (*heifItems, bool) {
+	meta, err := bmffFind(data, "meta")
+	if err != nil || len(meta) < 4 {
+		return nil, false
+	}
+	it := &heifItems{assoc: map[uint32][]int{}}
+	var pitm, iprp []byte
+	if bmffBoxes(meta[4:], func(t string, b []byte) error {
+		switch t {
+		case "pitm":
+			pitm = b
+		case "iinf":
+			it.iinf = b
+		case "iloc":
+			it.iloc = b
+		case "idat":
+			it.idat = b
+		case "iprp":
+			iprp = b
+		case "iref":
+			it.iref = b
+		}
+		return nil
+	}) != nil || len(pitm) < 6 || it.iloc == nil || iprp == nil {
+		return nil, false
+	}
+	it.primary, it.wideIDs = uint32(binary.BigEndian.Uint16(pitm[4:])), pitm[0] != 0
+	if it.wideIDs {
+		if len(pitm) < 8 {
+			return nil, false
+		}
+		it.primary = binary.BigEndian.Uint32(pitm[4:])
+	}
+	ipco, err := bmffFind(iprp, "ipco")
+	if err != nil || ipco == nil {
+		return nil, false
+	}
+	if bmffBoxes(ipco, func(t string, b []byte) error {
+		it.types, it.props = append(it.types, t), append(it.props, b)
+		return nil
+	}) != nil {
+		return nil, false
+	}
+	if bmffBoxes(iprp, func(t string, b []byte) error {
+		if t == "ipma" {
+			return parseIPMA(b, it.assoc)
+		}
+		return nil
+	}) != nil {
+		return nil, false
+	}
+	return it, true
+}
+
+// parseGridDesc reads an ImageGrid descriptor (a grid item's data).
+func parseGridDesc(desc []byte) (rows, cols, outW, outH int, ok bool) {
+	if len(desc) < 8 || desc[0] != 0 || desc[1]&1 != 0 && len(desc) < 12 {
+		return 0, 0, 0, 0, false
+	}
+	rows, cols = int(desc[2])+1, int(desc[3])+1
+	if desc[1]&1 != 0 {
+		return rows, cols, int(binary.BigEndian.Uint32(desc[4:])), int(binary.BigEndian.Uint32(desc[8:])), true
+	}
+	return rows, cols, int(binary.BigEndian.Uint16(desc[4:])), int(binary.BigEndian.Uint16(desc[6:])), true
 }
 
 // hevcSubsampling returns the chroma shifts, horizontal and vertical.

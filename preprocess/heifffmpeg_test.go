@@ -274,36 +274,61 @@ func TestHEIFFFmpegThumbnail(t *testing.T) {
 	}
 }
 
+// heifWindowConfig is a preprocessing configuration the window tests run.
+type heifWindowConfig struct {
+	name string
+	c    Config
+}
+
+// heifWindowCases are grids of 16 tiles of 64x64, wide and tall, turned,
+// mirrored or with an nclx, and the configurations to read them with: the
+// model's (224, which enlarges these small grids) and 32.
+func heifWindowCases(t *testing.T) (map[string][]byte, []heifWindowConfig) {
+	wide, _ := heifGridTiles(t, 8, 2)
+	var tall [][2][]byte
+	for c := 0; c < 8; c++ { // the same tiles, as 2 columns of 8 rows
+		tall = append(tall, wide[c], wide[8+c])
+	}
+	wideGrid := func() []byte { return buildGrid(wide, 2, 8, 64, 64, 500, 120) }
+	tallGrid := func() []byte { return buildGrid(tall, 8, 2, 64, 64, 120, 500) }
+	small := DefaultConfig()
+	small.ShortestEdge, small.CropWidth, small.CropHeight = 32, 32, 32
+	return map[string][]byte{
+		"wide":       wideGrid(),
+		"tall":       tallGrid(),
+		"wide-irot1": heifAddProps(t, wideGrid(), false, irotBox(1)),
+		"wide-imir0": heifAddProps(t, wideGrid(), false, imirBox(0)),
+		"tall-irot3": heifAddProps(t, tallGrid(), false, irotBox(3)),
+		"tall-imir1": heifAddProps(t, tallGrid(), false, imirBox(1)),
+		"wide-bt709": heifAddProps(t, wideGrid(), true, nclxBox(1, 13, 1, false)),
+	}, []heifWindowConfig{{"224", DefaultConfig()}, {"32", small}}
+}
+
+// heifWholeInput is p's model input for a HEIC decoded whole, with no
+// window (orientation 1: a HEIC's EXIF orientation is never applied).
+func heifWholeInput(t *testing.T, p *Processor, data []byte, name string) ([]float32, error) {
+	t.Helper()
+	img, f, err := decodeImage(data, name, DefaultMaxPixels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.run(img, yccFor(f), 1)
+}
+
 // TestHEIFFFmpegWindow: for the model's input, ffmpeg decodes only the
 // grid tiles the resize and crop read, and the input is the one the whole
 // image gives: wide and tall grids, turned by irot or not, at the model's
 // size (224, which enlarges these small grids) and at 32.
 func TestHEIFFFmpegWindow(t *testing.T) {
 	ff := needFFmpeg(t)
-	wide, _ := heifGridTiles(t, 8, 2)
-	var tall [][2][]byte
-	for c := 0; c < 8; c++ { // the same tiles, as 2 columns of 8 rows
-		tall = append(tall, wide[c], wide[8+c])
-	}
-	small := DefaultConfig()
-	small.ShortestEdge, small.CropWidth, small.CropHeight = 32, 32, 32
-	files := map[string][]byte{
-		"wide":       buildGrid(wide, 2, 8, 64, 64, 500, 120),
-		"tall":       buildGrid(tall, 8, 2, 64, 64, 120, 500),
-		"wide-irot1": heifAddProps(t, buildGrid(wide, 2, 8, 64, 64, 500, 120), false, irotBox(1)),
-		"wide-imir0": heifAddProps(t, buildGrid(wide, 2, 8, 64, 64, 500, 120), false, imirBox(0)),
-		"tall-irot3": heifAddProps(t, buildGrid(tall, 8, 2, 64, 64, 120, 500), false, irotBox(3)),
-	}
+	files, configs := heifWindowCases(t)
 	for name, data := range files {
-		for _, cfg := range []struct {
-			name string
-			c    Config
-		}{{"224", DefaultConfig()}, {"32", small}} {
+		for _, cfg := range configs {
 			t.Run(name+"/"+cfg.name, func(t *testing.T) {
 				p := New(cfg.c, Options{})
 				var want, got []float32
 				var err1, err2 error
-				withFFmpeg(t, "", func() { want, err1 = p.Bytes(data, name) })
+				withFFmpeg(t, "", func() { want, err1 = heifWholeInput(t, p, data, name) })
 				skipped := hevcTilesSkipped.Load()
 				n := withFFmpeg(t, ff, func() { got, err2 = p.Bytes(data, name) })
 				skipped = hevcTilesSkipped.Load() - skipped
@@ -375,8 +400,10 @@ func FuzzHEVCPlan(f *testing.F) {
 	wide, _ := heifGridTiles(f, 8, 2)
 	f.Add(buildGrid(wide, 2, 8, 64, 64, 500, 120))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if d, at, ok := heifSubGridFile(data, image.Rect(1, 1, 70, 40)); ok && (len(d) != len(data) || at.X < 0 || at.Y < 0) {
-			t.Fatalf("smaller grid of %d bytes for %d, at %v", len(d), len(data), at)
+		if info, err := heifHeader(data); err == nil {
+			if d, at, ok := heifSubGridFile(data, info, image.Rect(1, 1, 70, 40)); ok && (len(d) != len(data) || at.X < 0 || at.Y < 0) {
+				t.Fatalf("smaller grid of %d bytes for %d, at %v", len(d), len(data), at)
+			}
 		}
 		job, ok := hevcPlan(data)
 		if !ok {
@@ -513,36 +540,16 @@ func TestHEIFFFmpegTimeLimit(t *testing.T) {
 // from libheif decoding a smaller grid of the tiles the crop reads, and is
 // the one the whole grid gives.
 func TestHEIFBuiltinWindow(t *testing.T) {
-	wide, _ := heifGridTiles(t, 8, 2)
-	var tall [][2][]byte
-	for c := 0; c < 8; c++ {
-		tall = append(tall, wide[c], wide[8+c])
-	}
-	small := DefaultConfig()
-	small.ShortestEdge, small.CropWidth, small.CropHeight = 32, 32, 32
-	files := map[string][]byte{
-		"wide":       buildGrid(wide, 2, 8, 64, 64, 500, 120),
-		"tall":       buildGrid(tall, 8, 2, 64, 64, 120, 500),
-		"wide-irot1": heifAddProps(t, buildGrid(wide, 2, 8, 64, 64, 500, 120), false, irotBox(1)),
-		"tall-imir1": heifAddProps(t, buildGrid(tall, 8, 2, 64, 64, 120, 500), false, imirBox(1)),
-		"wide-bt709": heifAddProps(t, buildGrid(wide, 2, 8, 64, 64, 500, 120), true, nclxBox(1, 13, 1, false)),
-	}
+	files, configs := heifWindowCases(t)
 	for name, data := range files {
-		for _, cfg := range []struct {
-			name string
-			c    Config
-		}{{"224", DefaultConfig()}, {"32", small}} {
+		for _, cfg := range configs {
 			t.Run(name+"/"+cfg.name, func(t *testing.T) {
 				p := New(cfg.c, Options{})
 				var want, got []float32
 				var err1, err2 error
 				n := heifSubGrids.Load()
 				withFFmpeg(t, "", func() {
-					img, f, err := decodeImage(data, name, DefaultMaxPixels) // the whole grid
-					if err != nil {
-						t.Fatal(err)
-					}
-					want, err1 = p.run(img, yccFor(f), 1)
+					want, err1 = heifWholeInput(t, p, data, name)
 					got, err2 = p.Bytes(data, name)
 				})
 				if err1 != nil || err2 != nil {

@@ -39,8 +39,8 @@ type subGrid struct {
 // tiles meeting win (output coordinates, before irot/imir), and where the
 // decoded smaller image goes in the whole one; ok false when the file does
 // not allow it or there would be nothing to gain.
-func heifSubGridFile(data []byte, win image.Rectangle) (out []byte, at image.Point, ok bool) {
-	g, ok := findSubGrid(data)
+func heifSubGridFile(data []byte, info *heifInfo, win image.Rectangle) (out []byte, at image.Point, ok bool) {
+	g, ok := findSubGrid(data, info)
 	if !ok || win.Empty() {
 		return nil, image.Point{}, false
 	}
@@ -90,85 +90,41 @@ func heifSubGridFile(data []byte, win image.Rectangle) (out []byte, at image.Poi
 	return d, image.Pt(c0*g.tileW, r0*g.tileH), true
 }
 
-// findSubGrid reads where data's primary grid says which tiles it holds;
+// findSubGrid reads where data's primary grid (described by info, its
+// header) says which tiles it holds;
 // false unless the primary item is a grid of HEVC tiles whose descriptor
 // is one extent of this file, whose ispe is its own, and whose dimg box
 // has 16-bit ids.
-func findSubGrid(data []byte) (subGrid, bool) {
+func findSubGrid(data []byte, info *heifInfo) (subGrid, bool) {
 	var g subGrid
-	info, err := parseHEIF(data)
-	if err != nil || info.itemType != "grid" || info.tileType != "hvc1" || info.hasClap || info.tileW <= 0 || info.tileH <= 0 {
+	if info.itemType != "grid" || info.tileType != "hvc1" || info.hasClap || info.tileW <= 0 || info.tileH <= 0 {
 		return g, false
 	}
 	g.tileW, g.tileH = info.tileW, info.tileH
-	meta, err := bmffFind(data, "meta")
-	if err != nil || len(meta) < 4 {
-		return g, false
-	}
-	var pitm, iloc, idat, iprp, iref []byte
-	if bmffBoxes(meta[4:], func(t string, b []byte) error {
-		switch t {
-		case "pitm":
-			pitm = b
-		case "iloc":
-			iloc = b
-		case "idat":
-			idat = b
-		case "iprp":
-			iprp = b
-		case "iref":
-			iref = b
-		}
-		return nil
-	}) != nil || len(pitm) < 6 || pitm[0] != 0 || iloc == nil || iprp == nil || len(iref) < 4 || iref[0] != 0 {
+	it, ok := readHEIFItems(data)
+	if !ok || it.wideIDs || len(it.iref) < 4 || it.iref[0] != 0 {
 		return g, false
 	}
 	at := func(b []byte) int { return cap(data) - cap(b) } // b is a sub-slice of data
-	primary := uint32(binary.BigEndian.Uint16(pitm[4:]))
+	primary, iref := it.primary, it.iref
 	// The descriptor: one extent, in the file or in idat.
-	locs, ok := ilocItems(iloc)
+	locs, ok := ilocItems(it.iloc)
 	l, found := locs[primary]
 	if !ok || !found || len(l.extents) != 1 {
 		return g, false
 	}
-	desc, ok := l.bytes(data, idat)
-	if !ok || len(desc) < 8 || desc[0] != 0 {
+	desc, ok := l.bytes(data, it.idat)
+	if !ok {
+		return g, false
+	}
+	if g.rows, g.cols, g.outW, g.outH, ok = parseGridDesc(desc); !ok {
 		return g, false
 	}
 	g.desc, g.wide = at(desc), desc[1]&1 != 0
-	if g.wide && len(desc) < 12 {
-		return g, false
-	}
-	g.rows, g.cols = int(desc[2])+1, int(desc[3])+1
-	if g.wide {
-		g.outW, g.outH = int(binary.BigEndian.Uint32(desc[4:])), int(binary.BigEndian.Uint32(desc[8:]))
-	} else {
-		g.outW, g.outH = int(binary.BigEndian.Uint16(desc[4:])), int(binary.BigEndian.Uint16(desc[6:]))
-	}
 	// The grid's ispe, a property no other item has.
-	ipco, err := bmffFind(iprp, "ipco")
-	if err != nil || ipco == nil {
-		return g, false
-	}
-	var props [][]byte // bodies, by index - 1
-	var types []string
-	if bmffBoxes(ipco, func(t string, b []byte) error {
-		props, types = append(props, b), append(types, t)
-		return nil
-	}) != nil {
-		return g, false
-	}
-	assoc := map[uint32][]int{}
-	if bmffBoxes(iprp, func(t string, b []byte) error {
-		if t == "ipma" {
-			return parseIPMA(b, assoc)
-		}
-		return nil
-	}) != nil {
-		return g, false
-	}
+	props, types := it.props, it.types
 	ispe := 0
-	for _, i := range assoc[primary] {
+	for _, i := range it.assoc[primary] {
 		if i >= 1 && i <= len(props) && types[i-1] == "ispe" {
 			if ispe != 0 || len(props[i-1]) < 12 {
 				return g, false
@@ -176,7 +132,7 @@ func findSubGrid(data []byte) (subGrid, bool) {
 			ispe = i
 		}
 	}
-	for id, list := range assoc {
+	for id, list := range it.assoc {
 		for _, i := range list {
 			if id != primary && i == ispe {
 				return g, false
@@ -215,7 +171,7 @@ func findSubGrid(data []byte) (subGrid, bool) {
 // not allow it, or the smaller grid does not decode as expected (the
 // caller then decodes the whole grid).
 func heifDecodeSubGrid(ctx context.Context, data []byte, info *heifInfo, win image.Rectangle) (img *packedRGB, ok bool) {
-	d, at, ok := heifSubGridFile(data, win)
+	d, at, ok := heifSubGridFile(data, info, win)
 	if !ok {
 		return nil, false
 	}
