@@ -42,6 +42,10 @@ type Meta struct {
 	// Width and Height are the pixel size as displayed (after the
 	// orientation); 0 when the header cannot tell.
 	Width, Height int
+	// ContentID is the content identifier of an iPhone's Apple MakerNote
+	// (tag 0x0011), which a Live Photo's movie carries too
+	// (com.apple.quicktime.content.identifier); "" when absent.
+	ContentID string
 }
 
 // EXIF tags read (IFD0, EXIF IFD, GPS IFD).
@@ -57,6 +61,7 @@ const (
 	tagSubSecOrig   = 0x9291
 	tagSubSecDigit  = 0x9292
 	tagLensModel    = 0xa434
+	tagMakerNote    = 0x927c
 )
 
 // ReadMeta returns the capture metadata of an image file's bytes.
@@ -186,6 +191,8 @@ func readEXIF(t []byte, m, dig *Meta) {
 			dSubsec = w.ascii(e)
 		case tagLensModel:
 			setStr(&m.Lens, w.ascii(e))
+		case tagMakerNote:
+			setStr(&m.ContentID, appleContentID(e.val))
 		}
 	}
 	setTaken(m, date, subsec, offset)
@@ -193,6 +200,24 @@ func readEXIF(t []byte, m, dig *Meta) {
 	if !m.HasGPS {
 		readGPS(w, gps, m)
 	}
+}
+
+// appleContentID reads the content identifier (tag 0x0011, ASCII) of an
+// Apple MakerNote: "Apple iOS\0", a version (2 bytes), "MM", then an IFD
+// whose offsets count from the MakerNote's start, always big-endian.
+// "" for any other MakerNote.
+func appleContentID(mn []byte) string {
+	if len(mn) < 16 || string(mn[:10]) != "Apple iOS\x00" || string(mn[12:14]) != "MM" {
+		return ""
+	}
+	w := &tiffWalker{d: mn, bo: binary.BigEndian, seen: map[uint64]bool{}}
+	es, _, _ := w.entries(0, 14)
+	for _, e := range es {
+		if e.tag == 0x0011 {
+			return w.ascii(e)
+		}
+	}
+	return ""
 }
 
 // setTaken sets m's Taken and Offset from an EXIF date, its sub-seconds

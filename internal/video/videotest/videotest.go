@@ -5,6 +5,7 @@
 package videotest
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,3 +97,104 @@ func ftoa(f float64) string {
 }
 
 func strconvF(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+
+// QTBox is a QuickTime box: 4-byte size, type, body.
+func QTBox(typ string, body ...[]byte) []byte {
+	n := 8
+	for _, b := range body {
+		n += len(b)
+	}
+	out := binary.BigEndian.AppendUint32(nil, uint32(n))
+	out = append(out, typ...)
+	for _, b := range body {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// LiveMovie is the box layout of an iPhone's Live Photo movie without its
+// media: ftyp "qt  ", a moov whose QuickTime-style meta (no version and
+// flags) holds the mdta keys and values given (key, value, key, value...),
+// then a free box with tail (what a fake sampler reads).
+func LiveMovie(tail string, kv ...string) []byte {
+	keys := binary.BigEndian.AppendUint32(make([]byte, 4), uint32(len(kv)/2))
+	var ilst []byte
+	for i := 0; i+1 < len(kv); i += 2 {
+		keys = append(keys, QTBox("mdta", []byte(kv[i]))...)
+		data := QTBox("data", []byte{0, 0, 0, 1, 0, 0, 0, 0}, []byte(kv[i+1]))
+		var idx [4]byte
+		binary.BigEndian.PutUint32(idx[:], uint32(i/2+1))
+		ilst = append(ilst, QTBox(string(idx[:]), data)...)
+	}
+	hdlr := QTBox("hdlr", make([]byte, 8), []byte("mdta"), make([]byte, 13))
+	meta := QTBox("meta", hdlr, QTBox("keys", keys), QTBox("ilst", ilst))
+	ftyp := QTBox("ftyp", []byte("qt  \x00\x00\x00\x00qt  "))
+	mvhd := QTBox("mvhd", make([]byte, 100))
+	return append(append(ftyp, QTBox("moov", mvhd, meta)...), QTBox("free", []byte(tail))...)
+}
+
+// AppleEXIF is a TIFF-structured EXIF block as an iPhone writes it, in
+// either byte order: IFD0 with Make "Apple" and Model, an EXIF IFD whose
+// MakerNote is Apple's ("Apple iOS\0", version 1, "MM", then a big-endian
+// IFD whose offsets count from the MakerNote's start) with the Live
+// Photo's content identifier (tag 0x0011) when id is not "".
+func AppleEXIF(id string, littleEndian bool) []byte {
+	var bo binary.AppendByteOrder = binary.BigEndian
+	head := []byte("MM\x00\x2a\x00\x00\x00\x08")
+	if littleEndian {
+		bo, head = binary.LittleEndian, []byte("II\x2a\x00\x08\x00\x00\x00")
+	}
+	// The MakerNote: two entries (MakerNoteVersion, ContentIdentifier).
+	mn := []byte("Apple iOS\x00\x00\x01MM")
+	be := binary.BigEndian
+	ascii := append([]byte(id), 0)
+	entries := [][]byte{entry(be, 0x0001, 9, 1, 14)}
+	if id != "" {
+		entries = append(entries, entry(be, 0x0011, 2, uint32(len(ascii)), uint32(14+2+12*2+4)))
+	}
+	mn = be.AppendUint16(mn, uint16(len(entries)))
+	for _, e := range entries {
+		mn = append(mn, e...)
+	}
+	mn = be.AppendUint32(mn, 0)
+	if id != "" {
+		mn = append(mn, ascii...)
+	}
+	// IFD0 at 8: Make, Model, ExifIFD; values after it; then the EXIF IFD.
+	make_, model := []byte("Apple\x00"), []byte("iPhone 15 Pro\x00")
+	ifd0 := 8 + 2 + 3*12 + 4
+	exifAt := ifd0 + len(make_) + len(model)
+	mnAt := exifAt + 2 + 12 + 4
+	out := append([]byte{}, head...)
+	out = bo.AppendUint16(out, 3)
+	out = append(out, entry(bo, 0x010f, 2, uint32(len(make_)), uint32(ifd0))...)
+	out = append(out, entry(bo, 0x0110, 2, uint32(len(model)), uint32(ifd0+len(make_)))...)
+	out = append(out, entry(bo, 0x8769, 4, 1, uint32(exifAt))...)
+	out = bo.AppendUint32(out, 0)
+	out = append(append(out, make_...), model...)
+	out = bo.AppendUint16(out, 1)
+	out = append(out, entry(bo, 0x927c, 7, uint32(len(mn)), uint32(mnAt))...)
+	out = bo.AppendUint32(out, 0)
+	return append(out, mn...)
+}
+
+// entry is a 12-byte IFD entry whose value (or its offset) is v.
+func entry(bo binary.AppendByteOrder, tag, typ uint16, count, v uint32) []byte {
+	e := bo.AppendUint16(nil, tag)
+	e = bo.AppendUint16(e, typ)
+	e = bo.AppendUint32(e, count)
+	if typ == 3 && count == 1 {
+		return append(bo.AppendUint16(e, uint16(v)), 0, 0)
+	}
+	return bo.AppendUint32(e, v)
+}
+
+// WithEXIF returns a JPEG (from image/jpeg or any encoder writing SOI
+// first) with the EXIF block tiff in an APP1 segment after its SOI.
+func WithEXIF(jpg, tiff []byte) []byte {
+	seg := append([]byte("Exif\x00\x00"), tiff...)
+	app1 := []byte{0xff, 0xe1, byte((len(seg) + 2) >> 8), byte(len(seg) + 2)}
+	out := append([]byte{}, jpg[:2]...)
+	out = append(append(out, app1...), seg...)
+	return append(out, jpg[2:]...)
+}
