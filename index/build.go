@@ -187,6 +187,10 @@ type Summary struct {
 	// VideosSkipped the videos not read for want of a sampler (no ffmpeg).
 	Frames        int `json:"frames,omitempty"`
 	VideosSkipped int `json:"videos_skipped,omitempty"`
+	// LiveVideos counts the Live Photo movies this build found and left
+	// out, their stills being indexed (live.go); those recorded before
+	// count as unchanged.
+	LiveVideos int `json:"live_videos,omitempty"`
 	// Complete is false when the build was cancelled: nothing was removed.
 	Complete bool `json:"-"`
 	// Backup is where a damaged index was moved when Options.Reindex
@@ -261,6 +265,11 @@ type job struct {
 	found
 	old *store.File
 	tar *tarJob // a webdataset sample or a shard's end (wds_build.go)
+	// liveCheck marks an unchanged video with a photo of its name beside
+	// it: only checked for being a Live Photo's movie (live.go). liveOnly
+	// marks a new or changed one with such a photo when there is no
+	// sampler: checked, and else skipped as unsampled would have.
+	liveCheck, liveOnly bool
 }
 
 // result is a job after reading, hashing and (when needed) decoding.
@@ -366,7 +375,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 
-	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
+	b := &builder{opts: opts, w: w, old: old, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
 		sum:  &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()},
 		prog: progressState{roots: abs, started: time.Now()}, scope: scope,
 		frames: groupFrames(old), ctx: ctx}
@@ -417,8 +426,8 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	for _, f := range wk.files {
 		o := old[f.path]
 		if IsVideoName(f.path) {
-			if b.planVideo(f, o, stamps) {
-				jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
+			if read, check := b.planVideo(f, o, stamps); read || check {
+				jobs = append(jobs, job{seq: len(jobs), found: f, old: o, liveCheck: !read})
 			}
 			continue
 		}
@@ -482,6 +491,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 type builder struct {
 	opts  Options
 	w     *store.Writer
+	old   map[string]*store.File // the records under the scope as the build started (read-only)
 	known map[store.Hash]bool // hashes with a stored vector (read-only during run)
 	// sorted holds the paths of the records under the roots (oldPaths).
 	sorted []string
@@ -499,6 +509,7 @@ type builder struct {
 	ctx        context.Context
 	frames     map[string][]frameRec // frame records under the roots, by video
 	allFrames  map[string][]frameRec // of the whole index (recordedVideo)
+	live       liveStills            // photos beside videos (live.go)
 	vmeta      videoMetaState        // upgrade of the videos' metadata (videometa.go)
 	batch      store.Batch
 	pending    int // files in batch

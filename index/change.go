@@ -39,8 +39,8 @@ type retryRule struct {
 // new record says why.
 func (r retryRule) retries(old store.File) bool {
 	switch {
-	case !old.Failed():
-		return false
+	case !old.Failed() || old.Kind == store.KindLiveVideo:
+		return false // indexed, or no failure (live.go)
 	case r.all:
 		return true
 	case old.Kind == "":

@@ -43,7 +43,9 @@ func scopeOf(roots, within []string) ([]string, error) {
 			return nil, fmt.Errorf("index: %s is not under the folders being built (%v)", p, roots)
 		}
 		if !Skips(roots[i], p) {
-			keep = append(keep, p)
+			// A photo's change may change what the movie of its name is
+			// (live.go): that movie is looked at too.
+			keep = append(append(keep, p), moviesBeside(p)...)
 		}
 	}
 	if len(keep) == 0 {

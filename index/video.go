@@ -66,6 +66,7 @@ type vframe struct {
 
 // videoResult is what prepare adds to a result for a video.
 type videoResult struct {
+	live   string // the still of which the video is a Live Photo's movie (live.go)
 	frames []vframe
 	old    []frameRec // the video's frame records before this build
 	read   bool       // the metadata was read from the file by this code (sampled or probed)
@@ -93,25 +94,42 @@ func groupFrames(old map[string]*store.File) map[string][]frameRec {
 	return out
 }
 
-// planVideo decides what a build does with a video found on disk: it
-// returns true when the video needs reading (changed, new, or a failure to
-// retry), and otherwise counts it as unchanged. Without a sampler, such a
-// video can still take the frames recorded for its bytes (a video renamed,
-// copied or touched while ffmpeg is missing): unsampled keeps those jobs.
-func (b *builder) planVideo(f found, failed *store.File, stamps *stamper) bool {
-	if !b.videoChanged(f, failed) {
-		b.sum.Unchanged++
-		for _, fr := range b.frames[f.path] {
-			if stampsCtime(&fr.f, f) {
-				stamps.add(fr.path, f.ctimeNs)
+// planVideo decides what a build does with a video found on disk: read
+// when the video needs reading (changed, new, a failure to retry, a Live
+// Photo's movie whose still is gone); check when it is unchanged but a
+// photo of its name beside it may make it a Live Photo's movie (live.go);
+// otherwise it counts it as unchanged. Without a sampler, such a video can
+// still take the frames recorded for its bytes (a video renamed, copied
+// or touched while ffmpeg is missing): unsampled keeps those jobs.
+func (b *builder) planVideo(f found, failed *store.File, stamps *stamper) (read, check bool) {
+	if failed != nil && len(b.frames[f.path]) == 0 {
+		if still, ok := failed.LiveVideo(); ok {
+			if classify(failed, f, nil, nil, b.retry()) != actUnchanged || !b.stillUnchanged(f.path, still) {
+				return true, false
 			}
+			b.sum.Unchanged++
+			if stampsCtime(failed, f) {
+				stamps.add(f.path, f.ctimeNs)
+			}
+			return false, false
 		}
-		if failed != nil && stampsCtime(failed, f) {
-			stamps.add(f.path, f.ctimeNs)
-		}
-		return false
 	}
-	return true
+	if b.videoChanged(f, failed) {
+		return true, false
+	}
+	for _, fr := range b.frames[f.path] {
+		if stampsCtime(&fr.f, f) {
+			stamps.add(fr.path, f.ctimeNs)
+		}
+	}
+	if failed != nil && stampsCtime(failed, f) {
+		stamps.add(f.path, f.ctimeNs)
+	}
+	if f.size > 0 && len(b.live.candidates(f.path)) > 0 {
+		return false, true // counted when checked
+	}
+	b.sum.Unchanged++
+	return false, false
 }
 
 // errNoSampler is prepareVideo's outcome for a video whose frames would
@@ -136,9 +154,12 @@ func (b *builder) unsampled(jobs []job) []job {
 	}
 	out := jobs[:0]
 	for _, j := range jobs {
-		if IsVideoName(j.path) && j.tar == nil && !sizes[j.size] {
-			b.sum.VideosSkipped++
-			continue
+		if IsVideoName(j.path) && j.tar == nil && !sizes[j.size] && !j.liveCheck {
+			if len(b.live.candidates(j.path)) == 0 {
+				b.sum.VideosSkipped++
+				continue
+			}
+			j.liveOnly = true
 		}
 		j.seq = len(out)
 		out = append(out, j)
@@ -167,6 +188,15 @@ func (b *builder) videoChanged(f found, failed *store.File) bool {
 // and preprocesses them. It runs on a worker goroutine.
 func (b *builder) prepareVideo(j job) result {
 	r := result{job: j, video: &videoResult{old: b.frames[j.path]}}
+	if j.size > 0 {
+		if r.video.live = b.liveStill(j.path); r.video.live != "" || j.liveCheck {
+			return r // a Live Photo's movie, or an unchanged video that is none
+		}
+		if j.liveOnly {
+			r.err = errNoSampler
+			return r
+		}
+	}
 	if j.size == 0 {
 		r.err = ErrEmpty
 		return r
@@ -346,7 +376,11 @@ func (b *builder) recordVideo(r result) {
 		}
 	}
 	stat := store.File{Size: r.size, MtimeNs: r.mtimeNs, CtimeNs: r.ctimeNs, Hash: r.hash}
-	if errors.Is(r.err, errNoSampler) {
+	if v.live != "" {
+		b.recordLive(r)
+	} else if r.liveCheck {
+		b.sum.Unchanged++ // checked: no Live Photo's movie
+	} else if errors.Is(r.err, errNoSampler) {
 		b.sum.VideosSkipped++ // its records, if any, stay (see keepFrame)
 	} else if r.err != nil {
 		f, ok := b.failure(r.path, stat, r.err)

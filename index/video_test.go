@@ -20,7 +20,7 @@ import (
 )
 
 // fakeSampler reads a "video" that lists its frame times:
-// "FAKEVIDEO 0,4,8 anything": each frame is a 4x4 picture made from the
+// "FAKEVIDEO 0,4,8 anything" (anywhere in the file): each frame is a 4x4 picture made from the
 // file's content and the time. "BROKEN" in the content is a corrupt video,
 // "HANG" one whose decoding times out by the context.
 type fakeSampler struct{ calls atomic.Int64 }
@@ -32,6 +32,9 @@ func (s *fakeSampler) Sample(ctx context.Context, path string) ([]video.Frame, v
 		return nil, video.Info{}, err
 	}
 	text := string(data)
+	if i := strings.Index(text, "FAKEVIDEO"); i > 0 { // after a Live Photo movie's boxes
+		text = text[i:]
+	}
 	switch {
 	case strings.Contains(text, "BROKEN"):
 		return nil, video.Info{}, fmt.Errorf("%w: moov atom not found", video.ErrNotVideo)

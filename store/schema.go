@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // SchemaVersion is the layout version written to and required from the meta
@@ -174,7 +175,27 @@ const (
 	FailOther    = "other"     // anything else that is the file's own
 )
 
-// Failed reports whether the file is recorded as a failure.
+// KindLiveVideo is the kind of a record that is no failure: the movie of
+// a Live Photo, left out because its still is indexed. Its Err reads
+// LiveVideoNote followed by the still's file name (in the same folder).
+// It has no vector, as a failure has, so that a clipidx from before it
+// takes it for a failure of a kind it does not know and leaves it be.
+const (
+	KindLiveVideo = "live-photo"
+	LiveVideoNote = "the movie of a Live Photo whose still is indexed: "
+)
+
+// LiveVideo reports whether the record is a Live Photo's movie left out
+// (KindLiveVideo), and names its still.
+func (f File) LiveVideo() (still string, ok bool) {
+	if f.Vec != 0 || f.Kind != KindLiveVideo {
+		return "", false
+	}
+	return strings.CutPrefix(f.Err, LiveVideoNote)
+}
+
+// Failed reports whether the file is recorded without a vector: a
+// failure, or a Live Photo's movie left out (see LiveVideo).
 func (f File) Failed() bool { return f.Vec == 0 }
 
 // Record versions: 2 adds the failure's kind and reach to version 1. A

@@ -235,7 +235,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}],"offline":[{"dir","since","reason","entries"}],"frames","videos_skipped"} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build; "path_bytes" and "dir_bytes" give a path's bytes in base64 when they are not UTF-8)`)
+	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}],"offline":[{"dir","since","reason","entries"}],"frames","videos_skipped","live_videos"} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build; "live_videos" counts the Live Photo movies found and left out, their stills indexed; "path_bytes" and "dir_bytes" give a path's bytes in base64 when they are not UTF-8)`)
 	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings (its vectors are dropped), or is damaged (the damaged file is kept as DB.corrupt-TIME)")
 	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")

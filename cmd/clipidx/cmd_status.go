@@ -16,17 +16,20 @@ func init() { subcommands = append(subcommands, newStatusCmd) }
 
 // statusJSON is the --json output of clipidx status.
 type statusJSON struct {
-	Images    int              `json:"images"`
-	Failed    int              `json:"failed"`
-	Videos    int              `json:"videos"` // videos with frames
-	Frames    int              `json:"frames"` // their frames (counted in images)
-	Model     string           `json:"model"`
-	Dim       int              `json:"dim"`
-	Weights   string           `json:"weights"` // "stored", or the type weights were rounded to at load ("f16")
-	DBBytes   int64            `json:"db_bytes"`
-	Device    string           `json:"device"` // where the last build ran the model ("" = unknown)
-	LastBuild *store.LastBuild `json:"last_build"`
-	Folders   []string         `json:"folders"` // every folder or tar shard ever indexed, by any build or merge
+	Images int `json:"images"`
+	Failed int `json:"failed"`
+	// LiveVideos counts the Live Photo movies left out, their stills
+	// indexed (not in Failed).
+	LiveVideos int              `json:"live_videos"`
+	Videos     int              `json:"videos"` // videos with frames
+	Frames     int              `json:"frames"` // their frames (counted in images)
+	Model      string           `json:"model"`
+	Dim        int              `json:"dim"`
+	Weights    string           `json:"weights"` // "stored", or the type weights were rounded to at load ("f16")
+	DBBytes    int64            `json:"db_bytes"`
+	Device     string           `json:"device"` // where the last build ran the model ("" = unknown)
+	LastBuild  *store.LastBuild `json:"last_build"`
+	Folders    []string         `json:"folders"` // every folder or tar shard ever indexed, by any build or merge
 	// FoldersBytes is, beside Folders and only when one of them is not
 	// UTF-8, each folder's bytes (base64) or null for a UTF-8 one.
 	FoldersBytes [][]byte         `json:"folders_bytes,omitempty"`
@@ -53,7 +56,7 @@ works while a build is running.`,
 			}
 			defer r.Close()
 			var st store.Stats
-			var videos, frames int
+			var videos, frames, live int
 			var id store.Identity
 			offline := []store.Offline{}
 			folders := []string{}
@@ -80,6 +83,10 @@ works while a build is running.`,
 				offline = append(offline, off...)
 				st, err = s.Stats()
 				videos, frames = s.VideoCounts()
+				if err == nil {
+					live, err = s.LiveVideos(st)
+					st.Failed -= live
+				}
 				if err == nil && check {
 					if cerr := s.Check(true); cerr != nil {
 						err = fmt.Errorf("%v\n%w", cerr, store.ErrCorrupt)
@@ -105,7 +112,7 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				js := statusJSON{Images: st.Images, Failed: st.Failed, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms}
+				js := statusJSON{Images: st.Images, Failed: st.Failed, LiveVideos: live, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms}
 				js.FoldersBytes = store.PathsBytes(folders)
 				return e.Encode(js)
 			}
@@ -116,6 +123,10 @@ works while a build is running.`,
 			}
 			if videos > 0 {
 				fmt.Fprintf(out, "videos:      %d (%d %s, counted in images)\n", videos, frames, plural(frames, "frame", "frames"))
+			}
+			if live > 0 {
+				fmt.Fprintf(out, "live photos: %d %s left out, %s indexed\n", live, plural(live, "movie", "movies"),
+					plural(live, "its still is", "their stills are"))
 			}
 			fmt.Fprintf(out, "failed:      %d\n", st.Failed)
 			printBuildState(out, build)
@@ -198,7 +209,7 @@ func listFailures(r *store.Reader, cmd *cobra.Command, asJSON bool) error {
 	list := []failure{}
 	err := r.View(func(s *store.Snapshot) error {
 		return s.Files("", func(p string, f store.File) error {
-			if f.Failed() {
+			if _, live := f.LiveVideo(); f.Failed() && !live {
 				list = append(list, failure{Path: p, Error: f.Err, PathBytes: store.PathBytes(p)})
 			}
 			return nil

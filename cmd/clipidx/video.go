@@ -71,11 +71,16 @@ func (v *videoFlags) sampler(proc *preprocess.Processor) (index.VideoSampler, fu
 	return s, pre, nil
 }
 
-// printVideoNotes says once how many video frames were written, and how
-// many videos were skipped for want of ffmpeg and what to do.
+// printVideoNotes says once how many video frames were written, how many
+// Live Photo movies were left out, and how many videos were skipped for
+// want of ffmpeg and what to do.
 func printVideoNotes(w io.Writer, s *index.Summary) {
 	if s.Frames > 0 {
 		fmt.Fprintf(w, "video frames written: %d\n", s.Frames)
+	}
+	if n := s.LiveVideos; n > 0 {
+		fmt.Fprintf(w, "Live Photos: %d %s left out, %s indexed (`clipidx status` counts them)\n",
+			n, plural(n, "movie", "movies"), plural(n, "its still is", "their stills are"))
 	}
 	if n := s.VideosSkipped; n > 0 {
 		fmt.Fprintf(w, "skipped %d %s: ffmpeg and ffprobe (%s or newer) were not found on PATH. Install them "+

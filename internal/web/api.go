@@ -58,14 +58,15 @@ type Answer struct {
 // Status is the body of /api/status: the fields of `clipidx status --json`
 // and what the server knows of the model.
 type Status struct {
-	Images    int              `json:"images"`
-	Failed    int              `json:"failed"`
-	Model     string           `json:"model"`
-	Dim       int              `json:"dim"`
-	Weights   string           `json:"weights"`
-	DBBytes   int64            `json:"db_bytes"`
-	Device    string           `json:"device"`
-	LastBuild *store.LastBuild `json:"last_build"`
+	Images     int              `json:"images"`
+	Failed     int              `json:"failed"`
+	LiveVideos int              `json:"live_videos"` // Live Photo movies left out (not in Failed)
+	Model      string           `json:"model"`
+	Dim        int              `json:"dim"`
+	Weights    string           `json:"weights"`
+	DBBytes    int64            `json:"db_bytes"`
+	Device     string           `json:"device"`
+	LastBuild  *store.LastBuild `json:"last_build"`
 	// ModelLoaded is whether the server's model is open; ModelError the
 	// last failure to open it ("" = none).
 	ModelLoaded bool   `json:"model_loaded"`
@@ -521,7 +522,11 @@ func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		st = Status{Images: stats.Images, Failed: stats.Failed, Model: id.Model, Dim: id.Dim, Weights: id.Weights,
+		live, err := snap.LiveVideos(stats)
+		if err != nil {
+			return err
+		}
+		st = Status{Images: stats.Images, Failed: stats.Failed - live, LiveVideos: live, Model: id.Model, Dim: id.Dim, Weights: id.Weights,
 			DBBytes: stats.Bytes, LastBuild: stats.LastBuild}
 		if st.Weights == "" {
 			st.Weights = "stored"

@@ -1,0 +1,188 @@
+package index
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/clipidx/clipidx/internal/video"
+	"github.com/clipidx/clipidx/preprocess"
+	"github.com/clipidx/clipidx/store"
+)
+
+// Live Photos. An iPhone (by default since 2015) writes beside each photo
+// a movie of the seconds around it: IMG_1234.HEIC and IMG_1234.MOV, which
+// carry the same content identifier (the still in its Apple MakerNote,
+// the movie as com.apple.quicktime.content.identifier). The still is the
+// moment and is indexed as any photo; the movie is left out: sampling it
+// would cost a video's decode and model passes for each photo, and bring
+// the same moment twice into every result. The rules:
+//
+//   - A movie is a Live Photo's when a photo in its folder has its name
+//     but for the extension (.heic, .heif, .jpg, .jpeg, any case) and the
+//     same content identifier. Both must say so: a clip beside a poster
+//     image of its name is a video, and a movie or photo whose identifier
+//     cannot be read is taken as it is (a video, a photo).
+//   - The movie is recorded (store.KindLiveVideo, no vector, its still
+//     named), so that later builds pass it by on its stat, as unchanged,
+//     without reading it. The movie changing, or its still going or
+//     changing (one stat on each build, against the still's record), sends
+//     it through the check again; a movie whose still is gone, or says
+//     another identifier now, is indexed as a video.
+//   - A video indexed before this rule (by an older clipidx, or before its
+//     still was copied beside it) is checked on each build while a photo
+//     of its name is beside it, and its frames give way to the record
+//     once it proves to be a Live Photo's movie. A video that is not
+//     keeps its frames; the check costs two header reads.
+//   - The check needs no ffmpeg (the boxes are read in Go), so a Live
+//     Photo's movie is never among the videos skipped for want of it.
+
+// stillExts are the extensions a Live Photo's still has.
+var stillExts = map[string]bool{".heic": true, ".heif": true, ".jpg": true, ".jpeg": true}
+
+// liveStills finds the photos that may be a movie's still, listing each
+// folder once per build (workers share it).
+type liveStills struct {
+	mu   sync.Mutex
+	dirs map[string]map[string][]string // folder → lower-case stem → photo names
+}
+
+// candidates lists the photos beside the video at path with its name but
+// for the extension (full paths).
+func (l *liveStills) candidates(path string) []string {
+	dir, name := filepath.Split(path)
+	stem := strings.ToLower(strings.TrimSuffix(name, filepath.Ext(name)))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dirs == nil {
+		l.dirs = map[string]map[string][]string{}
+	}
+	stems, ok := l.dirs[dir]
+	if !ok {
+		stems = map[string][]string{}
+		ents, _ := os.ReadDir(dir) // unreadable: no stills, the video is a video
+		for _, e := range ents {
+			n := e.Name()
+			if ext := filepath.Ext(n); stillExts[strings.ToLower(ext)] && e.Type().IsRegular() {
+				s := strings.ToLower(strings.TrimSuffix(n, ext))
+				stems[s] = append(stems[s], n)
+			}
+		}
+		l.dirs[dir] = stems
+	}
+	var out []string
+	for _, n := range stems[stem] {
+		out = append(out, filepath.Join(dir, n))
+	}
+	return out
+}
+
+// liveStill returns the file name of the photo whose Live Photo movie the
+// video at path is, "" when it is none (or either file cannot be read).
+func (b *builder) liveStill(path string) string {
+	stills := b.live.candidates(path)
+	if len(stills) == 0 {
+		return ""
+	}
+	id := movieContentID(path)
+	if id == "" {
+		return ""
+	}
+	for _, s := range stills {
+		if stillContentID(s) == id {
+			return filepath.Base(s)
+		}
+	}
+	return ""
+}
+
+// moviesBeside lists the videos in the folder of path, when path has a
+// still's extension, whose names are its name but for the extension: a
+// partial build of a photo (a watcher's event: changed, deleted) looks at
+// them too, as the photo may make or unmake them a Live Photo's movie.
+func moviesBeside(path string) []string {
+	dir, name := filepath.Split(path)
+	ext := filepath.Ext(name)
+	if !stillExts[strings.ToLower(ext)] {
+		return nil
+	}
+	stem := strings.ToLower(strings.TrimSuffix(name, ext))
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if IsVideoName(n) && strings.ToLower(strings.TrimSuffix(n, filepath.Ext(n))) == stem {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out
+}
+
+// maxStillMeta bounds what is read of a still for its identifier (a HEIC's
+// metadata is read from the whole file).
+const maxStillMeta = 256 << 20
+
+func movieContentID(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	id, _ := video.ContentID(f, st.Size())
+	return id
+}
+
+func stillContentID(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	data, err := preprocess.MetaBytes(f, st.Size(), maxStillMeta)
+	if err != nil {
+		return ""
+	}
+	return preprocess.ReadMeta(data).ContentID
+}
+
+// stillUnchanged reports whether the still a Live Photo movie's record
+// names is beside it as the index recorded it (size, mtime, ctime): not
+// gone, and not rewritten (with another identifier, perhaps).
+func (b *builder) stillUnchanged(video, still string) bool {
+	p := filepath.Join(filepath.Dir(video), still)
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	st := found{path: p, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctimeOf(fi)}
+	return classify(b.old[p], st, nil, nil, retryRule{}) == actUnchanged
+}
+
+// recordLive records a video found to be a Live Photo's movie: the
+// record that says so replaces its frames or failure.
+func (b *builder) recordLive(r result) {
+	f := store.File{Size: r.size, MtimeNs: r.mtimeNs, CtimeNs: r.ctimeNs, Kind: store.KindLiveVideo,
+		Err: store.LiveVideoNote + r.video.live}
+	b.batch.Put(r.path, f, nil)
+	b.pending++
+	for _, o := range r.video.old {
+		b.batch.Delete(o.path)
+		b.pending++
+	}
+	if r.old == nil {
+		b.sum.LiveVideos++
+	} else if old, ok := r.old.LiveVideo(); ok && old == r.video.live && r.old.Size == r.size && r.old.MtimeNs == r.mtimeNs {
+		b.sum.Unchanged++ // its record again, with a ctime that moved
+	} else {
+		b.sum.LiveVideos++
+	}
+}
