@@ -492,7 +492,7 @@ type builder struct {
 	opts  Options
 	w     *store.Writer
 	old   map[string]*store.File // the records under the scope as the build started (read-only)
-	known map[store.Hash]bool // hashes with a stored vector (read-only during run)
+	known map[store.Hash]bool    // hashes with a stored vector (read-only during run)
 	// sorted holds the paths of the records under the roots (oldPaths).
 	sorted []string
 

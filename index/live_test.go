@@ -82,7 +82,7 @@ func TestBuildLivePhotos(t *testing.T) {
 	write(t, filepath.Join(dir, "IMG_0001.HEIC"), fakeStill(a, "one"))
 	write(t, filepath.Join(dir, "IMG_0001.MOV"), fakeLiveMovie(a, "0,1.5"))
 	write(t, filepath.Join(dir, "IMG_0002.JPG"), fakeStill(b, "two"))
-	write(t, filepath.Join(dir, "IMG_0002.mov"), fakeLiveMovie(c, "0"))  // another identifier
+	write(t, filepath.Join(dir, "IMG_0002.mov"), fakeLiveMovie(c, "0"))   // another identifier
 	write(t, filepath.Join(dir, "IMG_0003.jpeg"), fakeStill("", "three")) // none in the still
 	write(t, filepath.Join(dir, "IMG_0003.MOV"), fakeLiveMovie(d, "0"))
 	write(t, filepath.Join(dir, "IMG_0004.HEIC"), fakeStill(e, "four"))
