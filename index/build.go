@@ -267,8 +267,9 @@ type job struct {
 	tar *tarJob // a webdataset sample or a shard's end (wds_build.go)
 	// liveCheck marks an unchanged video with a photo of its name beside
 	// it: only checked for being a Live Photo's movie (live.go). liveOnly
-	// marks a new or changed one with such a photo when there is no
-	// sampler: checked, and else skipped as unsampled would have.
+	// marks a new or changed one with such a photo (or a Live Photo
+	// movie's record) when there is no sampler: checked, and else skipped
+	// as unsampled would have.
 	liveCheck, liveOnly bool
 }
 
@@ -375,7 +376,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		return nil, err
 	}
 
-	b := &builder{opts: opts, w: w, old: old, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
+	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
 		sum:  &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()},
 		prog: progressState{roots: abs, started: time.Now()}, scope: scope,
 		frames: groupFrames(old), ctx: ctx}
@@ -491,8 +492,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 type builder struct {
 	opts  Options
 	w     *store.Writer
-	old   map[string]*store.File // the records under the scope as the build started (read-only)
-	known map[store.Hash]bool    // hashes with a stored vector (read-only during run)
+	known map[store.Hash]bool // hashes with a stored vector (read-only during run)
 	// sorted holds the paths of the records under the roots (oldPaths).
 	sorted []string
 

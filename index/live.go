@@ -1,6 +1,8 @@
 package index
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,11 +27,13 @@ import (
 //     image of its name is a video, and a movie or photo whose identifier
 //     cannot be read is taken as it is (a video, a photo).
 //   - The movie is recorded (store.KindLiveVideo, no vector, its still
-//     named), so that later builds pass it by on its stat, as unchanged,
-//     without reading it. The movie changing, or its still going or
-//     changing (one stat on each build, against the still's record), sends
-//     it through the check again; a movie whose still is gone, or says
-//     another identifier now, is indexed as a video.
+//     named, the still's stat stamped), so that later builds pass it by on
+//     its stat, as unchanged, without reading it. The movie changing, or
+//     its still going or changing (one stat on each build, against the
+//     stamp), sends it through the check again; a movie whose still is
+//     gone, or says another identifier now, is indexed as a video, and
+//     its record goes even when it cannot be (no ffmpeg, a build stopped
+//     before its frames): it would say the still shows it.
 //   - A video indexed before this rule (by an older clipidx, or before its
 //     still was copied beside it) is checked on each build while a photo
 //     of its name is beside it, and its frames give way to the record
@@ -79,22 +83,40 @@ func (l *liveStills) candidates(path string) []string {
 }
 
 // liveStill returns the file name of the photo whose Live Photo movie the
-// video at path is, "" when it is none (or either file cannot be read).
-func (b *builder) liveStill(path string) string {
+// video at path is, "" when it is none (or either file cannot be read),
+// and the stamp of that photo's stat as it was read (stillStamp).
+func (b *builder) liveStill(path string) (string, store.Hash) {
 	stills := b.live.candidates(path)
 	if len(stills) == 0 {
-		return ""
+		return "", store.Hash{}
 	}
 	id := movieContentID(path)
 	if id == "" {
-		return ""
+		return "", store.Hash{}
 	}
 	for _, s := range stills {
-		if stillContentID(s) == id {
-			return filepath.Base(s)
+		if sid, stamp := stillContentID(s); sid == id {
+			return filepath.Base(s), stamp
 		}
 	}
-	return ""
+	return "", store.Hash{}
+}
+
+// stillStamp is what a Live Photo movie's record keeps of its still, as
+// the record's Hash (the movie's own content is never hashed): the
+// still's size, mtime and ctime when the two were matched. A later build
+// passes the movie by while its still's stat gives the same stamp. It is
+// the still's stat, not the still's record in the index, that counts: that
+// record may move on without the movie being looked at (a build stopped
+// or killed between the two, a build without ffmpeg that reads the
+// still but cannot sample the movie it no longer makes a Live Photo).
+func stillStamp(fi os.FileInfo) store.Hash {
+	var b [len("clipidx live still\x00") + 24]byte
+	n := copy(b[:], "clipidx live still\x00")
+	binary.LittleEndian.PutUint64(b[n:], uint64(fi.Size()))
+	binary.LittleEndian.PutUint64(b[n+8:], uint64(fi.ModTime().UnixNano()))
+	binary.LittleEndian.PutUint64(b[n+16:], uint64(ctimeOf(fi)))
+	return sha256.Sum256(b[:])
 }
 
 // moviesBeside lists the videos in the folder of path, when path has a
@@ -137,41 +159,53 @@ func movieContentID(path string) string {
 	return id
 }
 
-func stillContentID(path string) string {
+// stillContentID reads the content identifier of the photo at path, ""
+// when it has none or cannot be read, with the stamp of its stat taken
+// before the read.
+func stillContentID(path string) (string, store.Hash) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "", store.Hash{}
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil {
-		return ""
+	if err != nil || !st.Mode().IsRegular() {
+		return "", store.Hash{}
 	}
 	data, err := preprocess.MetaBytes(f, st.Size(), maxStillMeta)
 	if err != nil {
-		return ""
+		return "", store.Hash{}
 	}
-	return preprocess.ReadMeta(data).ContentID
+	return preprocess.ReadMeta(data).ContentID, stillStamp(st)
+}
+
+// isLive reports whether rec is the record of a Live Photo's movie.
+func isLive(rec *store.File) bool {
+	if rec == nil {
+		return false
+	}
+	_, ok := rec.LiveVideo()
+	return ok
 }
 
 // stillUnchanged reports whether the still a Live Photo movie's record
-// names is beside it as the index recorded it (size, mtime, ctime): not
-// gone, and not rewritten (with another identifier, perhaps).
-func (b *builder) stillUnchanged(video, still string) bool {
-	p := filepath.Join(filepath.Dir(video), still)
-	fi, err := os.Stat(p)
-	if err != nil || !fi.Mode().IsRegular() {
+// (rec) names is beside it as it was when the two were matched (its
+// stamp, stillStamp): not gone, and not rewritten (with another
+// identifier, perhaps).
+func stillUnchanged(video string, rec *store.File) bool {
+	still, ok := rec.LiveVideo()
+	if !ok {
 		return false
 	}
-	st := found{path: p, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctimeOf(fi)}
-	return classify(b.old[p], st, nil, nil, retryRule{}) == actUnchanged
+	fi, err := os.Stat(filepath.Join(filepath.Dir(video), still))
+	return err == nil && fi.Mode().IsRegular() && stillStamp(fi) == rec.Hash
 }
 
 // recordLive records a video found to be a Live Photo's movie: the
 // record that says so replaces its frames or failure.
 func (b *builder) recordLive(r result) {
-	f := store.File{Size: r.size, MtimeNs: r.mtimeNs, CtimeNs: r.ctimeNs, Kind: store.KindLiveVideo,
-		Err: store.LiveVideoNote + r.video.live}
+	f := store.File{Size: r.size, MtimeNs: r.mtimeNs, CtimeNs: r.ctimeNs, Hash: r.video.stamp,
+		Kind: store.KindLiveVideo, Err: store.LiveVideoNote + r.video.live}
 	b.batch.Put(r.path, f, nil)
 	b.pending++
 	for _, o := range r.video.old {
@@ -180,7 +214,8 @@ func (b *builder) recordLive(r result) {
 	}
 	if r.old == nil {
 		b.sum.LiveVideos++
-	} else if old, ok := r.old.LiveVideo(); ok && old == r.video.live && r.old.Size == r.size && r.old.MtimeNs == r.mtimeNs {
+	} else if old, ok := r.old.LiveVideo(); ok && old == r.video.live && r.old.Hash == r.video.stamp &&
+		r.old.Size == r.size && r.old.MtimeNs == r.mtimeNs {
 		b.sum.Unchanged++ // its record again, with a ctime that moved
 	} else {
 		b.sum.LiveVideos++

@@ -243,3 +243,49 @@ func TestBuildLivePhotosWithin(t *testing.T) {
 		t.Errorf("Live Photo movies %v", got)
 	}
 }
+
+// TestBuildLivePhotoStillChangedWithoutFFmpeg: the still rewritten
+// without its identifier while ffmpeg is missing makes the movie a video
+// that cannot be sampled: the record that called it a Live Photo's movie
+// goes all the same (the still's own record moves on in that build), and
+// the next build with ffmpeg samples the movie.
+func TestBuildLivePhotoStillChangedWithoutFFmpeg(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	const id = "3C3D3E3F-0000-4000-8000-000000000001"
+	still, movie := filepath.Join(dir, "IMG_0200.HEIC"), filepath.Join(dir, "IMG_0200.MOV")
+	write(t, still, fakeStill(id, "s"))
+	write(t, movie, fakeLiveMovie(id, "0,1"))
+	en, s := &fakeEnc{}, &fakeSampler{}
+	build := func(o Options, want string) *Summary {
+		t.Helper()
+		sum, err := Build(context.Background(), db, []string{dir}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sumOf(sum); got != want {
+			t.Errorf("summary %s, want %s", got, want)
+		}
+		return sum
+	}
+	if sum := build(videoOpts(en, s), "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0"); sum.LiveVideos != 1 {
+		t.Errorf("%d Live Photo movies, want 1", sum.LiveVideos)
+	}
+	wantRecords(t, db, dir, "IMG_0200.HEIC", "IMG_0200.MOV!")
+
+	write(t, still, fakeStill("", "another photo"))
+	if sum := build(opts(en), "added=0 updated=1 unchanged=0 reused=0 removed=0 failed=0"); sum.VideosSkipped != 1 {
+		t.Errorf("%d videos skipped for want of ffmpeg, want the movie", sum.VideosSkipped)
+	}
+	wantRecords(t, db, dir, "IMG_0200.HEIC")
+	if got := liveRecords(t, db); len(got) != 0 {
+		t.Errorf("Live Photo movies %v after the still lost its identifier", got)
+	}
+
+	build(opts(en), "added=0 updated=0 unchanged=1 reused=0 removed=0 failed=0")
+	build(videoOpts(en, s), "added=1 updated=0 unchanged=1 reused=0 removed=0 failed=0")
+	wantRecords(t, db, dir, "IMG_0200.HEIC", "IMG_0200.MOV#t=0", "IMG_0200.MOV#t=1")
+	if n := s.calls.Load(); n != 1 {
+		t.Errorf("%d videos sampled, want the movie once", n)
+	}
+}

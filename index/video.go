@@ -66,7 +66,8 @@ type vframe struct {
 
 // videoResult is what prepare adds to a result for a video.
 type videoResult struct {
-	live   string // the still of which the video is a Live Photo's movie (live.go)
+	live   string     // the still of which the video is a Live Photo's movie (live.go)
+	stamp  store.Hash // the still's stat when matched (stillStamp)
 	frames []vframe
 	old    []frameRec // the video's frame records before this build
 	read   bool       // the metadata was read from the file by this code (sampled or probed)
@@ -103,8 +104,8 @@ func groupFrames(old map[string]*store.File) map[string][]frameRec {
 // or touched while ffmpeg is missing): unsampled keeps those jobs.
 func (b *builder) planVideo(f found, failed *store.File, stamps *stamper) (read, check bool) {
 	if failed != nil && len(b.frames[f.path]) == 0 {
-		if still, ok := failed.LiveVideo(); ok {
-			if classify(failed, f, nil, nil, b.retry()) != actUnchanged || !b.stillUnchanged(f.path, still) {
+		if _, ok := failed.LiveVideo(); ok {
+			if classify(failed, f, nil, nil, b.retry()) != actUnchanged || !stillUnchanged(f.path, failed) {
 				return true, false
 			}
 			b.sum.Unchanged++
@@ -141,9 +142,12 @@ var errNoSampler = errors.New("no video sampler")
 // video recorded under the build's roots has: none of those can be a
 // rename, a move within the roots or a touch, so they are not even hashed
 // (nor is the whole index read for the frames of other roots). They are
-// counted as skipped; their records, if any, stay (see keepFrame). The
-// others are hashed by prepareVideo and take the frames recorded for their
-// bytes, if any.
+// counted as skipped; their records, if any, stay (see keepFrame). Those
+// with a photo of their name beside them, or recorded as a Live Photo's
+// movie, stay as liveOnly jobs: checked for being one, and else skipped
+// (a record that calls one a Live Photo's movie goes). The others are
+// hashed by prepareVideo and take the frames recorded for their bytes, if
+// any.
 func (b *builder) unsampled(jobs []job) []job {
 	if b.opts.Video != nil {
 		return jobs
@@ -155,7 +159,7 @@ func (b *builder) unsampled(jobs []job) []job {
 	out := jobs[:0]
 	for _, j := range jobs {
 		if IsVideoName(j.path) && j.tar == nil && !sizes[j.size] && !j.liveCheck {
-			if len(b.live.candidates(j.path)) == 0 {
+			if !isLive(j.old) && len(b.live.candidates(j.path)) == 0 {
 				b.sum.VideosSkipped++
 				continue
 			}
@@ -189,7 +193,7 @@ func (b *builder) videoChanged(f found, failed *store.File) bool {
 func (b *builder) prepareVideo(j job) result {
 	r := result{job: j, video: &videoResult{old: b.frames[j.path]}}
 	if j.size > 0 {
-		if r.video.live = b.liveStill(j.path); r.video.live != "" || j.liveCheck {
+		if r.video.live, r.video.stamp = b.liveStill(j.path); r.video.live != "" || j.liveCheck {
 			return r // a Live Photo's movie, or an unchanged video that is none
 		}
 		if j.liveOnly {
@@ -370,6 +374,14 @@ func (b *builder) embedFrames(r *result) error {
 // the video's).
 func (b *builder) recordVideo(r result) {
 	v := r.video
+	dropped := v.live == "" && isLive(r.old)
+	if dropped {
+		// Its record says its still shows it, which no longer holds:
+		// the record goes whatever follows, even when the video cannot be
+		// sampled or embedded now (live.go).
+		b.batch.Delete(r.path)
+		b.pending++
+	}
 	for _, fr := range v.frames {
 		if fr.pixels != nil {
 			return // not embedded (the build was stopped): the next build does it
@@ -415,7 +427,7 @@ func (b *builder) recordVideo(r result) {
 				b.pending++
 			}
 		}
-		if r.old != nil { // its earlier failure
+		if r.old != nil && !dropped { // its earlier failure
 			b.batch.Delete(r.path)
 			b.pending++
 		}

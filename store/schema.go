@@ -177,7 +177,9 @@ const (
 
 // KindLiveVideo is the kind of a record that is no failure: the movie of
 // a Live Photo, left out because its still is indexed. Its Err reads
-// LiveVideoNote followed by the still's file name (in the same folder).
+// LiveVideoNote followed by the still's file name (in the same folder);
+// its Hash is no content hash but a stamp of the still's stat when the two
+// were matched (the index package's, to tell when to match them again).
 // It has no vector, as a failure has, so that a clipidx from before it
 // takes it for a failure of a kind it does not know and leaves it be.
 const (
