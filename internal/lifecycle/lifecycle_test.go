@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/clipidx/clipidx/index"
 	"github.com/clipidx/clipidx/internal/video"
+	"github.com/clipidx/clipidx/internal/video/videotest"
 	"github.com/clipidx/clipidx/internal/web"
 	"github.com/clipidx/clipidx/store"
 )
@@ -52,10 +54,16 @@ func kindOf(data []byte) string {
 		return "png"
 	case bytes.HasPrefix(data, heicMagic):
 		return "heic"
-	case bytes.HasPrefix(data, videoMagic):
+	case bytes.HasPrefix(data, videoMagic), liveMovie(data):
 		return "video"
 	}
 	return "junk"
+}
+
+// liveMovie reports whether data is a Live Photo's movie the test made:
+// QuickTime boxes with a content identifier, then a "video" in a free box.
+func liveMovie(data []byte) bool {
+	return len(data) > 12 && string(data[4:12]) == "ftypqt  " && bytes.Contains(data, videoMagic)
 }
 
 // A "video" is "FAKEVIDEO 0,2.5,7 <noise>": its frames are at the listed
@@ -66,8 +74,11 @@ var videoMagic = []byte("FAKEVIDEO ")
 // frameTimes returns the times of a video content's frames; ok is false
 // for a content ffmpeg would not read.
 func frameTimes(data []byte) (ts []float64, ok bool) {
-	f := strings.Fields(string(data))
-	if kindOf(data) != "video" || len(f) < 2 || f[1] == "BROKEN" {
+	if kindOf(data) != "video" {
+		return nil, false
+	}
+	f := strings.Fields(string(data[bytes.Index(data, videoMagic):]))
+	if len(f) < 2 || f[1] == "BROKEN" {
 		return nil, false
 	}
 	for _, s := range strings.Split(f[1], ",") {
@@ -261,6 +272,7 @@ func (l *lab) sampler(enc *countEnc) *videoSampler {
 type rec struct {
 	ok   bool
 	hash store.Hash
+	live bool // a Live Photo's movie left out (store.File.LiveVideo)
 }
 
 // lab is the library under test: a tree, its index, and a server over it.
@@ -276,8 +288,14 @@ type lab struct {
 	// videoOfFrame to the content hash of its video.
 	frames       map[store.Hash][]float32
 	videoOfFrame map[store.Hash]store.Hash
-	ffmpeg       bool   // builds can read videos
-	c            string // the folder that moves: lib/b/caf\xe9 or lib/a/caf\xe9 (a Latin-1 name)
+	// liveIDs maps the contents of the Live Photo stills and movies made
+	// to their content identifiers.
+	liveIDs map[store.Hash]string
+	// liveBuilt counts the Live Photo movies builds were expected to
+	// leave out.
+	liveBuilt int
+	ffmpeg    bool   // builds can read videos
+	c         string // the folder that moves: lib/b/caf\xe9 or lib/a/caf\xe9 (a Latin-1 name)
 	// watching: a watcher builds lib (TestLifecycleWatch); files change
 	// only in lib's own folders.
 	watching bool
@@ -294,7 +312,7 @@ func (l *lab) path(rel string) string { return filepath.Join(l.dir, filepath.Fro
 func (l *lab) fatalf(format string, a ...any) {
 	l.t.Helper()
 	tail := l.steps
-	if len(tail) > 25 {
+	if len(tail) > 25 && os.Getenv("CLIPIDX_LIFECYCLE_ALLSTEPS") == "" {
 		tail = tail[len(tail)-25:]
 	}
 	l.t.Fatalf("%s\nlast steps:\n  %s", fmt.Sprintf(format, a...), strings.Join(tail, "\n  "))
@@ -318,23 +336,9 @@ func (l *lab) content() []byte {
 			times = strings.Join(ts, ",")
 		}
 		data = fmt.Appendf(slices.Clone(videoMagic), "%s %s", times, strconv.FormatUint(l.rng.Uint64(), 36))
-		h := sha256.Sum256(data)
-		ts, _ := frameTimes(data)
-		for _, t := range ts {
-			l.frames[frameHash(h, t)] = framePixels(frameOf(data, t).Image())
-			l.videoOfFrame[frameHash(h, t)] = h
-		}
+		l.noteFrames(data)
 	case r < 15:
-		img := image.NewNRGBA(image.Rect(0, 0, 4+l.rng.Intn(4), 4))
-		for i := range img.Pix {
-			img.Pix[i] = uint8(l.rng.Intn(256))
-		}
-		img.Set(0, 0, color.NRGBA{uint8(l.rng.Intn(256)), 1, 2, 255})
-		var buf bytes.Buffer
-		if err := png.Encode(&buf, img); err != nil {
-			l.t.Fatal(err)
-		}
-		data = buf.Bytes()
+		data = l.randomPNG()
 	case r < 18:
 		data = append(slices.Clone(heicMagic), []byte(strconv.FormatUint(l.rng.Uint64(), 36))...)
 	default:
@@ -342,6 +346,127 @@ func (l *lab) content() []byte {
 	}
 	l.blobs[sha256.Sum256(data)] = data
 	return data
+}
+
+// noteFrames notes the frames of a video content for the fake model.
+func (l *lab) noteFrames(data []byte) {
+	h := sha256.Sum256(data)
+	ts, _ := frameTimes(data)
+	for _, t := range ts {
+		l.frames[frameHash(h, t)] = framePixels(frameOf(data, t).Image())
+		l.videoOfFrame[frameHash(h, t)] = h
+	}
+}
+
+func (l *lab) randomPNG() []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, 4+l.rng.Intn(4), 4))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(l.rng.Intn(256))
+	}
+	img.Set(0, 0, color.NRGBA{uint8(l.rng.Intn(256)), 1, 2, 255})
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		l.t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// livePair makes the contents of a Live Photo: a still (a PNG whose eXIf
+// chunk is an iPhone's EXIF, so that the server decodes it) and a movie
+// with the same content identifier, or, unless agree, one pair in four
+// whose movie and still disagree (a clip beside a photo of its name).
+func (l *lab) livePair(agree bool) (still, movie []byte) {
+	id := fmt.Sprintf("%08X-0000-4000-8000-%012X", l.rng.Uint32(), l.rng.Uint64()&0xffffffffffff)
+	mid := id
+	if !agree && l.rng.Intn(4) == 0 {
+		mid = id[:len(id)-1] + "Z"
+	}
+	p := l.randomPNG()
+	tiff := videotest.AppleEXIF(id, l.rng.Intn(2) == 0)
+	chunk := binary.BigEndian.AppendUint32(nil, uint32(len(tiff)))
+	body := append([]byte("eXIf"), tiff...)
+	chunk = binary.BigEndian.AppendUint32(append(chunk, body...), crc32.ChecksumIEEE(body))
+	const afterIHDR = 8 + 8 + 13 + 4
+	still = append(append(slices.Clone(p[:afterIHDR]), chunk...), p[afterIHDR:]...)
+	times := store.FrameTime(float64(l.rng.Intn(1000)) / 1000)
+	if l.rng.Intn(2) == 0 {
+		times += ",1.5"
+	}
+	movie = videotest.LiveMovie(fmt.Sprintf("%s%s %s", videoMagic, times, strconv.FormatUint(l.rng.Uint64(), 36)),
+		"com.apple.quicktime.make", "Apple", video.ContentIDKey, mid)
+	l.noteFrames(movie)
+	hs, hm := sha256.Sum256(still), sha256.Sum256(movie)
+	l.blobs[hs], l.liveIDs[hs] = still, id
+	l.blobs[hm], l.liveIDs[hm] = movie, mid
+	return still, movie
+}
+
+// addLivePair adds a Live Photo (see livePair) under a new name in folder
+// d ("": one where files may be added), as an iPhone's import does.
+func (l *lab) addLivePair(d string, agree bool) {
+	still, movie := l.livePair(agree)
+	if d == "" {
+		dirs := l.dirs()
+		d = dirs[l.rng.Intn(len(dirs))]
+	}
+	stem := l.newName(d, "")
+	se := []string{".HEIC", ".heic", ".JPG", ".jpeg"}[l.rng.Intn(4)]
+	me := []string{".MOV", ".mov"}[l.rng.Intn(2)]
+	l.step("add the Live Photo %s%s and %s%s", stem, se, stem, me)
+	l.write(l.path(stem+se), still)
+	l.write(l.path(stem+me), movie)
+}
+
+// renameLivePair renames a photo and the video of its name together, to
+// a new name in another folder or the same (a user tidying a Live
+// Photo); false when there is no such pair.
+func (l *lab) renameLivePair(files []string) bool {
+	for _, p := range files {
+		if !index.IsVideoName(p) {
+			continue
+		}
+		stem := strings.TrimSuffix(p, filepath.Ext(p))
+		for _, q := range files {
+			if q != p && strings.TrimSuffix(q, filepath.Ext(q)) == stem && !index.IsVideoName(q) {
+				dirs := l.dirs()
+				to := l.newName(dirs[l.rng.Intn(len(dirs))], "")
+				l.step("rename the pair %s, %s to %s.*", p, q, to)
+				for _, f := range []string{p, q} {
+					if err := os.Rename(l.path(f), l.path(to+filepath.Ext(f))); err != nil {
+						l.t.Fatal(err)
+					}
+				}
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// liveStillOf is the photo of which the video at p (absolute) is a Live
+// Photo's movie, by the test's own record of what it made: a photo in p's
+// folder with p's name but for the extension (.heic, .heif, .jpg, .jpeg,
+// any case) made with the movie's content identifier. "" when none.
+func (l *lab) liveStillOf(p string, movie []byte) string {
+	id := l.liveIDs[sha256.Sum256(movie)]
+	if id == "" {
+		return ""
+	}
+	dir, name := filepath.Split(p)
+	stem := strings.ToLower(strings.TrimSuffix(name, filepath.Ext(name)))
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		n := e.Name()
+		ext := strings.ToLower(filepath.Ext(n))
+		if !e.Type().IsRegular() || strings.ToLower(strings.TrimSuffix(n, filepath.Ext(n))) != stem ||
+			(ext != ".heic" && ext != ".heif" && ext != ".jpg" && ext != ".jpeg") {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, n)); err == nil && l.liveIDs[sha256.Sum256(b)] == id {
+			return n
+		}
+	}
+	return ""
 }
 
 func (l *lab) write(p string, data []byte) {
@@ -422,6 +547,10 @@ func (l *lab) index() map[string]rec {
 	defer r.Close()
 	err = r.View(func(s *store.Snapshot) error {
 		return s.Files("", func(p string, f store.File) error {
+			if _, live := f.LiveVideo(); live {
+				out[p] = rec{live: true} // its Hash is a stamp of its still's stat
+				return nil
+			}
 			out[p] = rec{ok: !f.Failed(), hash: f.Hash}
 			if f.Failed() {
 				return nil
@@ -543,10 +672,26 @@ func (l *lab) expectBuild(prev map[string]rec, rel string) map[string]rec {
 			exp[p] = rec{ok: readable(data, l.reach), hash: h}
 			continue
 		}
+		if len(data) > 0 && l.liveStillOf(p, data) != "" {
+			// A Live Photo's movie, with or without ffmpeg: one record
+			// that says so, in place of whatever the index held.
+			for q := range prev {
+				if videoOf(q) == p {
+					delete(exp, q)
+				}
+			}
+			exp[p] = rec{live: true}
+			l.liveBuilt++
+			continue
+		}
 		if !l.ffmpeg && !(sizes[len(data)] && holdsVideo(framed, data)) {
 			// Not read: no video recorded under the root has its size
 			// (it is not even hashed), or none in the index its bytes.
-			// What the index held of it stays.
+			// What the index held of it stays, but for a record that
+			// calls it a Live Photo's movie, which it is not now.
+			if prev[p].live {
+				delete(exp, p)
+			}
 			continue
 		}
 		for q := range prev {
@@ -580,8 +725,8 @@ func diff(got, exp map[string]rec) []string {
 		switch {
 		case !ok:
 			bad = append(bad, fmt.Sprintf("%s: missing (want ok=%v)", p, e.ok))
-		case g.ok != e.ok:
-			bad = append(bad, fmt.Sprintf("%s: ok=%v, want %v", p, g.ok, e.ok))
+		case g.ok != e.ok || g.live != e.live:
+			bad = append(bad, fmt.Sprintf("%s: ok=%v live=%v, want ok=%v live=%v", p, g.ok, g.live, e.ok, e.live))
 		case e.ok && g.hash != e.hash:
 			bad = append(bad, fmt.Sprintf("%s: the vector of older content", p))
 		}
@@ -1127,7 +1272,7 @@ func newLab(t *testing.T, test string, steps int) *lab {
 	seed := envInt("CLIPIDX_LIFECYCLE_SEED", time.Now().UnixNano())
 	l := &lab{t: t, rng: rand.New(rand.NewSource(seed)), dir: t.TempDir(), reach: []string{"png"},
 		clock: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), blobs: map[store.Hash][]byte{}, reported: map[string]bool{},
-		frames: map[store.Hash][]float32{}, videoOfFrame: map[store.Hash]store.Hash{}, ffmpeg: true, c: "lib/b/caf\xe9"}
+		frames: map[store.Hash][]float32{}, videoOfFrame: map[store.Hash]store.Hash{}, liveIDs: map[store.Hash]string{}, ffmpeg: true, c: "lib/b/caf\xe9"}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("seed %d (replay: CLIPIDX_LIFECYCLE_SEED=%d CLIPIDX_LIFECYCLE_STEPS=%d go test ./internal/lifecycle -run '%s$')", seed, seed, steps, test)
@@ -1153,12 +1298,14 @@ func newLab(t *testing.T, test string, steps int) *lab {
 		data := l.content()
 		l.write(l.path(l.newName(d[l.rng.Intn(len(d))], extFor(data))), data)
 	}
+	l.addLivePair("lib", true)
 	return l
 }
 
 // TestLifecycle lives a library's life. CLIPIDX_LIFECYCLE_STEPS sets the
 // number of steps (default 200), CLIPIDX_LIFECYCLE_SEED replays a run; the
-// seed is printed when it fails.
+// seed is printed when it fails, with the last 25 steps (every step with
+// CLIPIDX_LIFECYCLE_ALLSTEPS=1).
 func TestLifecycle(t *testing.T) {
 	if os.Getenv(envChild) != "" {
 		t.Skip("in the child process")
@@ -1192,10 +1339,15 @@ func TestLifecycle(t *testing.T) {
 	if !l.ffmpeg {
 		l.toggleFFmpeg()
 	}
+	// And a Live Photo more, so that every run ends with one to check.
+	l.addLivePair("lib/a", true)
 	for _, r := range append([]string{"lib", "nas"}, l.others...) {
 		l.build(r)
 	}
 	l.serveCheck()
+	if l.liveBuilt == 0 {
+		t.Error("no build met a Live Photo's movie: the run did not test them")
+	}
 }
 
 func (l *lab) randomStep() {
@@ -1240,6 +1392,8 @@ func (l *lab) fileStep(r int) {
 	pick := func() string { return files[l.rng.Intn(len(files))] }
 	dirs := l.dirs()
 	switch {
+	case r < 3:
+		l.addLivePair("", false)
 	case r < 14 || len(files) == 0:
 		data := l.content()
 		p := l.newName(dirs[l.rng.Intn(len(dirs))], extFor(data))
@@ -1267,6 +1421,7 @@ func (l *lab) fileStep(r int) {
 			l.t.Fatal(err)
 		}
 		l.write(l.path(q), b)
+	case r < 30 && l.renameLivePair(files):
 	case r < 36:
 		p := pick()
 		q := l.newName(dirs[l.rng.Intn(len(dirs))], filepath.Ext(p))
