@@ -37,6 +37,9 @@ type Result struct {
 	// served) and Time the frame's time in seconds.
 	Video string   `json:"video,omitempty"`
 	Time  *float64 `json:"time,omitempty"`
+	// Live is, for a Live Photo's still, the URL of its movie (the
+	// seconds around the photo, which the index leaves out).
+	Live string `json:"live,omitempty"`
 	// PathBytes is the path's bytes (base64 in JSON) when they are not
 	// UTF-8, which Path can only show with U+FFFD in their place.
 	PathBytes []byte `json:"path_bytes,omitempty"`
@@ -190,6 +193,10 @@ func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk
 		a.Results = append(a.Results, res)
 	}
 	if err := s.addPhotoMeta(a.Results); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := s.addLive(a.Results); err != nil {
 		fail(w, err)
 		return
 	}

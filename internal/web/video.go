@@ -1,12 +1,15 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/clipidx/clipidx/store"
 )
 
 // Video frames (VIDEO#t=S records) are served from their video: the
@@ -73,4 +76,79 @@ func (s *Server) video(w http.ResponseWriter, r *http.Request, id string) {
 	defer file.Close()
 	w.Header().Set("Content-Type", ct)
 	http.ServeContent(w, r, "", time.Unix(0, f.rec.MtimeNs), srcs[0].sec)
+}
+
+// liveVideo streams the movie of the Live Photo whose still is id: a
+// still indexed and servable, and beside it the movie the index recorded
+// as its Live Photo's (index/live.go), served as /video serves a video
+// (its size and mtime those recorded, inside the indexed folders, Range
+// requests answered).
+func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
+	var movie indexedFile
+	err := s.view(func(snap *store.Snapshot) error {
+		still, err := s.resolve(snap, id)
+		if err != nil {
+			return err
+		}
+		if still.frame || still.key != "" {
+			return errGone
+		}
+		p, err := s.ids.liveMovie(s.o.DB, snap, still.path)
+		if err != nil || p == "" {
+			return cmp.Or(err, errGone)
+		}
+		rec, ok, err := snap.File(p)
+		if err != nil {
+			return err
+		}
+		if name, live := rec.LiveVideo(); !ok || !live || name != filepath.Base(still.path) {
+			return errGone
+		}
+		movie, err = servable(snap, p, rec)
+		return err
+	})
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ct, known := videoTypes[strings.ToLower(filepath.Ext(movie.real))]
+	if !known {
+		fail(w, errGone)
+		return
+	}
+	tag := etag(movie.rec.Hash, "l"+strconv.FormatInt(movie.rec.Size, 36)+"-"+strconv.FormatInt(movie.rec.MtimeNs, 36))
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", "private, max-age=300")
+	if r.Header.Get("If-None-Match") == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	file, srcs, err := openSources(movie)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer file.Close()
+	w.Header().Set("Content-Type", ct)
+	http.ServeContent(w, r, "", time.Unix(0, movie.rec.MtimeNs), srcs[0].sec)
+}
+
+// addLive gives each result that is a Live Photo's still the URL of its
+// movie (Result.Live).
+func (s *Server) addLive(res []Result) error {
+	return s.view(func(snap *store.Snapshot) error {
+		for i := range res {
+			if res[i].Video != "" {
+				continue
+			}
+			p, err := s.ids.liveMovie(s.o.DB, snap, res[i].Path)
+			if err != nil {
+				return err
+			}
+			if p != "" {
+				res[i].Live = "/live/" + res[i].ID
+			}
+		}
+		return nil
+	})
 }

@@ -295,6 +295,8 @@ func (s *Server) route(p string) (h http.HandlerFunc, allow string) {
 		return byID("/image/", s.image), get
 	case strings.HasPrefix(p, "/video/"):
 		return byID("/video/", s.video), get // video.go
+	case strings.HasPrefix(p, "/live/"):
+		return byID("/live/", s.liveVideo), get // video.go
 	}
 	return nil, ""
 }

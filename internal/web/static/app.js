@@ -228,6 +228,12 @@ function cell(r, i) {
     play.className = "play";
     play.textContent = "▶ " + clock(r.time);
     b.append(play);
+  } else if (r.live) {
+    // A Live Photo: its movie plays in the viewer.
+    const live = document.createElement("span");
+    live.className = "play live";
+    live.textContent = "LIVE";
+    b.append(live);
   }
   b.addEventListener("click", () => openViewer(i));
   return b;
@@ -239,6 +245,7 @@ function openViewer(i) {
   state.open = i;
   const clip = $("clip");
   clip.pause();
+  clip.onended = null;
   clip.hidden = !r.video;
   $("full").hidden = !!r.video;
   if (r.video) {
@@ -251,6 +258,7 @@ function openViewer(i) {
     clip.load();
     $("full").src = r.image;
   }
+  $("live").hidden = !r.live;
   $("full").alt = baseName(r.path);
   $("path").textContent = r.path;
   $("score").textContent = (state.listing ? "" : "score " + r.score.toFixed(4)) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
@@ -271,6 +279,24 @@ function photoLine(r) {
   else if (r.gps) parts.push(r.gps.lat.toFixed(4) + ", " + r.gps.lon.toFixed(4));
   if (r.camera) parts.push(r.camera);
   return parts.join(" · ");
+}
+
+// playLive plays the open Live Photo's movie in place of its still, and
+// shows the still again when it ends.
+function playLive() {
+  const r = state.results[state.open];
+  if (!r || !r.live) return;
+  const clip = $("clip");
+  clip.src = r.live;
+  clip.hidden = false;
+  $("full").hidden = true;
+  clip.play().catch(() => {});
+  clip.onended = () => {
+    if (state.results[state.open] !== r) return;
+    clip.onended = null;
+    clip.hidden = true;
+    $("full").hidden = false;
+  };
 }
 
 function similar() {
@@ -431,6 +457,7 @@ function init() {
   $("close").addEventListener("click", () => $("viewer").close());
   $("copy").addEventListener("click", copyPath);
   $("similar").addEventListener("click", similar);
+  $("live").addEventListener("click", playLive);
   $("viewer").addEventListener("close", () => {
     $("clip").pause();
     const c = $("grid").children[state.open];
