@@ -96,6 +96,21 @@ func TestLivePhotosEndToEnd(t *testing.T) {
 		t.Errorf("status --failed: %d %q %s", code, out, errs)
 	}
 
+	out, errs, code = run("search", "--json", "-k", "100", "a picture")
+	var hits []struct{ Path, Live, Video string }
+	if code != 0 || json.Unmarshal([]byte(out), &hits) != nil || len(hits) != 4 {
+		t.Fatalf("search --json: %d %s%s", code, out, errs)
+	}
+	for _, h := range hits {
+		want := ""
+		if h.Path == filepath.Join(lib, "IMG_0001.JPG") {
+			want = filepath.Join(lib, "IMG_0001.MOV")
+		}
+		if h.Live != want {
+			t.Errorf("search --json: %s has \"live\": %q, want %q", h.Path, h.Live, want)
+		}
+	}
+
 	out, errs, code = run("build", "--json", lib)
 	var sum map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &sum) != nil || sum["unchanged"] != float64(5) || sum["live_videos"] != nil {

@@ -60,7 +60,8 @@ func metaOf(m store.Meta) metaJSON {
 	return j
 }
 
-// addMeta fills the metadata of each hit from the index at db.
+// addMeta fills the metadata of each hit from the index at db, and the
+// movie of a Live Photo's still.
 func addMeta(db string, hits []hit) error {
 	if len(hits) == 0 {
 		return nil
@@ -73,6 +74,11 @@ func addMeta(db string, hits []hit) error {
 			}
 			if ok {
 				hits[i].metaJSON = metaOf(m)
+			}
+			if hits[i].Video == "" {
+				if hits[i].Live, err = s.LiveMovie(hits[i].Path); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

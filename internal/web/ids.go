@@ -60,7 +60,6 @@ type idMap struct {
 	mu    sync.Mutex
 	stamp dbStamp           // the index file when paths was built
 	paths map[string]string // id -> path
-	live  map[string]string // a Live Photo's still -> its movie (index/live.go)
 }
 
 // dbStamp tells when the index file changed (a build committed).
@@ -106,7 +105,7 @@ func (m *idMap) lookup(db string, s *store.Snapshot, id string) (string, error) 
 	return p, nil
 }
 
-// refresh rebuilds the maps from s when the index file changed since they
+// refresh rebuilds the map from s when the index file changed since they
 // were built. m.mu is held.
 func (m *idMap) refresh(db string, s *store.Snapshot) error {
 	fi, err := os.Stat(db)
@@ -117,31 +116,18 @@ func (m *idMap) refresh(db string, s *store.Snapshot) error {
 	if m.paths != nil && st == m.stamp {
 		return nil
 	}
-	paths, live := map[string]string{}, map[string]string{}
+	paths := map[string]string{}
 	err = s.Files("", func(p string, f store.File) error {
 		if !f.Failed() {
 			paths[m.id(p)] = p
-		} else if still, ok := f.LiveVideo(); ok {
-			live[filepath.Join(filepath.Dir(p), still)] = p
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	m.paths, m.live, m.stamp = paths, live, st
+	m.paths, m.stamp = paths, st
 	return nil
-}
-
-// liveMovie returns the path of the movie recorded as the Live Photo
-// movie of the still at path, "" when there is none.
-func (m *idMap) liveMovie(db string, s *store.Snapshot, still string) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.refresh(db, s); err != nil {
-		return "", err
-	}
-	return m.live[still], nil
 }
 
 // indexed returns the path and record of id, without looking at the file:

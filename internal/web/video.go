@@ -93,7 +93,7 @@ func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 		if still.frame || still.key != "" {
 			return errGone
 		}
-		p, err := s.ids.liveMovie(s.o.DB, snap, still.path)
+		p, err := snap.LiveMovie(still.path)
 		if err != nil || p == "" {
 			return cmp.Or(err, errGone)
 		}
@@ -141,7 +141,7 @@ func (s *Server) addLive(res []Result) error {
 			if res[i].Video != "" {
 				continue
 			}
-			p, err := s.ids.liveMovie(s.o.DB, snap, res[i].Path)
+			p, err := snap.LiveMovie(res[i].Path)
 			if err != nil {
 				return err
 			}
