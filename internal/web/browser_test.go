@@ -32,6 +32,34 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// headless starts a headless Chromium (exe) for t, with the options
+// every browser test takes and extra ones, and returns a tab's context
+// limited to timeout; all of it ends with the test.
+func headless(t *testing.T, exe string, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(exe),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 760)}, extra...)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitPlayer polls expr in ctx's page until it is true (30 s at most),
+// failing with what and the state of the viewer's player.
+func waitPlayer(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const c = document.getElementById('clip'); return JSON.stringify({err: c.error && c.error.message, rs: c.readyState, t: c.currentTime, src: c.src, hidden: c.hidden}) })()`))
+		t.Fatalf("%s: %v (player %s)", what, err, state)
+	}
+}
+
 // wantIDs is what `clipidx search` ranks for a typed line, as server ids.
 func (e *env) wantIDs(t *testing.T, line string, k int) []string {
 	t.Helper()
@@ -75,21 +103,7 @@ func TestBrowser(t *testing.T) {
 	}
 	e := newEnv(t, nil)
 	shots := t.TempDir()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1000, 760),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx := headless(t, exe, 90*time.Second, chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true))
 
 	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()

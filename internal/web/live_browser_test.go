@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,21 +47,10 @@ func TestBrowserPlaysLivePhoto(t *testing.T) {
 		t.Fatalf("results %+v: want the still, with its movie", a.Results)
 	}
 
-	actx, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 760))
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 120*time.Second)
-	defer cancel()
+	ctx := headless(t, exe, 120*time.Second, chromedp.Flag("autoplay-policy", "no-user-gesture-required"))
 	waitFor := func(what, expr string) {
 		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-			state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({err: document.getElementById('clip').error && document.getElementById('clip').error.message, rs: document.getElementById('clip').readyState, src: document.getElementById('clip').src, hidden: document.getElementById('clip').hidden})`))
-			t.Fatalf("%s: %v (player %s)", what, err, state)
-		}
+		waitPlayer(t, ctx, what, expr)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.ts.URL+"/?q=a+photo")); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -23,14 +22,7 @@ func TestBrowserShowsBuild(t *testing.T) {
 		t.Skip("starts a browser")
 	}
 	e := newEnv(t, nil)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1000, 760))
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 120*time.Second)
-	defer cancel()
+	ctx := headless(t, exe, 120*time.Second)
 	count := `document.querySelectorAll('#grid .cell').length`
 	waitFor := func(what, expr string) {
 		t.Helper()
