@@ -214,9 +214,8 @@ func (b *builder) recordLive(r result) {
 	}
 	if r.old == nil {
 		b.sum.LiveVideos++
-	} else if old, ok := r.old.LiveVideo(); ok && old == r.video.live && r.old.Hash == r.video.stamp &&
-		r.old.Size == r.size && r.old.MtimeNs == r.mtimeNs {
-		b.sum.Unchanged++ // its record again, with a ctime that moved
+	} else if old, ok := r.old.LiveVideo(); ok && old == r.video.live && r.old.Size == r.size && r.old.MtimeNs == r.mtimeNs {
+		b.sum.Unchanged++ // its record again, with a ctime or its still's stamp that moved
 	} else {
 		b.sum.LiveVideos++
 	}

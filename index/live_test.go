@@ -168,6 +168,15 @@ func TestBuildLivePhotos(t *testing.T) {
 	build(videoOpts(en, s), "added=0 updated=0 unchanged=8 reused=0 removed=0 failed=0", 1)
 	sampled(0)
 
+	// A touched still: the movie is checked again and its record takes
+	// the still's new stamp, but nothing is new (no movie counted).
+	if err := os.Chtimes(filepath.Join(dir, "Beach.heic"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	build(videoOpts(en, s), "added=0 updated=0 unchanged=9 reused=0 removed=0 failed=0", 0)
+	sampled(0)
+	wantLive(map[string]string{"Beach.mov": "Beach.heic"})
+
 	// The still rewritten by an app that gave it another identifier (its
 	// size and mtime kept): the movie is a video; and back.
 	stillPath := filepath.Join(dir, "Beach.heic")
