@@ -114,3 +114,64 @@ func TestLiveServing(t *testing.T) {
 		t.Errorf("a still changed since the build: %d, want 404", code)
 	}
 }
+
+// TestMotionPhotoServing: a Motion Photo (a JPEG with an MP4 appended, as
+// an Android phone writes it) is indexed as its still; /live/ID answers
+// with its video (the appended bytes, Range requests included, as
+// video/mp4), HEAD too, and 404 for a still without one.
+func TestMotionPhotoServing(t *testing.T) {
+	tools := videotest.Tools(t)
+	dir := t.TempDir()
+	tmp := t.TempDir()
+	videotest.FFmpeg(t, tools, "-f", "lavfi", "-i", "testsrc2=s=96x64", "-frames:v", "1", filepath.Join(tmp, "s.jpg"))
+	videotest.FFmpeg(t, tools, "-f", "lavfi", "-i", "testsrc2=s=96x64:r=10:d=1", "-c:v", "libx264", "-preset", "ultrafast",
+		"-pix_fmt", "yuv420p", filepath.Join(tmp, "v.mp4"))
+	jpg, err := os.ReadFile(filepath.Join(tmp, "s.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp4, err := os.ReadFile(filepath.Join(tmp, "v.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	motion := filepath.Join(dir, "PXL_20240601_101010123.MP.jpg")
+	if err := os.WriteFile(motion, append(videotest.WithXMP(jpg, videotest.MotionXMP(len(mp4))), mp4...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain.jpg"), jpg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{dir: dir, db: filepath.Join(t.TempDir(), "index.db")}
+	build(t, e.db, index.Options{}, dir)
+	e.start(t, nil)
+	a := e.search(t, "/api/search?q=a+photo")
+	if len(a.Results) != 2 {
+		t.Fatalf("results %+v: want both photos", a.Results)
+	}
+	for _, r := range a.Results {
+		url := "/live/" + r.ID
+		if r.Path != motion {
+			if code, _, _ := e.get(t, url); code != http.StatusNotFound {
+				t.Errorf("the video of a plain JPEG: %d, want 404", code)
+			}
+			continue
+		}
+		code, body, hdr := e.get(t, url)
+		if code != http.StatusOK || hdr.Get("Content-Type") != "video/mp4" || !bytes.Equal(body, mp4) {
+			t.Errorf("the Motion Photo's video: %d %s, %d bytes (the MP4 is %d)", code, hdr.Get("Content-Type"), len(body), len(mp4))
+		}
+		code, body, _ = e.get(t, url, "Range", "bytes=10-109")
+		if code != http.StatusPartialContent || !bytes.Equal(body, mp4[10:110]) {
+			t.Errorf("range: %d, %d bytes", code, len(body))
+		}
+		req, _ := http.NewRequest(http.MethodHead, e.ts.URL+url, nil)
+		res, err := e.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.ContentLength != int64(len(mp4)) {
+			t.Errorf("HEAD: %d, length %d", res.StatusCode, res.ContentLength)
+		}
+	}
+}

@@ -239,14 +239,7 @@ func (s *Server) fileOrNotModified(w http.ResponseWriter, r *http.Request, id, k
 		fail(w, err)
 		return f, false
 	}
-	tag := etag(f.rec.Hash, kind)
-	w.Header().Set("ETag", tag)
-	w.Header().Set("Cache-Control", "private, max-age=300")
-	if r.Header.Get("If-None-Match") == tag {
-		w.WriteHeader(http.StatusNotModified)
-		return f, false
-	}
-	return f, true
+	return f, !notModified(w, r, etag(f.rec.Hash, kind))
 }
 
 func (s *Server) thumb(w http.ResponseWriter, r *http.Request, id string) {

@@ -1,14 +1,15 @@
 package web
 
 import (
-	"cmp"
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/clipidx/clipidx/internal/motionphoto"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -82,12 +83,14 @@ func (s *Server) video(w http.ResponseWriter, r *http.Request, id string) {
 // still indexed and servable, and beside it the movie the index recorded
 // as its Live Photo's (index/live.go), served as /video serves a video
 // (its size and mtime those recorded, inside the indexed folders, Range
-// requests answered).
+// requests answered). A still without one that is a Motion Photo (an
+// Android phone's JPEG or HEIC with a video appended: motionphoto) has
+// its video served from its own bytes.
 func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
-	var movie indexedFile
+	var still, movie indexedFile
 	err := s.view(func(snap *store.Snapshot) error {
-		still, err := s.resolve(snap, id)
-		if err != nil {
+		var err error
+		if still, err = s.resolve(snap, id); err != nil {
 			return err
 		}
 		if still.frame || still.key != "" {
@@ -95,7 +98,7 @@ func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		p, err := snap.LiveMovie(still.path)
 		if err != nil || p == "" {
-			return cmp.Or(err, errGone)
+			return err
 		}
 		rec, ok, err := snap.File(p)
 		if err != nil {
@@ -111,16 +114,17 @@ func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 		fail(w, err)
 		return
 	}
+	if movie.path == "" {
+		s.motionVideo(w, r, still)
+		return
+	}
 	ct, known := videoTypes[strings.ToLower(filepath.Ext(movie.real))]
 	if !known {
 		fail(w, errGone)
 		return
 	}
 	tag := etag(movie.rec.Hash, "l"+strconv.FormatInt(movie.rec.Size, 36)+"-"+strconv.FormatInt(movie.rec.MtimeNs, 36))
-	w.Header().Set("ETag", tag)
-	w.Header().Set("Cache-Control", "private, max-age=300")
-	if r.Header.Get("If-None-Match") == tag {
-		w.WriteHeader(http.StatusNotModified)
+	if notModified(w, r, tag) {
 		return
 	}
 	file, srcs, err := openSources(movie)
@@ -131,6 +135,43 @@ func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 	defer file.Close()
 	w.Header().Set("Content-Type", ct)
 	http.ServeContent(w, r, "", time.Unix(0, movie.rec.MtimeNs), srcs[0].sec)
+}
+
+// motionVideo serves the video a Motion Photo still carries, 404 when it
+// carries none.
+func (s *Server) motionVideo(w http.ResponseWriter, r *http.Request, still indexedFile) {
+	if notModified(w, r, etag(still.rec.Hash, "m")) {
+		return
+	}
+	file, srcs, err := openSources(still)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer file.Close()
+	v, ok := motionphoto.Find(srcs[0].sec, still.rec.Size)
+	if !ok {
+		fail(w, errGone)
+		return
+	}
+	ct := "video/mp4"
+	if v.QuickTime {
+		ct = "video/quicktime"
+	}
+	w.Header().Set("Content-Type", ct)
+	http.ServeContent(w, r, "", time.Unix(0, still.rec.MtimeNs), io.NewSectionReader(srcs[0].sec, v.Off, v.Len))
+}
+
+// notModified sets the caching headers of a response whose content has
+// the ETag tag, and answers 304 (true) to a client that holds it.
+func notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", "private, max-age=300")
+	if r.Header.Get("If-None-Match") == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
 }
 
 // addLive gives each result that is a Live Photo's still the URL of its

@@ -198,3 +198,26 @@ func WithEXIF(jpg, tiff []byte) []byte {
 	out = append(append(out, app1...), seg...)
 	return append(out, jpg[2:]...)
 }
+
+// WithXMP returns a JPEG (SOI first) with the XMP packet xmp in an APP1
+// segment after its SOI.
+func WithXMP(jpg []byte, xmp string) []byte {
+	seg := append([]byte("http://ns.adobe.com/xap/1.0/\x00"), xmp...)
+	app1 := []byte{0xff, 0xe1, byte((len(seg) + 2) >> 8), byte(len(seg) + 2)}
+	out := append([]byte{}, jpg[:2]...)
+	out = append(append(out, app1...), seg...)
+	return append(out, jpg[2:]...)
+}
+
+// MotionXMP is the XMP of a Motion Photo (Google's format 1.0, as a
+// Pixel writes it) whose appended video is videoLen bytes long.
+func MotionXMP(videoLen int) string {
+	return `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
+		`<rdf:Description rdf:about="" xmlns:Camera="http://ns.google.com/photos/1.0/camera/"` +
+		` xmlns:Container="http://ns.google.com/photos/1.0/container/" xmlns:Item="http://ns.google.com/photos/1.0/container/item/"` +
+		` Camera:MotionPhoto="1" Camera:MotionPhotoVersion="1" Camera:MotionPhotoPresentationTimestampUs="500000">` +
+		`<Container:Directory><rdf:Seq>` +
+		`<rdf:li rdf:parseType="Resource"><Container:Item Item:Mime="image/jpeg" Item:Semantic="Primary" Item:Length="0" Item:Padding="0"/></rdf:li>` +
+		`<rdf:li rdf:parseType="Resource"><Container:Item Item:Mime="video/mp4" Item:Semantic="MotionPhoto" Item:Length="` + itoa(videoLen) + `"/></rdf:li>` +
+		`</rdf:Seq></Container:Directory></rdf:Description></rdf:RDF></x:xmpmeta>`
+}

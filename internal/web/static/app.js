@@ -259,6 +259,15 @@ function openViewer(i) {
     $("full").src = r.image;
   }
   $("live").hidden = !r.live;
+  if (!r.live && !r.video && /\.(jpe?g|heic|heif)$/i.test(r.path)) {
+    // A Motion Photo (a video inside the still) is told by asking.
+    fetch("/live/" + r.id, { method: "HEAD" }).then((res) => {
+      if (res.ok && state.results[state.open] === r) {
+        r.live = "/live/" + r.id;
+        $("live").hidden = false;
+      }
+    }).catch(() => {});
+  }
   $("full").alt = baseName(r.path);
   $("path").textContent = r.path;
   $("score").textContent = (state.listing ? "" : "score " + r.score.toFixed(4)) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
