@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sort"
@@ -545,6 +546,9 @@ func (w *watcher) watchTree(dir string) {
 			return
 		}
 		if err := w.src.Add(d); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return // gone before its watch (moved on at once): its going raised an event
+			}
 			if isLimit(err) {
 				w.limited = true
 				w.note(Note{Kind: "limit", Path: d, Err: err, Text: limitAdvice()})

@@ -117,6 +117,10 @@ type fakeSource struct {
 	limit  int
 	events chan fsnotify.Event
 	errs   chan error
+	// onAdd, when set, runs before each Add (to change the tree under
+	// the watcher's feet); Add fails, as inotify does, for a folder that
+	// does not exist.
+	onAdd func(d string)
 }
 
 func newSource() *fakeSource {
@@ -124,6 +128,12 @@ func newSource() *fakeSource {
 }
 
 func (s *fakeSource) Add(d string) error {
+	if s.onAdd != nil {
+		s.onAdd(d)
+	}
+	if _, err := os.Stat(d); err != nil {
+		return fmt.Errorf("add %s: %w", d, syscall.ENOENT)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.limit > 0 && len(s.dirs) >= s.limit {
@@ -298,6 +308,42 @@ const maxBatchWait = 3 * settle
 // changed, renamed and deleted, folders created and removed, a burst of
 // 500 copies (a few batches, not 500), and a file written slowly (taken
 // once, when it stops changing).
+// TestWatchFolderGoneBeforeItsWatch: a folder moved away between its
+// creation event and its watch (a folder moved twice in a row) is no
+// error the watcher reports: its move raised events of its own. The
+// files it took away leave the index by the build.
+func TestWatchFolderGoneBeforeItsWatch(t *testing.T) {
+	src := newSource()
+	r := newRig(t, Options{}, src)
+	r.write("a/one.jpg", "IMG one")
+	r.start()
+	if w, _ := r.nextBuild(maxBatchWait); w != nil {
+		t.Fatalf("first build within %v, want the whole roots", w)
+	}
+	moved := filepath.Join(r.root, "moved")
+	away := filepath.Join(t.TempDir(), "away")
+	src.onAdd = func(d string) {
+		if d == moved {
+			if err := os.Rename(moved, away); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	r.write("moved/two.jpg", "IMG two")
+	r.event(fsnotify.Create, moved)
+	if w, _ := r.nextBuild(maxBatchWait); w == nil {
+		t.Fatal("a full build, want the changed path")
+	}
+	for len(r.notes) > 0 {
+		if n := <-r.notes; n.Kind == "error" || n.Err != nil {
+			t.Errorf("the watcher said %s %s: %v", n.Kind, n.Path, n.Err)
+		}
+	}
+	if r.has("moved/two.jpg") {
+		t.Error("a file of the folder moved away is indexed")
+	}
+}
+
 func TestWatchFollowsChanges(t *testing.T) {
 	r := newRig(t, Options{}, newSource())
 	r.write("a/one.jpg", "IMG one")
