@@ -12,6 +12,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"maps"
 	"math"
 	"math/rand"
@@ -753,13 +754,40 @@ func (l *lab) checkEmbedded(prev map[string]rec, embedded []store.Hash) {
 	seen := map[store.Hash]bool{}
 	for _, h := range embedded {
 		if had[h] {
-			l.fatalf("content %x embedded again although the index held its vector", h[:6])
+			l.fatalf("content %x embedded again although the index held its vector (%s)", h[:6], l.holders(prev, h))
 		}
 		if seen[h] {
-			l.fatalf("content %x embedded twice by one build", h[:6])
+			l.fatalf("content %x embedded twice by one build (%s)", h[:6], l.holders(prev, h))
 		}
 		seen[h] = true
 	}
+}
+
+// holders names, for a failure message, the records of prev with the
+// content h and the files on disk that hold it (or the video of which it
+// is a frame).
+func (l *lab) holders(prev map[string]rec, h store.Hash) string {
+	var out []string
+	for p, r := range prev {
+		if r.hash == h {
+			out = append(out, "held by "+p)
+		}
+	}
+	want := h
+	if v, ok := l.videoOfFrame[h]; ok {
+		want = v
+		out = append(out, fmt.Sprintf("a frame of video content %x", v[:6]))
+	}
+	filepath.WalkDir(l.dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, err := os.ReadFile(p); err == nil && sha256.Sum256(b) == want {
+				out = append(out, "on disk at "+p)
+			}
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
 
 // checkSampled fails when a build sampled a video content twice, or one
