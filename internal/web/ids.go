@@ -93,41 +93,31 @@ func (m *idMap) lookup(db string, s *store.Snapshot, id string) (string, error) 
 	if !validID(id) {
 		return "", errGone
 	}
+	fi, err := os.Stat(db)
+	if err != nil {
+		return "", err
+	}
+	st := dbStamp{fi.Size(), fi.ModTime()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.refresh(db, s); err != nil {
-		return "", err
+	if m.paths == nil || st != m.stamp {
+		paths := map[string]string{}
+		err := s.Files("", func(p string, f store.File) error {
+			if !f.Failed() {
+				paths[m.id(p)] = p
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		m.paths, m.stamp = paths, st
 	}
 	p, ok := m.paths[id]
 	if !ok {
 		return "", errGone
 	}
 	return p, nil
-}
-
-// refresh rebuilds the map from s when the index file changed since they
-// were built. m.mu is held.
-func (m *idMap) refresh(db string, s *store.Snapshot) error {
-	fi, err := os.Stat(db)
-	if err != nil {
-		return err
-	}
-	st := dbStamp{fi.Size(), fi.ModTime()}
-	if m.paths != nil && st == m.stamp {
-		return nil
-	}
-	paths := map[string]string{}
-	err = s.Files("", func(p string, f store.File) error {
-		if !f.Failed() {
-			paths[m.id(p)] = p
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	m.paths, m.stamp = paths, st
-	return nil
 }
 
 // indexed returns the path and record of id, without looking at the file:
