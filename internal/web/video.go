@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clipidx/clipidx/internal/motionphoto"
+	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -84,7 +84,7 @@ func (s *Server) video(w http.ResponseWriter, r *http.Request, id string) {
 // as its Live Photo's (index/live.go), served as /video serves a video
 // (its size and mtime those recorded, inside the indexed folders, Range
 // requests answered). A still without one that is a Motion Photo (an
-// Android phone's JPEG or HEIC with a video appended: motionphoto) has
+// Android phone's JPEG or HEIC with a video appended: preprocess.FindMotionVideo) has
 // its video served from its own bytes.
 func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 	var still, movie indexedFile
@@ -149,7 +149,7 @@ func (s *Server) motionVideo(w http.ResponseWriter, r *http.Request, still index
 		return
 	}
 	defer file.Close()
-	v, ok := motionphoto.Find(srcs[0].sec, still.rec.Size)
+	v, ok := preprocess.FindMotionVideo(srcs[0].sec, still.rec.Size)
 	if !ok {
 		fail(w, errGone)
 		return

@@ -1,8 +1,7 @@
-package motionphoto
+package preprocess
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,12 +11,11 @@ import (
 	"testing"
 
 	"github.com/clipidx/clipidx/internal/video/videotest"
-	"github.com/clipidx/clipidx/preprocess"
 )
 
 // media makes, with ffmpeg, a JPEG still, a short MP4 and, when heif-enc
 // is there, a HEIC still ("" otherwise).
-func media(t *testing.T) (jpg, mp4, heic []byte) {
+func motionMedia(t *testing.T) (jpg, mp4, heic []byte) {
 	t.Helper()
 	tools := videotest.Tools(t)
 	dir := t.TempDir()
@@ -46,17 +44,13 @@ func media(t *testing.T) (jpg, mp4, heic []byte) {
 	return jpg, mp4, read("s.heic")
 }
 
-func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+func joined(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
-func qtBox(typ string, body []byte) []byte {
-	return cat(binary.BigEndian.AppendUint32(nil, uint32(8+len(body))), []byte(typ), body)
-}
-
-// TestFind: the video of each layout is found at its exact bytes; files
+// TestFindMotionVideo: the video of each layout is found at its exact bytes; files
 // that say they are Motion Photos but whose video is gone or elsewhere,
 // and plain stills, give none.
-func TestFind(t *testing.T) {
-	jpg, mp4, heic := media(t)
+func TestFindMotionVideo(t *testing.T) {
+	jpg, mp4, heic := motionMedia(t)
 	n := strconv.Itoa(len(mp4))
 	elements := `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
 		`<rdf:Description rdf:about="" xmlns:GCamera="http://ns.google.com/photos/1.0/camera/" xmlns:Container="http://ns.google.com/photos/1.0/container/" xmlns:Item="http://ns.google.com/photos/1.0/container/item/">` +
@@ -67,7 +61,7 @@ func TestFind(t *testing.T) {
 	micro := `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
 		`<rdf:Description rdf:about="" xmlns:GCamera="http://ns.google.com/photos/1.0/camera/" GCamera:MicroVideo="1" GCamera:MicroVideoVersion="1" GCamera:MicroVideoOffset="` + n + `"/></rdf:RDF></x:xmpmeta>`
 	// Samsung's trailer names the marker again, after the video.
-	samsungTrailer := cat([]byte("SEFH\x6b\x00\x00\x00\x01\x00\x00\x00"), []byte("MotionPhoto_Data"), []byte("\x00\x00\x00\x00SEFT"))
+	samsungTrailer := joined([]byte("SEFH\x6b\x00\x00\x00\x01\x00\x00\x00"), []byte("MotionPhoto_Data"), []byte("\x00\x00\x00\x00SEFT"))
 	// A second item after the video (a depth map, say), 10 bytes long.
 	twoItems := strings.Replace(videotest.MotionXMP(len(mp4)), `</rdf:Seq>`,
 		`<rdf:li rdf:parseType="Resource"><Container:Item Item:Mime="image/jpeg" Item:Semantic="Depth" Item:Length="10"/></rdf:li></rdf:Seq>`, 1)
@@ -76,22 +70,22 @@ func TestFind(t *testing.T) {
 		file []byte
 	}
 	cases := []tc{
-		{"Google format 1.0, attributes", cat(videotest.WithXMP(jpg, videotest.MotionXMP(len(mp4))), mp4)},
-		{"Google format 1.0, elements", cat(videotest.WithXMP(jpg, elements), mp4)},
-		{"an item after the video", cat(videotest.WithXMP(jpg, twoItems), mp4, []byte("0123456789"))},
-		{"MicroVideo (MVIMG)", cat(videotest.WithXMP(jpg, micro), mp4)},
-		{"Samsung JPEG", cat(jpg, []byte("MotionPhoto_Data"), mp4, samsungTrailer)},
+		{"Google format 1.0, attributes", joined(videotest.WithXMP(jpg, videotest.MotionXMP(len(mp4))), mp4)},
+		{"Google format 1.0, elements", joined(videotest.WithXMP(jpg, elements), mp4)},
+		{"an item after the video", joined(videotest.WithXMP(jpg, twoItems), mp4, []byte("0123456789"))},
+		{"MicroVideo (MVIMG)", joined(videotest.WithXMP(jpg, micro), mp4)},
+		{"Samsung JPEG", joined(jpg, []byte("MotionPhoto_Data"), mp4, samsungTrailer)},
 		{"the XMP of a video that is gone", videotest.WithXMP(jpg, videotest.MotionXMP(len(mp4)))},
-		{"an XMP length that misses the video", cat(videotest.WithXMP(jpg, videotest.MotionXMP(len(mp4)+7)), mp4)},
-		{"junk after the marker", cat(jpg, []byte("MotionPhoto_Data"), bytes.Repeat([]byte{0x41}, 64))},
+		{"an XMP length that misses the video", joined(videotest.WithXMP(jpg, videotest.MotionXMP(len(mp4)+7)), mp4)},
+		{"junk after the marker", joined(jpg, []byte("MotionPhoto_Data"), bytes.Repeat([]byte{0x41}, 64))},
 		{"a plain JPEG", jpg},
-		{"a JPEG with the video appended but nothing saying so", cat(jpg, mp4)},
+		{"a JPEG with the video appended but nothing saying so", joined(jpg, mp4)},
 		{"too short", []byte{0xFF, 0xD8}},
 	}
 	if heic != nil {
 		cases = append(cases,
-			tc{"HEIC, mpvd box", cat(heic, qtBox("mpvd", mp4))},
-			tc{"HEIC, an MP4 appended bare (which libheif refuses)", cat(heic, mp4)},
+			tc{"HEIC, mpvd box", joined(heic, bmffBox("mpvd", mp4))},
+			tc{"HEIC, an MP4 appended bare (which libheif refuses)", joined(heic, mp4)},
 			tc{"a plain HEIC", heic},
 		)
 	}
@@ -100,7 +94,7 @@ func TestFind(t *testing.T) {
 		"MicroVideo (MVIMG)": true, "Samsung JPEG": true, "HEIC, mpvd box": true,
 	}
 	for _, c := range cases {
-		v, ok := Find(bytes.NewReader(c.file), int64(len(c.file)))
+		v, ok := FindMotionVideo(bytes.NewReader(c.file), int64(len(c.file)))
 		if ok != want[c.name] {
 			t.Errorf("%s: found %v (%+v), want %v", c.name, ok, v, want[c.name])
 			continue
@@ -117,8 +111,8 @@ func TestFind(t *testing.T) {
 			if c.file[0] != 0xFF {
 				base = heic
 			}
-			got, err := preprocess.Decode(c.file, c.name, 0, false)
-			want, werr := preprocess.Decode(base, c.name, 0, false)
+			got, err := Decode(c.file, c.name, 0, false)
+			want, werr := Decode(base, c.name, 0, false)
 			if err != nil || werr != nil || !bytes.Equal(got.Pix, want.Pix) || got.Rect != want.Rect {
 				t.Errorf("%s: the still decodes otherwise with its video (%v, %v)", c.name, err, werr)
 			}
@@ -126,11 +120,11 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// TestFindMatchesExiftool: where exiftool (which parses the XMP but
+// TestFindMotionVideoMatchesExiftool: where exiftool (which parses the XMP but
 // extracts no video in 12.57) reads a Motion Photo's directory or
 // MicroVideoOffset, the video found is the length it reads, at the end of
 // the file, in the attribute and the element forms of the XMP.
-func TestFindMatchesExiftool(t *testing.T) {
+func TestFindMotionVideoMatchesExiftool(t *testing.T) {
 	tool, err := exec.LookPath("exiftool")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -138,17 +132,17 @@ func TestFindMatchesExiftool(t *testing.T) {
 		}
 		t.Skip("exiftool not on PATH (Debian: libimage-exiftool-perl)")
 	}
-	jpg, mp4, _ := media(t)
+	jpg, mp4, _ := motionMedia(t)
 	n := strconv.Itoa(len(mp4))
 	dir := t.TempDir()
 	files := map[string][]byte{
-		"attributes.MP.jpg": cat(videotest.WithXMP(jpg, videotest.MotionXMP(len(mp4))), mp4),
-		"elements.MP.jpg": cat(videotest.WithXMP(jpg, `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">`+
+		"attributes.MP.jpg": joined(videotest.WithXMP(jpg, videotest.MotionXMP(len(mp4))), mp4),
+		"elements.MP.jpg": joined(videotest.WithXMP(jpg, `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">`+
 			`<rdf:Description rdf:about="" xmlns:Container="http://ns.google.com/photos/1.0/container/" xmlns:Item="http://ns.google.com/photos/1.0/container/item/">`+
 			`<Container:Directory><rdf:Seq><rdf:li rdf:parseType="Resource"><Container:Item rdf:parseType="Resource"><Item:Semantic>Primary</Item:Semantic></Container:Item></rdf:li>`+
 			`<rdf:li rdf:parseType="Resource"><Container:Item rdf:parseType="Resource"><Item:Semantic>MotionPhoto</Item:Semantic><Item:Length>`+n+`</Item:Length></Container:Item></rdf:li>`+
 			`</rdf:Seq></Container:Directory></rdf:Description></rdf:RDF></x:xmpmeta>`), mp4),
-		"MVIMG_1.jpg": cat(videotest.WithXMP(jpg, `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">`+
+		"MVIMG_1.jpg": joined(videotest.WithXMP(jpg, `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">`+
 			`<rdf:Description rdf:about="" xmlns:GCamera="http://ns.google.com/photos/1.0/camera/" GCamera:MicroVideo="1" GCamera:MicroVideoOffset="`+n+`"/></rdf:RDF></x:xmpmeta>`), mp4),
 	}
 	var paths []string
@@ -184,7 +178,7 @@ func TestFindMatchesExiftool(t *testing.T) {
 			}
 		}
 		file := files[filepath.Base(g.SourceFile)]
-		v, ok := Find(bytes.NewReader(file), int64(len(file)))
+		v, ok := FindMotionVideo(bytes.NewReader(file), int64(len(file)))
 		if length == 0 || !ok || v.Len != length || v.Off+v.Len != int64(len(file)) {
 			t.Errorf("%s: found %v %+v; exiftool reads a video of %d bytes (the file is %d)", filepath.Base(g.SourceFile), ok, v, length, len(file))
 		}

@@ -1,7 +1,17 @@
-// Package motionphoto finds the video an Android Motion Photo carries: a
-// JPEG or HEIC still with a short MP4 appended to it, which Google's
-// Camera (Pixel "Motion", "Top Shot"), Samsung's ("Motion photo") and
-// others write as one file. The still is the photo as any viewer shows
+package preprocess
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/xml"
+	"io"
+	"strconv"
+)
+
+// Motion Photos. FindMotionVideo finds the video an Android Motion
+// Photo carries: a JPEG or HEIC still with a short MP4 appended to it,
+// which Google's Camera (Pixel "Motion", "Top Shot"), Samsung's ("Motion
+// photo") and others write as one file. The still is the photo as any viewer shows
 // it; the video is the seconds around it.
 //
 // The layouts read:
@@ -24,35 +34,24 @@
 // are an MP4 (an ftyp box first, a moov box among boxes that fill the
 // range): an editor that kept the XMP but dropped the video, or a stray
 // marker, finds nothing.
-package motionphoto
 
-import (
-	"bytes"
-	"encoding/binary"
-	"encoding/xml"
-	"io"
-	"strconv"
+// motionMaxHeader bounds what is read of a JPEG's segments for its XMP.
+const motionMaxHeader = 4 << 20
 
-	"github.com/clipidx/clipidx/preprocess"
-)
-
-// maxHeader bounds what is read of a JPEG's segments for its XMP.
-const maxHeader = 4 << 20
-
-// samsungTail bounds how far from the end of a JPEG the Samsung marker is
+// motionSamsungTail bounds how far from the end of a JPEG the Samsung marker is
 // looked for.
-const samsungTail = 256 << 20
+const motionSamsungTail = 256 << 20
 
-// Video is the byte range of a Motion Photo's video within its file, and
+// MotionVideo is the byte range of a Motion Photo's video within its file, and
 // whether its ftyp names a QuickTime brand (else MP4).
-type Video struct {
+type MotionVideo struct {
 	Off, Len  int64
 	QuickTime bool
 }
 
-// Find returns the video the file r (of size bytes) carries, ok false when
+// FindMotionVideo returns the video the file r (of size bytes) carries, ok false when
 // it is no Motion Photo (or its video is gone, or cannot be read).
-func Find(r io.ReaderAt, size int64) (v Video, ok bool) {
+func FindMotionVideo(r io.ReaderAt, size int64) (v MotionVideo, ok bool) {
 	var head [12]byte
 	if size < int64(len(head)) {
 		return v, false
@@ -62,29 +61,29 @@ func Find(r io.ReaderAt, size int64) (v Video, ok bool) {
 	}
 	switch {
 	case head[0] == 0xFF && head[1] == 0xD8:
-		return findJPEG(r, size)
+		return motionJPEG(r, size)
 	case string(head[4:8]) == "ftyp":
-		return findHEIF(r, size)
+		return motionHEIF(r, size)
 	}
 	return v, false
 }
 
-func findJPEG(r io.ReaderAt, size int64) (Video, bool) {
-	if hdr, err := preprocess.MetaBytes(r, size, maxHeader); err == nil {
-		for _, sp := range xmpSpans(xmpOf(hdr)) {
+func motionJPEG(r io.ReaderAt, size int64) (MotionVideo, bool) {
+	if hdr, err := MetaBytes(r, size, motionMaxHeader); err == nil {
+		for _, sp := range motionSpans(motionXMP(hdr)) {
 			if sp.tail > 0 && sp.tail < size {
-				if v, ok := mp4At(r, size-sp.tail, sp.n, size); ok {
+				if v, ok := motionMP4At(r, size-sp.tail, sp.n, size); ok {
 					return v, true
 				}
 			}
 		}
 	}
-	return findSamsung(r, size)
+	return motionSamsung(r, size)
 }
 
-// xmpOf returns the XMP packet of a JPEG's segments (the APP1 segment of
+// motionXMP returns the XMP packet of a JPEG's segments (the APP1 segment of
 // Adobe's namespace), nil when there is none.
-func xmpOf(hdr []byte) []byte {
+func motionXMP(hdr []byte) []byte {
 	const ns = "http://ns.adobe.com/xap/1.0/\x00"
 	for from := 0; ; {
 		i := bytes.Index(hdr[from:], []byte(ns))
@@ -104,20 +103,20 @@ func xmpOf(hdr []byte) []byte {
 }
 
 const (
-	nsCamera    = "http://ns.google.com/photos/1.0/camera/"
-	nsContainer = "http://ns.google.com/photos/1.0/container/"
-	nsItem      = "http://ns.google.com/photos/1.0/container/item/"
+	nsGCamera    = "http://ns.google.com/photos/1.0/camera/"
+	nsGContainer = "http://ns.google.com/photos/1.0/container/"
+	nsGItem      = "http://ns.google.com/photos/1.0/container/item/"
 )
 
-// span is where an XMP packet says a Motion Photo's video is: tail bytes
+// motionSpan is where an XMP packet says a Motion Photo's video is: tail bytes
 // from the end of the file, n bytes long.
-type span struct{ tail, n int64 }
+type motionSpan struct{ tail, n int64 }
 
-// xmpSpans reads from an XMP packet where a Motion Photo's video may be:
+// motionSpans reads from an XMP packet where a Motion Photo's video may be:
 // from the container directory (the MotionPhoto item, followed by the
 // items after it), then from a MicroVideoOffset (the video runs to the
 // end). Attributes and elements are both read, as XMP allows either.
-func xmpSpans(x []byte) []span {
+func motionSpans(x []byte) []motionSpan {
 	if len(x) == 0 {
 		return nil
 	}
@@ -134,11 +133,11 @@ func xmpSpans(x []byte) []span {
 	)
 	set := func(space, local, val string) {
 		switch {
-		case space == nsItem && inItem && local == "Semantic":
+		case space == nsGItem && inItem && local == "Semantic":
 			items[len(items)-1].semantic = val
-		case space == nsItem && inItem && local == "Length":
+		case space == nsGItem && inItem && local == "Length":
 			items[len(items)-1].length, _ = strconv.ParseInt(val, 10, 64)
-		case space == nsCamera && local == "MicroVideoOffset":
+		case space == nsGCamera && local == "MicroVideoOffset":
 			micro, _ = strconv.ParseInt(val, 10, 64)
 		}
 	}
@@ -151,7 +150,7 @@ func xmpSpans(x []byte) []span {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if t.Name.Space == nsContainer && t.Name.Local == "Item" {
+			if t.Name.Space == nsGContainer && t.Name.Local == "Item" {
 				inItem = true
 				items = append(items, item{})
 			}
@@ -166,12 +165,12 @@ func xmpSpans(x []byte) []span {
 				set(t.Name.Space, t.Name.Local, string(bytes.TrimSpace(text)))
 			}
 			field = ""
-			if t.Name.Space == nsContainer && t.Name.Local == "Item" {
+			if t.Name.Space == nsGContainer && t.Name.Local == "Item" {
 				inItem = false
 			}
 		}
 	}
-	var out []span
+	var out []motionSpan
 	for i, it := range items {
 		if it.semantic != "MotionPhoto" || it.length <= 0 {
 			continue
@@ -180,26 +179,26 @@ func xmpSpans(x []byte) []span {
 		for _, after := range items[i:] {
 			tail += max(after.length, 0)
 		}
-		out = append(out, span{tail, it.length})
+		out = append(out, motionSpan{tail, it.length})
 	}
 	if micro > 0 {
-		out = append(out, span{micro, micro})
+		out = append(out, motionSpan{micro, micro})
 	}
 	return out
 }
 
-// findSamsung finds the video after Samsung's "MotionPhoto_Data" marker,
-// searched for from the end of the file (in its last samsungTail bytes).
-func findSamsung(r io.ReaderAt, size int64) (Video, bool) {
+// motionSamsung finds the video after Samsung's "MotionPhoto_Data" marker,
+// searched for from the end of the file (in its last motionSamsungTail bytes).
+func motionSamsung(r io.ReaderAt, size int64) (MotionVideo, bool) {
 	const marker = "MotionPhoto_Data"
 	const chunk = 1 << 20
 	end := size
-	for end > 0 && size-end < samsungTail {
+	for end > 0 && size-end < motionSamsungTail {
 		start := max(end-chunk, 0)
 		buf := make([]byte, end-start+int64(len(marker))-1)
 		n, err := r.ReadAt(buf[:min(int64(len(buf)), size-start)], start)
 		if err != nil && err != io.EOF {
-			return Video{}, false
+			return MotionVideo{}, false
 		}
 		// Samsung's trailer names its entries, this marker among them:
 		// each place it occurs is tried, from the last.
@@ -208,34 +207,34 @@ func findSamsung(r io.ReaderAt, size int64) (Video, bool) {
 			if i < 0 {
 				break
 			}
-			if v, ok := mp4At(r, start+int64(i)+int64(len(marker)), -1, size); ok {
+			if v, ok := motionMP4At(r, start+int64(i)+int64(len(marker)), -1, size); ok {
 				return v, true
 			}
 			b = b[:i]
 		}
 		end = start
 	}
-	return Video{}, false
+	return MotionVideo{}, false
 }
 
-func findHEIF(r io.ReaderAt, size int64) (Video, bool) {
+func motionHEIF(r io.ReaderAt, size int64) (MotionVideo, bool) {
 	var hdr [16]byte
 	for off := int64(0); off+8 <= size; {
-		typ, n, hlen, ok := box(r, off, size, hdr[:])
+		typ, n, hlen, ok := motionBox(r, off, size, hdr[:])
 		if !ok {
-			return Video{}, false
+			return MotionVideo{}, false
 		}
 		if typ == "mpvd" {
-			return mp4At(r, off+hlen, n-hlen, off+n)
+			return motionMP4At(r, off+hlen, n-hlen, off+n)
 		}
 		off += n
 	}
-	return Video{}, false
+	return MotionVideo{}, false
 }
 
-// box reads the header of the box at off (within a range ending at end):
+// motionBox reads the header of the motionBox at off (within a range ending at end):
 // its type, its whole size and its header's size.
-func box(r io.ReaderAt, off, end int64, hdr []byte) (typ string, n, hlen int64, ok bool) {
+func motionBox(r io.ReaderAt, off, end int64, hdr []byte) (typ string, n, hlen int64, ok bool) {
 	if _, err := r.ReadAt(hdr[:8], off); err != nil {
 		return "", 0, 0, false
 	}
@@ -263,32 +262,32 @@ func box(r io.ReaderAt, off, end int64, hdr []byte) (typ string, n, hlen int64, 
 	return typ, n, hlen, true
 }
 
-// mp4At checks that the bytes at off are an MP4 of length n (n < 0: as
-// long as its boxes go, the file ending at end): an ftyp box first, then
+// motionMP4At checks that the bytes at off are an MP4 of length n (n < 0: as
+// long as its boxes go, the file ending at end): an ftyp motionBox first, then
 // boxes that fill it, a moov among them.
-func mp4At(r io.ReaderAt, off, n, end int64) (Video, bool) {
+func motionMP4At(r io.ReaderAt, off, n, end int64) (MotionVideo, bool) {
 	limit := end
 	if n >= 0 {
 		limit = off + n
 	}
 	if off < 0 || limit > end || off >= limit {
-		return Video{}, false
+		return MotionVideo{}, false
 	}
 	var hdr [16]byte
-	var v Video
+	var v MotionVideo
 	moov := false
 	at := off
 	for at < limit {
-		typ, bn, _, ok := box(r, at, limit, hdr[:])
+		typ, bn, _, ok := motionBox(r, at, limit, hdr[:])
 		if !ok {
 			if n >= 0 || at == off {
-				return Video{}, false
+				return MotionVideo{}, false
 			}
 			break // the end of the video: a trailer follows
 		}
 		if at == off {
 			if typ != "ftyp" {
-				return Video{}, false
+				return MotionVideo{}, false
 			}
 			var brand [4]byte
 			if _, err := r.ReadAt(brand[:], at+8); err == nil {
@@ -299,7 +298,7 @@ func mp4At(r io.ReaderAt, off, n, end int64) (Video, bool) {
 		at += bn
 	}
 	if !moov {
-		return Video{}, false
+		return MotionVideo{}, false
 	}
 	v.Off, v.Len = off, at-off
 	return v, true
