@@ -3,6 +3,8 @@ package preprocess
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/clipidx/clipidx/internal/video/videotest"
 )
 
 // This file edits HEIF files for tests: it adds item properties (colr,
@@ -26,18 +28,8 @@ func bmffSplit(t testing.TB, d []byte) []rawBox {
 	return out
 }
 
-func bmffBox(typ string, body ...[]byte) []byte {
-	n := 8
-	for _, b := range body {
-		n += len(b)
-	}
-	out := binary.BigEndian.AppendUint32(nil, uint32(n))
-	out = append(out, typ...)
-	for _, b := range body {
-		out = append(out, b...)
-	}
-	return out
-}
+// bmffBox is an ISO BMFF box: 4-byte size, type, body.
+func bmffBox(typ string, body ...[]byte) []byte { return videotest.QTBox(typ, body...) }
 
 func bmffJoin(bs []rawBox) []byte {
 	var out []byte

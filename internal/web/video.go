@@ -64,12 +64,23 @@ func (s *Server) video(w http.ResponseWriter, r *http.Request, id string) {
 	if !ok {
 		return
 	}
-	ct, known := videoTypes[strings.ToLower(filepath.Ext(f.real))]
-	if !f.frame || !known {
+	if !f.frame {
 		fail(w, errGone)
 		return
 	}
-	file, srcs, err := openSources(f) // the whole file, its size as recorded
+	serveVideo(w, r, f)
+}
+
+// serveVideo streams the video file f (the whole file, its size as
+// recorded) with the Content-Type of its extension, Range requests
+// answered by http.ServeContent.
+func serveVideo(w http.ResponseWriter, r *http.Request, f indexedFile) {
+	ct, known := videoTypes[strings.ToLower(filepath.Ext(f.real))]
+	if !known {
+		fail(w, errGone)
+		return
+	}
+	file, srcs, err := openSources(f)
 	if err != nil {
 		fail(w, err)
 		return
@@ -84,8 +95,8 @@ func (s *Server) video(w http.ResponseWriter, r *http.Request, id string) {
 // as its Live Photo's (index/live.go), served as /video serves a video
 // (its size and mtime those recorded, inside the indexed folders, Range
 // requests answered). A still without one that is a Motion Photo (an
-// Android phone's JPEG or HEIC with a video appended: preprocess.FindMotionVideo) has
-// its video served from its own bytes.
+// Android phone's JPEG or HEIC with a video appended:
+// preprocess.FindMotionVideo) has its video served from its own bytes.
 func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 	var still, movie indexedFile
 	err := s.view(func(snap *store.Snapshot) error {
@@ -118,23 +129,10 @@ func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 		s.motionVideo(w, r, still)
 		return
 	}
-	ct, known := videoTypes[strings.ToLower(filepath.Ext(movie.real))]
-	if !known {
-		fail(w, errGone)
-		return
-	}
 	tag := etag(movie.rec.Hash, "l"+strconv.FormatInt(movie.rec.Size, 36)+"-"+strconv.FormatInt(movie.rec.MtimeNs, 36))
-	if notModified(w, r, tag) {
-		return
+	if !notModified(w, r, tag) {
+		serveVideo(w, r, movie)
 	}
-	file, srcs, err := openSources(movie)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	defer file.Close()
-	w.Header().Set("Content-Type", ct)
-	http.ServeContent(w, r, "", time.Unix(0, movie.rec.MtimeNs), srcs[0].sec)
 }
 
 // motionVideo serves the video a Motion Photo still carries, 404 when it
