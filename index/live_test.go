@@ -66,6 +66,20 @@ func liveRecords(t *testing.T, db string) map[string]string {
 	return out
 }
 
+// buildLive builds dir into db and checks the summary and the number of
+// Live Photo movies it left out.
+func buildLive(t *testing.T, db, dir string, o Options, want string, live int) *Summary {
+	t.Helper()
+	sum, err := Build(context.Background(), db, []string{dir}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sumOf(sum); got != want || sum.LiveVideos != live {
+		t.Errorf("summary %s, %d Live Photo movies; want %s, %d (failures %v)", got, sum.LiveVideos, want, live, sum.Failures)
+	}
+	return sum
+}
+
 // TestBuildLivePhotos: a Live Photo's movie (a photo of its name beside
 // it with the same content identifier) is recorded as left out, not
 // sampled; a clip beside a photo with another identifier, or none, or in
@@ -91,14 +105,7 @@ func TestBuildLivePhotos(t *testing.T) {
 	en, s := &fakeEnc{}, &fakeSampler{}
 	build := func(o Options, want string, live int) *Summary {
 		t.Helper()
-		sum, err := Build(context.Background(), db, []string{dir}, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := sumOf(sum); got != want || sum.LiveVideos != live {
-			t.Errorf("summary %s, %d Live Photo movies; want %s, %d (failures %v)", got, sum.LiveVideos, want, live, sum.Failures)
-		}
-		return sum
+		return buildLive(t, db, dir, o, want, live)
 	}
 	sampled := func(want int64) {
 		t.Helper()
@@ -221,32 +228,26 @@ func TestBuildLivePhotosWithin(t *testing.T) {
 	write(t, movie, fakeLiveMovie(id, "0,1"))
 	write(t, filepath.Join(dir, "other.png"), png+"other")
 	en, s := &fakeEnc{}, &fakeSampler{}
-	build := func(within []string, want string) {
+	build := func(within []string, want string, live int) {
 		t.Helper()
 		o := videoOpts(en, s)
 		o.Within = within
-		sum, err := Build(context.Background(), db, []string{dir}, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := sumOf(sum); got != want {
-			t.Errorf("summary %s, want %s", got, want)
-		}
+		buildLive(t, db, dir, o, want, live)
 	}
-	build(nil, "added=2 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	build(nil, "added=2 updated=0 unchanged=0 reused=0 removed=0 failed=0", 1)
 	wantRecords(t, db, dir, "IMG_0100.heic", "IMG_0100.mov!", "other.png")
 
 	if err := os.Remove(still); err != nil {
 		t.Fatal(err)
 	}
-	build([]string{still}, "added=0 updated=1 unchanged=0 reused=0 removed=1 failed=0")
+	build([]string{still}, "added=0 updated=1 unchanged=0 reused=0 removed=1 failed=0", 0)
 	wantRecords(t, db, dir, "IMG_0100.mov#t=0", "IMG_0100.mov#t=1", "other.png")
 	if n := s.calls.Load(); n != 1 {
 		t.Errorf("%d videos sampled, want the movie once", n)
 	}
 
 	write(t, still, fakeStill(id, "s"))
-	build([]string{still}, "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	build([]string{still}, "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0", 1)
 	wantRecords(t, db, dir, "IMG_0100.heic", "IMG_0100.mov!", "other.png")
 	if got := liveRecords(t, db); got[movie] != "IMG_0100.heic" {
 		t.Errorf("Live Photo movies %v", got)
@@ -268,18 +269,9 @@ func TestBuildLivePhotoStillChangedWithoutFFmpeg(t *testing.T) {
 	en, s := &fakeEnc{}, &fakeSampler{}
 	build := func(o Options, want string) *Summary {
 		t.Helper()
-		sum, err := Build(context.Background(), db, []string{dir}, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := sumOf(sum); got != want {
-			t.Errorf("summary %s, want %s", got, want)
-		}
-		return sum
+		return buildLive(t, db, dir, o, want, 0)
 	}
-	if sum := build(videoOpts(en, s), "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0"); sum.LiveVideos != 1 {
-		t.Errorf("%d Live Photo movies, want 1", sum.LiveVideos)
-	}
+	buildLive(t, db, dir, videoOpts(en, s), "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0", 1)
 	wantRecords(t, db, dir, "IMG_0200.HEIC", "IMG_0200.MOV!")
 
 	write(t, still, fakeStill("", "another photo"))
