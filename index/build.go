@@ -1087,6 +1087,34 @@ func (b *builder) within() []string {
 	return b.scope
 }
 
+// collect frees the vectors no file uses any more: all of them after a
+// complete build of every indexed folder, else those that lost their last
+// file more than store.KeepUnused ago. A file that left a folder this
+// build looked at may have moved to one a later build looks at (a photo
+// moved from 2019/ to 2020/, then each folder built on its own; a
+// watcher's builds of the paths that settled, which may take a rename's
+// old name before its new one): that build reuses the vector instead of
+// running the model again.
+func (b *builder) collect(roots []string, complete bool) error {
+	all := complete && len(b.opts.Within) == 0
+	if all {
+		var held []string
+		if err := b.w.View(func(s *store.Snapshot) (err error) { held, err = s.Roots(); return err }); err != nil {
+			return err
+		}
+		for _, h := range held {
+			all = all && slices.ContainsFunc(roots, func(r string) bool { return store.Within(h, r) })
+		}
+	}
+	var err error
+	if all {
+		_, err = b.w.GC()
+	} else {
+		_, err = b.w.GCQueuedBefore(time.Now().Add(-store.KeepUnused))
+	}
+	return err
+}
+
 // finish removes files that disappeared (only after a complete walk, and
 // none on a disk that is away), records the offline folders, frees unused
 // vectors and records the build.
@@ -1121,7 +1149,7 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 			return b.sum, err
 		}
 	}
-	if _, err := b.w.GC(); err != nil {
+	if err := b.collect(roots, complete); err != nil {
 		return b.sum, err
 	}
 	// The index records the failures themselves; keep only the counts.

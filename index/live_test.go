@@ -246,8 +246,10 @@ func TestBuildLivePhotosWithin(t *testing.T) {
 		t.Errorf("%d videos sampled, want the movie once", n)
 	}
 
+	// The still back: its vector, kept by the partial build that removed
+	// it (store.KeepUnused), serves again.
 	write(t, still, fakeStill(id, "s"))
-	build([]string{still}, "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0", 1)
+	build([]string{still}, "added=0 updated=0 unchanged=0 reused=1 removed=0 failed=0", 1)
 	wantRecords(t, db, dir, "IMG_0100.heic", "IMG_0100.mov!", "other.png")
 	if got := liveRecords(t, db); got[movie] != "IMG_0100.heic" {
 		t.Errorf("Live Photo movies %v", got)

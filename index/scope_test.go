@@ -221,3 +221,79 @@ func TestBuildWaitsForAnotherBuild(t *testing.T) {
 		t.Fatalf("the waiting build: %v, %+v", r.err, r.sum)
 	}
 }
+
+// queuedOf is how many vectors no file uses the index keeps.
+func queuedOf(t *testing.T, db string) int {
+	t.Helper()
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var st store.Stats
+	if err := r.View(func(s *store.Snapshot) (err error) { st, err = s.Stats(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return st.Queued
+}
+
+// TestBuildKeepsMovedVectors: a photo moved to another folder, the old
+// place built first and the new one after (a watcher's builds of what
+// settled, or each folder built on its own), is not embedded again: the
+// build that removes it keeps its vector (store.KeepUnused), out of searches,
+// and the build that finds it under its new name reuses it. A build of
+// every indexed folder frees what no file uses.
+func TestBuildKeepsMovedVectors(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	a, b := filepath.Join(d, "a"), filepath.Join(d, "b")
+	photos(t, a, "a", 2)
+	photos(t, b, "b", 1)
+	enc := &fakeEnc{}
+	build := func(roots, within []string, want string) {
+		t.Helper()
+		o := opts(enc)
+		o.Within = within
+		before := enc.images.Load()
+		sum, err := Build(context.Background(), db, roots, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sumOf(sum); got != want {
+			t.Errorf("build %v within %v: %s, want %s", roots, within, got, want)
+		}
+		if sum.Added+sum.Updated == 0 && enc.images.Load() != before {
+			t.Errorf("build %v within %v ran the model on %d images, want none", roots, within, enc.images.Load()-before)
+		}
+		verify(t, db)
+	}
+	build([]string{d}, nil, "added=3 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+
+	// A watcher's builds: the old name settles first.
+	rename(t, filepath.Join(a, "a0.png"), filepath.Join(b, "moved.png"))
+	build([]string{d}, []string{filepath.Join(a, "a0.png")}, "added=0 updated=0 unchanged=0 reused=0 removed=1 failed=0")
+	if n := queuedOf(t, db); n != 1 {
+		t.Errorf("%d vectors kept after the old name's build, want 1", n)
+	}
+	build([]string{d}, []string{filepath.Join(b, "moved.png")}, "added=0 updated=0 unchanged=0 reused=1 removed=0 failed=0")
+
+	// Each folder built as a root of its own.
+	rename(t, filepath.Join(b, "moved.png"), filepath.Join(a, "back.png"))
+	build([]string{b}, nil, "added=0 updated=0 unchanged=1 reused=0 removed=1 failed=0")
+	build([]string{a}, nil, "added=0 updated=0 unchanged=1 reused=1 removed=0 failed=0")
+	if n := queuedOf(t, db); n != 0 {
+		t.Errorf("%d vectors kept with every file in place, want 0", n)
+	}
+
+	// Gone for good: kept by a build of one folder, freed by a build of
+	// every indexed one.
+	removeAll(t, filepath.Join(a, "back.png"))
+	build([]string{a}, nil, "added=0 updated=0 unchanged=1 reused=0 removed=1 failed=0")
+	if n := queuedOf(t, db); n != 1 {
+		t.Errorf("%d vectors kept after a build of one folder, want 1", n)
+	}
+	build([]string{d}, nil, "added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+	if n := queuedOf(t, db); n != 0 {
+		t.Errorf("%d vectors kept after a build of every folder, want 0", n)
+	}
+}

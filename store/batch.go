@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -68,6 +69,7 @@ type wtx struct {
 	chunk                                             map[uint32][]byte  // modified chunk copies, written at flush
 	images, failed, vectors                           int64              // counter deltas
 	dirty                                             map[VecID]struct{} // see dirtyVec; nil outside Writer.update
+	now                                               int64              // Unix seconds: when unref queues a vector
 }
 
 func newWtx(tx *bolt.Tx, dim int) *wtx {
@@ -77,6 +79,7 @@ func newWtx(tx *bolt.Tx, dim int) *wtx {
 		hashes: tx.Bucket(bHashes), vecs: tx.Bucket(bVecs), chunks: tx.Bucket(bChunks),
 		free: tx.Bucket(bFree), gc: tx.Bucket(bGC),
 		chunk: map[uint32][]byte{},
+		now:   time.Now().Unix(),
 	}
 	if d, ok := colDirty.Load(tx); ok {
 		w.dirty = d.(map[VecID]struct{})
@@ -183,11 +186,12 @@ func (w *wtx) unref(path string, old File) error {
 	if k, _ := w.refs.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
 		return nil // still used by another file
 	}
-	// Queued for GC: the slot keeps its values (a file seen later in the
-	// build may reuse them) but leaves the live set, so that searches never
-	// rank a vector without a file.
+	// Queued for GC: the slot keeps its values (a file seen later, in this
+	// build or a later one, may reuse them: a photo moved to a folder not
+	// built yet) but leaves the live set, so that searches never rank a
+	// vector without a file. The value is when it was queued (collect).
 	w.setLive(old.Vec, false)
-	return w.gc.Put(prefix, nil)
+	return w.gc.Put(prefix, u64(uint64(w.now)))
 }
 
 // has reports whether key is in b. (Get cannot tell: a nil value put in
@@ -351,11 +355,17 @@ func (w *wtx) flush() error {
 	return nil
 }
 
-// collect frees every vector queued in the gc bucket that no file uses.
-func (w *wtx) collect() (int, error) {
+// collect frees every vector queued in the gc bucket that no file uses,
+// except, when keepSince > 0, those queued at or after keepSince (Unix
+// seconds). A queue entry without a time (written before entries had one)
+// counts as queued long ago.
+func (w *wtx) collect(keepSince int64) (int, error) {
 	var ids []VecID
 	c := w.gc.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if keepSince > 0 && len(v) == 8 && int64(getU64(v)) >= keepSince {
+			continue
+		}
 		ids = append(ids, VecID(getU64(k)))
 	}
 	n := 0

@@ -175,12 +175,13 @@ func (s *Snapshot) Check(allowQueued bool) error {
 }
 
 // Check opens the index at path read-only and runs Snapshot.Check with
-// allowQueued false: a finished build leaves no orphan.
+// allowQueued true: a vector no file uses must be queued (a build keeps
+// them for a while, see Writer.GCQueuedBefore), never lost track of.
 func Check(path string) error {
 	r, err := OpenReader(path, ReaderOptions{})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	return r.View(func(s *Snapshot) error { return s.Check(false) })
+	return r.View(func(s *Snapshot) error { return s.Check(true) })
 }

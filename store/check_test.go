@@ -105,7 +105,7 @@ func TestCheckInsideTheWritingTransaction(t *testing.T) {
 				return err
 			}
 		}
-		if _, err := t.collect(); err != nil {
+		if _, err := t.collect(0); err != nil {
 			return err
 		}
 		if err := t.flush(); err != nil {

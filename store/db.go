@@ -420,12 +420,29 @@ func (w *Writer) Commit(b *Batch) error {
 }
 
 // GC frees vectors no file uses any more and returns how many.
-func (w *Writer) GC() (int, error) {
+func (w *Writer) GC() (int, error) { return w.gc(0) }
+
+// KeepUnused is how long a build that does not look at every indexed
+// folder keeps a vector that lost its last file: out of every search, but
+// at hand for a file with its content found later (a photo moved to a
+// folder built later). A complete build of every indexed folder, a merge
+// and Forget free them all.
+const KeepUnused = 7 * 24 * time.Hour
+
+// GCQueuedBefore frees, of the vectors no file uses any more, those that
+// lost their last file before t, and returns how many. The others stay
+// queued: out of searches, but at hand for a file with their content that
+// a later build finds (a photo moved to a folder that build looks at).
+func (w *Writer) GCQueuedBefore(t time.Time) (int, error) {
+	return w.gc(max(t.Unix(), 1))
+}
+
+func (w *Writer) gc(keepSince int64) (int, error) {
 	var n int
 	err := w.update(func(tx *bolt.Tx) error {
 		t := newWtx(tx, w.id.Dim)
 		var err error
-		if n, err = t.collect(); err != nil {
+		if n, err = t.collect(keepSince); err != nil {
 			return err
 		}
 		return t.flush()

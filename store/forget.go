@@ -56,7 +56,7 @@ func Forget(path string, paths []string, opts WriterOptions) (int, error) {
 				return err
 			}
 		}
-		if _, err := t.collect(); err != nil {
+		if _, err := t.collect(0); err != nil {
 			return err
 		}
 		if err := dropWithin(tx, paths); err != nil {

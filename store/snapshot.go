@@ -30,14 +30,14 @@ type Stats struct {
 	Images    int        // files with a vector
 	Failed    int        // files recorded as failures
 	Vectors   int        // distinct stored vectors, Queued included
-	Queued    int        // of Vectors, those no file uses any more, freed by the next GC
+	Queued    int        // of Vectors, those no file uses any more, kept for a while (Writer.GCQueuedBefore)
 	Bytes     int64      // size of the database file
 	LastBuild *LastBuild // nil before the first finished build
 }
 
 // Stats reads the counters kept in the meta bucket (no scan, except for
 // Vectors in an index no build has written to since the counter was added)
-// and counts the gc bucket, which is empty after a finished build.
+// and counts the gc bucket.
 func (s *Snapshot) Stats() (Stats, error) {
 	m := s.tx.Bucket(bMeta)
 	st := Stats{
@@ -138,14 +138,19 @@ func (s *Snapshot) slot(id VecID, queued bool) []float32 {
 	return out
 }
 
-// VectorByHash returns the stored vector computed from content h.
+// VectorByHash returns the stored vector computed from content h, for a
+// query by that content: one no file uses any more (queued, out of the
+// searches) included, whose slot keeps the content's values until GC.
 func (s *Snapshot) VectorByHash(h Hash) (VecID, []float32) {
 	v := s.tx.Bucket(bHashes).Get(h[:])
 	if v == nil {
 		return 0, nil
 	}
 	id := VecID(getU64(v))
-	return id, s.Vector(id)
+	if vec := s.Vector(id); vec != nil {
+		return id, vec
+	}
+	return id, s.slot(id, true)
 }
 
 // Paths returns the files using vector id, sorted.

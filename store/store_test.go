@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -446,9 +447,11 @@ func TestQueuedVectorLeavesLiveSet(t *testing.T) {
 	if n := live(); n != 1 {
 		t.Errorf("%d live vectors after deleting /a, want 1", n)
 	}
+	// A query by its content still finds its values (no model needed).
 	view(t, path, func(s *Snapshot) {
-		if id, v := s.VectorByHash(hashOf("1")); id == 0 || v != nil {
-			t.Errorf("queued vector: id %d, values %v; want its id and no values", id, v)
+		want, _ := normalized(vec(1, 8), 8)
+		if id, v := s.VectorByHash(hashOf("1")); id == 0 || !slices.Equal(v, want) {
+			t.Errorf("queued vector: id %d, values %v; want its id and values", id, v)
 		}
 	})
 	b.Reset()
@@ -677,4 +680,63 @@ func TestStatsQueued(t *testing.T) {
 	if st := statsNow(); st.Images != 2 || st.Vectors != 2 || st.Queued != 0 {
 		t.Errorf("after GC: images %d, vectors %d, queued %d; want 2, 2, 0", st.Images, st.Vectors, st.Queued)
 	}
+}
+
+// TestGCQueuedBefore: a partial build keeps the vectors that lost their
+// last file recently (the file may come back under another name), frees
+// those queued earlier, and counts a queue entry without a time (an index
+// written before entries had one) as old. A kept vector serves a new file
+// with its content.
+func TestGCQueuedBefore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	statsNow := func() (st Stats) {
+		view(t, path, func(s *Snapshot) { st = stats(t, s) })
+		return st
+	}
+	var b Batch
+	for i, n := range []string{"a", "b", "c", "d"} {
+		b.Put("/p/"+n, File{Hash: hashOf(n)}, vec(uint64(i+1), 8))
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.Delete("/p/a")
+	b.Delete("/p/b")
+	b.Delete("/p/c")
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	var old VecID
+	view(t, path, func(s *Snapshot) { old, _ = s.VectorByHash(hashOf("a")) })
+	if err := w.update(func(tx *bolt.Tx) error { return tx.Bucket(bGC).Put(u64(uint64(old)), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.GCQueuedBefore(time.Now().Add(-time.Hour)); err != nil || n != 1 {
+		t.Fatalf("GC of entries queued an hour ago: %d freed, %v; want the one without a time", n, err)
+	}
+	if st := statsNow(); st.Vectors != 3 || st.Queued != 2 {
+		t.Errorf("vectors %d, queued %d; want 3, 2", st.Vectors, st.Queued)
+	}
+	mustCheck(t, path, true)
+
+	b.Reset()
+	b.Put("/q/b", File{Hash: hashOf("b")}, nil) // b moved: no vector given, the kept one serves
+	if err := w.Commit(&b); err != nil {
+		t.Fatalf("a file with a kept vector's content: %v", err)
+	}
+	if n, err := w.GCQueuedBefore(time.Now().Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("GC of everything queued: %d freed, %v; want c alone (b is used again)", n, err)
+	}
+	if st := statsNow(); st.Images != 2 || st.Vectors != 2 || st.Queued != 0 {
+		t.Errorf("images %d, vectors %d, queued %d; want 2, 2, 0", st.Images, st.Vectors, st.Queued)
+	}
+	mustCheck(t, path, false)
+	view(t, path, func(s *Snapshot) {
+		id, v := s.VectorByHash(hashOf("b"))
+		if id == 0 || v == nil || !slices.Equal(s.Paths(id), []string{"/q/b"}) {
+			t.Errorf("b's vector %d (%d values) held by %v, want /q/b's", id, len(v), s.Paths(id))
+		}
+	})
 }

@@ -36,6 +36,9 @@ type statusJSON struct {
 	Offline      []store.Offline  `json:"offline"`  // folders whose disk was away at the last build, their entries kept
 	Build        store.BuildState `json:"build"`    // a build running now (any process), or the last one's progress
 	Metadata     metaStats        `json:"metadata"` // dates, GPS and places read from the files (photometa.go)
+	// Unused counts the vectors no file uses any more, kept for a while
+	// for a file moved to a folder not built yet (store.KeepUnused).
+	Unused int `json:"unused_vectors"`
 }
 
 func newStatusCmd() *cobra.Command {
@@ -112,14 +115,15 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				js := statusJSON{Images: st.Images, Failed: st.Failed, LiveVideos: live, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms}
+				js := statusJSON{Images: st.Images, Failed: st.Failed, LiveVideos: live, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms, Unused: st.Queued}
 				js.FoldersBytes = store.PathsBytes(folders)
 				return e.Encode(js)
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
 			if st.Queued > 0 {
-				fmt.Fprintf(out, "unused:      %d %s no file uses any more (freed by the next build)\n", st.Queued, plural(st.Queued, "vector", "vectors"))
+				fmt.Fprintf(out, "unused:      %d %s no file uses any more, kept for a file moved to a folder not built yet (freed by a build of every folder, or by any build %d days on)\n",
+					st.Queued, plural(st.Queued, "vector", "vectors"), int(store.KeepUnused.Hours()/24))
 			}
 			if videos > 0 {
 				fmt.Fprintf(out, "videos:      %d (%d %s, counted in images)\n", videos, frames, plural(frames, "frame", "frames"))

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,5 +141,80 @@ func TestStatusQueuedVectors(t *testing.T) {
 	out, errs, code := e2eRun(t, bin, "--db", db, "status")
 	if code != 0 || !strings.Contains(out, "images:      2 (2 distinct)\n") || !strings.Contains(out, "unused:      1 vector no file uses") {
 		t.Errorf("status: exit %d\n%s%s\nwant 2 images, 2 distinct, 1 unused vector", code, out, errs)
+	}
+}
+
+// TestBuildMovedPhotoNotEmbeddedAgain: a photo moved from one folder to
+// another, each folder then built on its own (old place first), is found
+// again without running the model: the first build keeps its vector
+// (status: unused), out of searches; the second reuses it; a build of
+// every folder frees what no file uses.
+func TestBuildMovedPhotoNotEmbeddedAgain(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	bin := e2eBinary(t)
+	root := t.TempDir()
+	db := filepath.Join(t.TempDir(), "index.db")
+	a, b := filepath.Join(root, "2019"), filepath.Join(root, "2020")
+	if err := os.CopyFS(a, os.DirFS(filepath.Join(model, "images"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := []string{"--db", db, "--model", model, "--device", "reference"}
+	build := func(dir string) buildJSON {
+		t.Helper()
+		out, errs, code := e2eRun(t, bin, append(slices.Clone(g), "build", "--json", dir)...)
+		var s buildJSON
+		if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil {
+			t.Fatalf("build %s: exit %d, %v: %s%s", dir, code, err, out, errs)
+		}
+		return s
+	}
+	status := func() (st struct {
+		Images int `json:"images"`
+		Unused int `json:"unused_vectors"`
+	}) {
+		t.Helper()
+		out, errs, code := e2eRun(t, bin, append(slices.Clone(g), "status", "--json")...)
+		if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+			t.Fatalf("status: exit %d, %v: %s%s", code, err, out, errs)
+		}
+		return st
+	}
+	first := build(root)
+	if first.Added < 2 {
+		t.Fatalf("first build: %+v, want the fixture's images", first)
+	}
+	entries, _ := os.ReadDir(a)
+	moved := entries[0].Name()
+	if err := os.Rename(filepath.Join(a, moved), filepath.Join(b, moved)); err != nil {
+		t.Fatal(err)
+	}
+	if s := build(a); s.Removed != 1 || s.Added+s.Updated+s.Reused != 0 {
+		t.Errorf("build of the old folder: %+v, want the moved photo removed", s)
+	}
+	if st := status(); st.Unused != 1 || st.Images != first.Added-1 {
+		t.Errorf("status after the old folder's build: %+v, want %d images and 1 unused vector", st, first.Added-1)
+	}
+	// Out of searches, but a query by its content needs no model.
+	out, errs, code := e2eRun(t, bin, "--db", db, "search", "--json", "-k", "100", "--image", filepath.Join(b, moved))
+	if code != 0 || strings.Contains(out, filepath.Join(a, moved)) || strings.Contains(out, filepath.Join(b, moved)) {
+		t.Errorf("search by the moved photo without a model: exit %d, %s%s; want results without it", code, out, errs)
+	}
+	if s := build(b); s.Reused != 1 || s.Added != 0 {
+		t.Errorf("build of the new folder: %+v, want the moved photo reused, none embedded", s)
+	}
+	if st := status(); st.Unused != 0 || st.Images != first.Added {
+		t.Errorf("status after the new folder's build: %+v, want %d images, none unused", st, first.Added)
+	}
+	if err := os.Remove(filepath.Join(b, moved)); err != nil {
+		t.Fatal(err)
+	}
+	if s := build(root); s.Removed != 1 {
+		t.Errorf("build of every folder: %+v, want the deleted photo removed", s)
+	}
+	if st := status(); st.Unused != 0 {
+		t.Errorf("status after a build of every folder: %+v, want no unused vector", st)
 	}
 }
