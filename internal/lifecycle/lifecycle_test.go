@@ -306,6 +306,11 @@ type lab struct {
 	reported        map[string]bool // away folders a build has reported offline
 	others          []string        // folders indexed apart and merged in
 	steps           []string        // what was done, printed on failure
+	// since is every content the index held a vector of since it last
+	// freed every unused one (a build of every indexed folder, a merge,
+	// a forget): a build must not embed any of them again (a photo moved
+	// out of a folder built, into one built later, takes its vector back).
+	since map[store.Hash]bool
 }
 
 func (l *lab) path(rel string) string { return filepath.Join(l.dir, filepath.FromSlash(rel)) }
@@ -742,10 +747,13 @@ func diff(got, exp map[string]rec) []string {
 }
 
 // checkEmbedded fails when a content was embedded twice by one build, or
-// embedded although the index already held its vector.
-func (l *lab) checkEmbedded(prev map[string]rec, embedded []store.Hash) {
+// embedded although the index already held its vector: in a record of
+// prev, or kept (l.held: every content the index held a vector of since
+// it last freed every unused one: a file moved to a folder built later
+// takes its vector back).
+func (l *lab) checkEmbedded(prev map[string]rec, kept map[store.Hash]bool, embedded []store.Hash) {
 	l.t.Helper()
-	had := map[store.Hash]bool{}
+	had := maps.Clone(kept)
 	for _, r := range prev {
 		if r.ok {
 			had[r.hash] = true
@@ -754,13 +762,81 @@ func (l *lab) checkEmbedded(prev map[string]rec, embedded []store.Hash) {
 	seen := map[store.Hash]bool{}
 	for _, h := range embedded {
 		if had[h] {
-			l.fatalf("content %x embedded again although the index held its vector (%s)", h[:6], l.holders(prev, h))
+			how := "in a record"
+			if kept[h] && !slices.ContainsFunc(slices.Collect(maps.Values(prev)), func(r rec) bool { return r.ok && r.hash == h }) {
+				how = "no file using it"
+			}
+			l.fatalf("content %x embedded again although the index held its vector, %s (%s)", h[:6], how, l.holders(prev, h))
 		}
 		if seen[h] {
 			l.fatalf("content %x embedded twice by one build (%s)", h[:6], l.holders(prev, h))
 		}
 		seen[h] = true
 	}
+}
+
+// stored is every content hash with a vector in the index, those no file
+// uses any more included, and how many of them no file uses.
+func (l *lab) stored() (map[store.Hash]bool, int) {
+	l.t.Helper()
+	out := map[store.Hash]bool{}
+	if _, err := os.Stat(l.db); os.IsNotExist(err) {
+		return out, 0
+	}
+	r, err := store.OpenReader(l.db, store.ReaderOptions{})
+	if err != nil {
+		l.fatalf("open index: %v", err)
+	}
+	defer r.Close()
+	var st store.Stats
+	err = r.View(func(s *store.Snapshot) error {
+		if st, err = s.Stats(); err != nil {
+			return err
+		}
+		return s.Hashes(func(h store.Hash) error { out[h] = true; return nil })
+	})
+	if err != nil {
+		l.fatalf("read index: %v", err)
+	}
+	return out, st.Queued
+}
+
+// held adds what the index holds now to l.since and returns a copy.
+func (l *lab) held() map[store.Hash]bool {
+	l.t.Helper()
+	now, _ := l.stored()
+	if l.since == nil {
+		l.since = map[store.Hash]bool{}
+	}
+	maps.Copy(l.since, now)
+	return maps.Clone(l.since)
+}
+
+// freedAll starts l.since again: the index freed every unused vector.
+func (l *lab) freedAll() {
+	l.t.Helper()
+	l.since, _ = l.stored()
+}
+
+// coversIndex reports whether a build of rel looks at every folder the
+// index holds (after it, no vector without a file is kept).
+func (l *lab) coversIndex(rel string) bool {
+	l.t.Helper()
+	r, err := store.OpenReader(l.db, store.ReaderOptions{})
+	if err != nil {
+		l.fatalf("open index: %v", err)
+	}
+	defer r.Close()
+	var roots []string
+	if err := r.View(func(s *store.Snapshot) (err error) { roots, err = s.Roots(); return err }); err != nil {
+		l.fatalf("read index: %v", err)
+	}
+	for _, root := range roots {
+		if !store.Within(root, l.path(rel)) {
+			return false
+		}
+	}
+	return true
 }
 
 // holders names, for a failure message, the records of prev with the
@@ -819,6 +895,7 @@ func (l *lab) build(rel string) {
 	l.t.Helper()
 	l.step("build %s (reach %v, ffmpeg %v)", rel, l.reach, l.ffmpeg)
 	prev := l.index()
+	kept := l.held()
 	exp := l.expectBuild(prev, rel)
 	enc := newEnc()
 	enc.delay = 3 * time.Millisecond // searches run between the build's commits
@@ -831,8 +908,14 @@ func (l *lab) build(rel string) {
 	if err := asked(); err != nil {
 		l.fatalf("serve during build %s: %v", rel, err)
 	}
-	l.checkEmbedded(prev, enc.embedded)
+	l.checkEmbedded(prev, kept, enc.embedded)
 	l.checkSampled(prev, vs)
+	if l.coversIndex(rel) {
+		if _, unused := l.stored(); unused > 0 {
+			l.fatalf("build %s, of every folder indexed, left %d vectors no file uses", rel, unused)
+		}
+		l.freedAll()
+	}
 	// Each away folder that held records under this root is reported.
 	away := l.away()
 	if ents, err := os.ReadDir(l.path(rel)); err != nil || len(ents) == 0 {
@@ -1033,6 +1116,7 @@ func (l *lab) stop(rel string) {
 	passes := 1 + l.rng.Intn(3)
 	l.step("stop a build of %s after %d passes (ffmpeg %v)", rel, passes, l.ffmpeg)
 	before := l.index()
+	kept := l.held()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	enc := newEnc()
@@ -1050,7 +1134,7 @@ func (l *lab) stop(rel string) {
 	if err != nil && err != context.Canceled {
 		l.fatalf("stopped build of %s: %v", rel, err)
 	}
-	l.checkEmbedded(before, enc.embedded)
+	l.checkEmbedded(before, kept, enc.embedded)
 	l.checkInterrupted("a stop", before, rel)
 	l.build(rel)
 }
@@ -1129,6 +1213,7 @@ func (l *lab) merge() {
 	if err := store.Check(l.db); err != nil {
 		l.fatalf("check after merge: %v", err)
 	}
+	l.freedAll()
 	l.others = append(l.others, name)
 	l.compare("merge", l.index(), exp)
 }
@@ -1142,6 +1227,7 @@ func (l *lab) forget(rel string) {
 	if err := store.Check(l.db); err != nil {
 		l.fatalf("check after forget: %v", err)
 	}
+	l.freedAll()
 	for p := range prev {
 		if store.Within(p, l.path(rel)) {
 			delete(prev, p)
