@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -812,6 +813,7 @@ func (b *builder) prepare(j job) result {
 	}
 	r.hash = sha256.Sum256(data)
 	r.meta = fileMeta(data, j.mtimeNs)
+	readMotion(r.meta, bytes.NewReader(data), int64(len(data)))
 	r.act = classify(j.old, j.found, &r.hash, func(h store.Hash) bool { return b.known[h] }, b.retry())
 	if r.act != actEmbed {
 		return r

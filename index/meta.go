@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -84,7 +85,7 @@ func resolvePlace(m *store.Meta) bool {
 // have none, probes again the videos an older clipidx read, then brings
 // the place names up to the embedded table.
 func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
-	var todo []found
+	var todo []metaTodo
 	places, err := geo.Version()
 	if err != nil {
 		return err
@@ -99,7 +100,8 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 			if err != nil {
 				return err
 			}
-			if has && (m.TakenSource != store.TakenMtime || s.MetaRead(f.path) >= photoMetaVersion) {
+			whole := !has || m.TakenSource == store.TakenMtime && s.MetaRead(f.path) < photoMetaVersion
+			if !whole && m.MotionRead {
 				continue
 			}
 			rec, ok, err := s.File(f.path)
@@ -107,7 +109,13 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 				return err
 			}
 			if ok && !rec.Failed() {
-				todo = append(todo, f) // none yet, or dated by an older reader by the file's time
+				// None yet, or dated by an older reader by the file's
+				// time: read again; else only looked at for a video.
+				t := metaTodo{found: f}
+				if !whole {
+					t.old = &m
+				}
+				todo = append(todo, t)
 			}
 		}
 		return nil
@@ -154,36 +162,57 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 	return b.maybeCommit(true)
 }
 
-// headerMeta reads the metadata of f from the bytes that hold it (a JPEG's
-// headers, other files whole: preprocess.MetaBytes); nil when the file
-// changed since the walk or cannot be read.
-func (b *builder) headerMeta(f found) *store.Meta {
-	fh, err := os.Open(f.path)
+// readMotion sets the Motion Photo fields of m from the file r of size
+// bytes (its JPEG headers and last bytes, or its HEIF boxes' headers, are
+// read; a Motion Photo's video is checked where they say it is).
+func readMotion(m *store.Meta, r io.ReaderAt, size int64) {
+	_, m.Motion = preprocess.FindMotionVideo(r, size)
+	m.MotionRead = true
+}
+
+// metaTodo is a file whose metadata completeMeta reads: whole, or, with
+// old, only whether it is a Motion Photo (a record of an older clipidx).
+type metaTodo struct {
+	found
+	old *store.Meta
+}
+
+// headerMeta reads the metadata of t from the bytes that hold it (a JPEG's
+// headers, other files whole: preprocess.MetaBytes), or only whether it is
+// a Motion Photo; nil when the file changed since the walk or cannot be
+// read.
+func (b *builder) headerMeta(t metaTodo) *store.Meta {
+	fh, err := os.Open(t.path)
 	if err != nil {
 		return nil
 	}
 	defer fh.Close()
 	st, err := fh.Stat()
-	if err != nil || st.Size() != f.size || st.ModTime().UnixNano() != f.mtimeNs {
+	if err != nil || st.Size() != t.size || st.ModTime().UnixNano() != t.mtimeNs {
 		return nil
 	}
-	data, err := preprocess.MetaBytes(fh, f.size, b.opts.MaxFileBytes)
-	if err != nil {
-		return nil
+	m := t.old
+	if m == nil {
+		data, err := preprocess.MetaBytes(fh, t.size, b.opts.MaxFileBytes)
+		if err != nil {
+			return nil
+		}
+		m = fileMeta(data, t.mtimeNs)
 	}
-	return fileMeta(data, f.mtimeNs)
+	readMotion(m, fh, t.size)
+	return m
 }
 
 // readMissingMeta reads the files of todo on the workers and records their
 // metadata. A file that changed since the walk, or cannot be read now, is
 // left for the next build (its record is not this step's to change).
-func (b *builder) readMissingMeta(ctx context.Context, todo []found) error {
-	return metaPass(ctx, b, todo, b.headerMeta, func(f found, m *store.Meta) string {
+func (b *builder) readMissingMeta(ctx context.Context, todo []metaTodo) error {
+	return metaPass(ctx, b, todo, b.headerMeta, func(t metaTodo, m *store.Meta) string {
 		if m != nil {
-			b.putFileMeta(f.path, m)
+			b.putFileMeta(t.path, m)
 			b.pending++
 		}
-		return f.path
+		return t.path
 	})
 }
 

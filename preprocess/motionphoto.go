@@ -25,7 +25,9 @@ import (
 //   - Google's earlier MicroVideo (MVIMG_*.jpg): GCamera:MicroVideoOffset,
 //     the video's length from the end of the file.
 //   - Samsung's JPEGs: the marker "MotionPhoto_Data" after the image, then
-//     the video, then Samsung's own trailer.
+//     the video, then Samsung's own trailer, which ends with "SEFT" (the
+//     marker is looked for only in a file that ends so: any other JPEG is
+//     told apart by its last bytes, not read whole).
 //   - HEIC: a top-level "mpvd" box holding the video, which keeps the
 //     file one ISO BMFF file (an MP4 appended bare, a second "ftyp" box,
 //     is a file libheif refuses to read).
@@ -192,6 +194,10 @@ func motionSpans(x []byte) []motionSpan {
 func motionSamsung(r io.ReaderAt, size int64) (MotionVideo, bool) {
 	const marker = "MotionPhoto_Data"
 	const chunk = 1 << 20
+	var tail [4]byte
+	if _, err := r.ReadAt(tail[:], size-4); err != nil || string(tail[:]) != "SEFT" {
+		return MotionVideo{}, false
+	}
 	end := size
 	for end > 0 && size-end < motionSamsungTail {
 		start := max(end-chunk, 0)

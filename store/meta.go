@@ -32,6 +32,8 @@ const (
 	metaOffset = 1 << iota // flag bits
 	metaGPS
 	metaAlt
+	metaMotionRead
+	metaMotion
 )
 
 // takenSources are the TakenSource values encoded as one byte (index); any
@@ -52,6 +54,12 @@ func encodeMeta(m Meta) []byte {
 	}
 	if m.HasAlt {
 		flags |= metaAlt
+	}
+	if m.MotionRead {
+		flags |= metaMotionRead
+	}
+	if m.Motion {
+		flags |= metaMotion
 	}
 	b = append(b, metaVersion, flags)
 	src := byte(0xff)
@@ -200,6 +208,7 @@ func decodeMeta(v []byte, in *interner) (Meta, error) {
 	if flags&metaAlt != 0 {
 		m.HasAlt, m.Alt = true, d.f64()
 	}
+	m.MotionRead, m.Motion = flags&metaMotionRead != 0, flags&metaMotion != 0
 	w, h := d.uv(), d.uv()
 	if w > math.MaxInt32 || h > math.MaxInt32 {
 		return m, ErrCorrupt

@@ -20,7 +20,8 @@ var metaSamples = []Meta{
 		Make: "PENTAX", Model: "PENTAX K-1", Lens: "smc PENTAX-FA 31mm F1.8 AL Limited", Width: 7360, Height: 4912,
 		City: "Sydney", Region: "New South Wales", Country: "Australia", CountryCode: "AU"},
 	{Taken: -86400 * 365, TakenSource: TakenMtime, Offset: 60, HasOffset: true, Width: 1, Height: 2},
-	{Taken: 1e12, TakenSource: "custom source", HasGPS: true, Lat: 90, Lon: -180},
+	{Taken: 1e12, TakenSource: "custom source", HasGPS: true, Lat: 90, Lon: -180, MotionRead: true},
+	{Taken: 7, TakenSource: TakenEXIF, Make: "Google", Model: "Pixel 8", Motion: true, MotionRead: true},
 	{Taken: 5, TakenSource: TakenVideo, Make: "Ünïcode ✓"},
 }
 

@@ -32,6 +32,10 @@ type Meta struct {
 	// Place is the nearest populated place to the GPS position, from the
 	// table embedded in the binary; empty without GPS or far from any.
 	City, Region, Country, CountryCode string
+	// Motion is set on a Motion Photo: a still that carries its video
+	// (preprocess.FindMotionVideo). MotionRead says a reader that looks
+	// for one read the file: a record of an older clipidx has neither.
+	Motion, MotionRead bool
 }
 
 // Where Meta.Taken came from.

@@ -190,7 +190,7 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 	}
 	f := c.Flags()
 	f.IntVarP(&k, "k", "k", 10, "number of results")
-	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build; a video frame adds "video": its file and "time": seconds; a Live Photo's still "live": its movie; "taken", "taken_source", "place", "gps", "camera" from the file when known; "taken_offset_unknown": true when "taken" has no UTC offset; "path_bytes": the path's bytes in base64 when they are not UTF-8)`)
+	f.BoolVar(&asJSON, "json", false, `print [{"path": P, "score": S}] (score = cosine; "offline": true on a result whose disk was away at the last build; a video frame adds "video": its file and "time": seconds; a Live Photo's still "live": its movie; a Motion Photo (a still that carries its video) "motion": true; "taken", "taken_source", "place", "gps", "camera" from the file when known; "taken_offset_unknown": true when "taken" has no UTC offset; "path_bytes": the path's bytes in base64 when they are not UTF-8)`)
 	f.BoolVar(&long, "long", false, "add the capture date (~ before a modification time) and place columns: score<TAB>path<TAB>date<TAB>place (a listing of qualifiers alone: path<TAB>date<TAB>place)")
 	f.BoolVar(&pathsOnly, "paths-only", false, "print only paths, one a line, each file once (for xargs)")
 	f.BoolVarP(&null, "null", "0", false, "print only paths, each ended by a NUL byte (for xargs -0; with or without --paths-only)")

@@ -129,3 +129,54 @@ func TestLivePhotosEndToEnd(t *testing.T) {
 		t.Errorf("after the still was deleted, search finds %q, want %q", got, want)
 	}
 }
+
+// TestMotionPhotosEndToEnd: a Motion Photo (a Pixel's JPEG with its video
+// appended, as Google's format lays it out) is indexed as its still, and
+// search --json says it carries a video ("motion": true); a plain JPEG
+// does not.
+func TestMotionPhotosEndToEnd(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	tools := videotest.Tools(t)
+	bin := e2eBinary(t)
+	root := t.TempDir()
+	lib := filepath.Join(root, "Camera")
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	jpg, mp4 := filepath.Join(root, "s.jpg"), filepath.Join(root, "v.mp4")
+	videotest.FFmpeg(t, tools, "-f", "lavfi", "-i", "testsrc2=s=256x192", "-frames:v", "1", jpg)
+	videotest.FFmpeg(t, tools, "-f", "lavfi", "-i", "testsrc2=s=256x192:r=15:d=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", mp4)
+	still, err := os.ReadFile(jpg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := os.ReadFile(mp4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	motion, plain := filepath.Join(lib, "PXL_20240601_101010123.MP.jpg"), filepath.Join(lib, "plain.jpg")
+	if err := os.WriteFile(motion, append(videotest.WithXMP(still, videotest.MotionXMP(len(v))), v...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, still, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := []string{"--db", filepath.Join(root, "index.db"), "--model", model, "--device", "reference"}
+	if out, errs, code := e2eRun(t, bin, append(slices.Clone(g), "build", lib)...); code != 0 || !strings.HasPrefix(out, "added 2,") {
+		t.Fatalf("build: %d\n%s%s", code, out, errs)
+	}
+	out, errs, code := e2eRun(t, bin, append(slices.Clone(g), "search", "--json", "-k", "10", "a picture")...)
+	var hits []struct {
+		Path   string
+		Motion bool
+		Live   string
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &hits) != nil || len(hits) != 2 {
+		t.Fatalf("search --json: %d %s%s", code, out, errs)
+	}
+	for _, h := range hits {
+		if h.Motion != (h.Path == motion) || h.Live != "" {
+			t.Errorf("search --json: %s has \"motion\": %v, \"live\": %q; want motion only for %s", h.Path, h.Motion, h.Live, filepath.Base(motion))
+		}
+	}
+}

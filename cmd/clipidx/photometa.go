@@ -20,6 +20,7 @@ type metaJSON struct {
 	Camera      *cameraJSON `json:"camera,omitempty"`
 	Width       int         `json:"width,omitempty"` // pixels, as displayed
 	Height      int         `json:"height,omitempty"`
+	Motion      bool        `json:"motion,omitempty"` // a Motion Photo: the still carries a video
 }
 
 type placeJSON struct {
@@ -43,7 +44,7 @@ type cameraJSON struct {
 
 // metaOf is the printed form of m.
 func metaOf(m store.Meta) metaJSON {
-	j := metaJSON{Taken: m.TakenText(), TakenSource: m.TakenSource, Width: m.Width, Height: m.Height}
+	j := metaJSON{Taken: m.TakenText(), TakenSource: m.TakenSource, Width: m.Width, Height: m.Height, Motion: m.Motion}
 	if m.City != "" || m.Country != "" {
 		j.Place = &placeJSON{m.City, m.Region, m.Country, m.CountryCode}
 	}

@@ -38,8 +38,10 @@ type Result struct {
 	Video string   `json:"video,omitempty"`
 	Time  *float64 `json:"time,omitempty"`
 	// Live is, for a Live Photo's still, the URL of its movie (the
-	// seconds around the photo, which the index leaves out).
-	Live string `json:"live,omitempty"`
+	// seconds around the photo, which the index leaves out); for a Motion
+	// Photo (Motion set), the URL of the video inside it.
+	Live   string `json:"live,omitempty"`
+	Motion bool   `json:"motion,omitempty"`
 	// PathBytes is the path's bytes (base64 in JSON) when they are not
 	// UTF-8, which Path can only show with U+FFFD in their place.
 	PathBytes []byte `json:"path_bytes,omitempty"`

@@ -116,9 +116,10 @@ func TestLiveServing(t *testing.T) {
 }
 
 // TestMotionPhotoServing: a Motion Photo (a JPEG with an MP4 appended, as
-// an Android phone writes it) is indexed as its still; /live/ID answers
-// with its video (the appended bytes, Range requests included, as
-// video/mp4), HEAD too, and 404 for a still without one.
+// an Android phone writes it) is indexed as its still, its result marked
+// (motion, and live: the URL of its video); /live/ID answers with its
+// video (the appended bytes, Range requests included, as video/mp4), HEAD
+// too, and 404 for a still without one.
 func TestMotionPhotoServing(t *testing.T) {
 	tools := videotest.Tools(t)
 	dir := t.TempDir()
@@ -150,6 +151,9 @@ func TestMotionPhotoServing(t *testing.T) {
 	}
 	for _, r := range a.Results {
 		url := "/live/" + r.ID
+		if want := r.Path == motion; r.Motion != want || (r.Live == url) != want {
+			t.Errorf("%s: motion %v, live %q; want motion %v", r.Path, r.Motion, r.Live, want)
+		}
 		if r.Path != motion {
 			if code, _, _ := e.get(t, url); code != http.StatusNotFound {
 				t.Errorf("the video of a plain JPEG: %d, want 404", code)

@@ -103,6 +103,7 @@ func (s *Server) addPhotoMeta(res []Result) error {
 			}
 			if ok {
 				res[i].PhotoMeta = photoMeta(m)
+				res[i].Motion = m.Motion
 			}
 		}
 		return nil

@@ -173,7 +173,8 @@ func notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
 }
 
 // addLive gives each result that is a Live Photo's still the URL of its
-// movie (Result.Live).
+// movie, and each Motion Photo (Result.Motion, from its metadata: run
+// after addPhotoMeta) that of its video (Result.Live).
 func (s *Server) addLive(res []Result) error {
 	return s.view(func(snap *store.Snapshot) error {
 		for i := range res {
@@ -184,7 +185,7 @@ func (s *Server) addLive(res []Result) error {
 			if err != nil {
 				return err
 			}
-			if p != "" {
+			if p != "" || res[i].Motion {
 				res[i].Live = "/live/" + res[i].ID
 			}
 		}

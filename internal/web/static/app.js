@@ -229,10 +229,10 @@ function cell(r, i) {
     play.textContent = "▶ " + clock(r.time);
     b.append(play);
   } else if (r.live) {
-    // A Live Photo: its movie plays in the viewer.
+    // A Live Photo, or a Motion Photo: its movie plays in the viewer.
     const live = document.createElement("span");
     live.className = "play live";
-    live.textContent = "LIVE";
+    live.textContent = r.motion ? "MOTION" : "LIVE";
     b.append(live);
   }
   b.addEventListener("click", () => openViewer(i));
@@ -259,15 +259,6 @@ function openViewer(i) {
     $("full").src = r.image;
   }
   $("live").hidden = !r.live;
-  if (!r.live && !r.video && /\.(jpe?g|heic|heif)$/i.test(r.path)) {
-    // A Motion Photo (a video inside the still) is told by asking.
-    fetch("/live/" + r.id, { method: "HEAD" }).then((res) => {
-      if (res.ok && state.results[state.open] === r) {
-        r.live = "/live/" + r.id;
-        $("live").hidden = false;
-      }
-    }).catch(() => {});
-  }
   $("full").alt = baseName(r.path);
   $("path").textContent = r.path;
   $("score").textContent = (state.listing ? "" : "score " + r.score.toFixed(4)) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
