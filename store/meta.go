@@ -373,6 +373,7 @@ type MetaSummary struct {
 	FromFile int  // dated from the file (EXIF, or a video's container)
 	Mtime    int  // dated by the file's modification time
 	GPS      int  // with a GPS position
+	Motion   int  // Motion Photos (Meta.Motion)
 	First    Meta // the earliest dated record's metadata (zero when none)
 	Last     Meta // the latest
 }
@@ -398,6 +399,9 @@ func (s *Snapshot) MetaCounts() (MetaSummary, error) {
 		sum.Records++
 		if v[1]&metaGPS != 0 {
 			sum.GPS++
+		}
+		if v[1]&metaMotion != 0 {
+			sum.Motion++
 		}
 		d := metaDecoder{b: v[3:]}
 		dated := true

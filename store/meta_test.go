@@ -481,6 +481,9 @@ func TestMetaCounts(t *testing.T) {
 			if m.HasGPS {
 				want.GPS++
 			}
+			if m.Motion {
+				want.Motion++
+			}
 			switch m.TakenSource {
 			case "":
 				return nil
@@ -502,7 +505,7 @@ func TestMetaCounts(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("MetaCounts = %+v, %v\nwant %+v", got, err, want)
 		}
-		if want.Mtime == 0 || want.FromFile == 0 || want.GPS == 0 || want.Records == dated {
+		if want.Mtime == 0 || want.FromFile == 0 || want.GPS == 0 || want.Motion == 0 || want.Records == dated {
 			t.Errorf("the sample lacks a kind of record: %+v (%d dated)", want, dated)
 		}
 		return nil

@@ -179,4 +179,16 @@ func TestMotionPhotosEndToEnd(t *testing.T) {
 			t.Errorf("search --json: %s has \"motion\": %v, \"live\": %q; want motion only for %s", h.Path, h.Motion, h.Live, filepath.Base(motion))
 		}
 	}
+	if out, _, _ := e2eRun(t, bin, append(slices.Clone(g), "status")...); !strings.Contains(out, "motion:      1 Motion Photo (a video inside the still)\n") {
+		t.Errorf("status:\n%s", out)
+	}
+	out, _, _ = e2eRun(t, bin, append(slices.Clone(g), "status", "--json")...)
+	var st struct {
+		Metadata struct {
+			Motion int `json:"motion_photos"`
+		}
+	}
+	if json.Unmarshal([]byte(out), &st) != nil || st.Metadata.Motion != 1 {
+		t.Errorf("status --json: %s", out)
+	}
 }

@@ -118,6 +118,7 @@ type metaStats struct {
 	FromEXIF int    `json:"from_file"`              // capture time read from the file (EXIF or the container)
 	Mtime    int    `json:"from_mtime"`             // capture time is the file's modification time
 	GPS      int    `json:"gps"`                    // records with a GPS position
+	Motion   int    `json:"motion_photos"`          // Motion Photos (a video inside the still)
 	Places   string `json:"places_table,omitempty"` // the place table the names come from
 }
 
@@ -127,7 +128,7 @@ func readMetaStats(s *store.Snapshot) (metaStats, error) {
 	if err != nil {
 		return metaStats{}, err
 	}
-	return metaStats{Records: sum.Records, FromEXIF: sum.FromFile, Mtime: sum.Mtime, GPS: sum.GPS,
+	return metaStats{Records: sum.Records, FromEXIF: sum.FromFile, Mtime: sum.Mtime, GPS: sum.GPS, Motion: sum.Motion,
 		First: sum.First.TakenText(), Last: sum.Last.TakenText(), Places: s.PlacesVersion()}, nil
 }
 
@@ -142,6 +143,9 @@ func printMetaStats(out interface{ Write([]byte) (int, error) }, st metaStats, i
 			shortTime(st.First), shortTime(st.Last), st.FromEXIF, st.Mtime)
 	}
 	fmt.Fprintf(out, "gps:         %d of %d %s\n", st.GPS, images, plural(images, "image", "images"))
+	if st.Motion > 0 {
+		fmt.Fprintf(out, "motion:      %d Motion %s (a video inside the still)\n", st.Motion, plural(st.Motion, "Photo", "Photos"))
+	}
 }
 
 // shortTime is an RFC 3339 time as "2006-01-02 15:04".
