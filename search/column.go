@@ -47,14 +47,16 @@ func newColFilter(x *matcher, col *store.MetaColumn) *colFilter {
 // does on their records.
 func (cf *colFilter) keeps(ch store.ColumnChunk, i int) bool {
 	fl, f := ch.Flags(i), cf.f
-	switch f.Kinds {
-	case KindPhoto:
-		if fl&store.ColPhoto == 0 {
-			return false
-		}
-	case KindVideo:
-		if fl&store.ColVideo == 0 {
-			return false
+	if k := f.Kinds; !k.everyKind() {
+		switch {
+		case fl&store.ColVideo != 0:
+			if k&KindVideo == 0 {
+				return false
+			}
+		case fl&store.ColPhoto != 0:
+			if k&KindPhoto == 0 && (k&KindMotion == 0 || fl&store.ColMotion == 0) {
+				return false
+			}
 		}
 	}
 	if !cf.meta {

@@ -48,6 +48,7 @@ func randomMeta(r *rand.Rand, n int) fakeMeta {
 		}
 		c := cams[r.IntN(len(cams))]
 		m.Make, m.Model, m.Lens = c[0], c[1], c[2]
+		m.Motion, m.MotionRead = r.IntN(6) == 0, true
 		return m
 	}
 	md := fakeMeta{}
@@ -95,7 +96,7 @@ func TestColumnFilterMatchesRecords(t *testing.T) {
 			"camera:\"pentax k-1\"", "near:45.9,6.9,20km", "near:-33.9,151.2,5km year:2015",
 			"after:2019-06-01 before:2019-09", "kind:photo", "kind:video", "camera:iphone place:paris year:2020",
 			"lens:31mm", "camera:pentax lens:50mm year:2011..2016",
-			"place:nowhere",
+			"place:nowhere", "kind:motion", "kind:video|motion", "kind:motion year:2012..2016", "kind:photo|motion",
 		} {
 			f := parseFilter(t, fq)
 			for j, k := range []int{1, 10, 100} {
@@ -146,7 +147,7 @@ func TestColumnListMatchesRecords(t *testing.T) {
 	rd.View(func(s *store.Snapshot) error {
 		fromColumn := 0
 		for i, fq := range []string{"year:2019", "place:france", "camera:canon year:2010..2015", "near:45.9,6.9,20km", "lens:rf24",
-			"kind:photo", "year:2015", "after:2015-03-03 before:2015-03-04", "place:nowhere"} {
+			"kind:photo", "year:2015", "after:2015-03-03 before:2015-03-04", "place:nowhere", "kind:motion", "kind:video|motion"} {
 			f := parseFilter(t, fq)
 			for j, k := range []int{1, 7, 100, 5000} {
 				for _, order := range []Order{ByDateDesc, ByDate} {

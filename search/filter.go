@@ -47,7 +47,8 @@ type Filter struct {
 	Cameras [][]string
 	// Lenses are runs as Cameras are, matched against the lens name.
 	Lenses [][]string
-	// Kinds keeps photos, video frames or both (0 = both).
+	// Kinds keeps photos, video frames, Motion Photos (store.Meta.Motion)
+	// or any of them (0 = every record).
 	Kinds Kind
 
 	written []string // the qualifiers, as String gives them back
@@ -57,11 +58,20 @@ type Filter struct {
 // holding store.FrameSep).
 type Kind uint8
 
-// The record kinds of kind:photo and kind:video.
+// The record kinds of kind:photo, kind:video and kind:motion (a Motion
+// Photo, among the photos).
 const (
 	KindPhoto Kind = 1 << iota
 	KindVideo
+	KindMotion
 )
+
+// everyKind reports whether k keeps every record.
+func (k Kind) everyKind() bool { return k == 0 || k&(KindPhoto|KindVideo) == KindPhoto|KindVideo }
+
+// motionOnly reports whether f keeps, of the photos, the Motion Photos
+// alone (which their metadata tells).
+func (f *Filter) motionOnly() bool { return f.Kinds&KindMotion != 0 && f.Kinds&KindPhoto == 0 }
 
 // Circle is a disc on the Earth: its centre in WGS84 degrees and its
 // radius in kilometres along the surface.
@@ -70,7 +80,7 @@ type Circle struct{ Lat, Lon, Km float64 }
 // IsZero reports whether f keeps every record.
 func (f *Filter) IsZero() bool {
 	return !f.HasAfter && !f.HasBefore && len(f.Years) == 0 && len(f.Places) == 0 && len(f.PlaceParts) == 0 && len(f.Near) == 0 &&
-		len(f.Cameras) == 0 && len(f.Lenses) == 0 && (f.Kinds == 0 || f.Kinds == KindPhoto|KindVideo)
+		len(f.Cameras) == 0 && len(f.Lenses) == 0 && f.Kinds.everyKind()
 }
 
 // Qualified reports whether f was given any qualifier (kind:photo|video
@@ -78,10 +88,10 @@ func (f *Filter) IsZero() bool {
 func (f *Filter) Qualified() bool { return len(f.written) > 0 || !f.IsZero() }
 
 // NeedsMeta reports whether f keeps only records with metadata (any date,
-// place or camera qualifier).
+// place or camera qualifier, or kind:motion without kind:photo).
 func (f *Filter) NeedsMeta() bool {
 	return f.HasAfter || f.HasBefore || len(f.Years) > 0 || f.hasPlace() || len(f.Near) > 0 || len(f.Cameras) > 0 ||
-		len(f.Lenses) > 0
+		len(f.Lenses) > 0 || f.motionOnly()
 }
 
 // hasPlace reports whether f has a place qualifier.
@@ -91,13 +101,17 @@ func (f *Filter) hasPlace() bool { return len(f.Places) > 0 || len(f.PlaceParts)
 // they were parsed ("" for a filter not made by ParseRequest).
 func (f *Filter) String() string { return strings.Join(f.written, " ") }
 
-// KeepsPath reports whether a record's path passes the kind qualifier.
+// KeepsPath reports whether a record's path passes the kind qualifier, as
+// far as the path tells (whether a photo is a Motion Photo, its metadata
+// tells: Match).
 func (f *Filter) KeepsPath(path string) bool {
-	if f.Kinds == 0 || f.Kinds == KindPhoto|KindVideo {
+	if f.Kinds.everyKind() {
 		return true
 	}
-	video := strings.Contains(path, store.FrameSep)
-	return video == (f.Kinds == KindVideo)
+	if strings.Contains(path, store.FrameSep) {
+		return f.Kinds&KindVideo != 0
+	}
+	return f.Kinds&(KindPhoto|KindMotion) != 0
 }
 
 // Match reports whether the record at path with metadata m (nil = none)
@@ -172,6 +186,9 @@ func (x *matcher) match(path string, m *store.Meta) bool {
 		return true
 	}
 	if m == nil {
+		return false
+	}
+	if f.motionOnly() && !m.Motion && !strings.Contains(path, store.FrameSep) {
 		return false
 	}
 	if f.HasAfter || f.HasBefore || len(f.Years) > 0 {

@@ -84,6 +84,15 @@ func TestFilterMatch(t *testing.T) {
 		{"kind:photo|video", "/a.jpg", nil, true},
 		{"kind:video year:2019", "/v/trip.mp4#t=1", at("2019-02-02"), true},
 		{"kind:video year:2019", "/a.jpg", at("2019-02-02"), false},
+		{"kind:motion", "/a.jpg", &store.Meta{Motion: true, MotionRead: true}, true},
+		{"kind:motion", "/a.jpg", &store.Meta{MotionRead: true}, false},
+		{"kind:motion", "/a.jpg", nil, false},
+		{"kind:motion", "/v/trip.mp4#t=1", &store.Meta{}, false},
+		{"kind:video|motion", "/v/trip.mp4#t=1", &store.Meta{}, true},
+		{"kind:video|motion", "/a.jpg", &store.Meta{Motion: true}, true},
+		{"kind:video|motion", "/b.jpg", &store.Meta{}, false},
+		{"kind:photo|motion", "/b.jpg", nil, true},
+		{"kind:photo|video|motion", "/b.jpg", nil, true},
 		{"place:chamonix year:2019", "/a.jpg", chamonix, false}, // no date
 	} {
 		f := parseFilter(t, tc.q)

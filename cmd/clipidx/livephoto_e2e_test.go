@@ -179,6 +179,13 @@ func TestMotionPhotosEndToEnd(t *testing.T) {
 			t.Errorf("search --json: %s has \"motion\": %v, \"live\": %q; want motion only for %s", h.Path, h.Motion, h.Live, filepath.Base(motion))
 		}
 	}
+	// kind:motion lists it alone; with words, ranks it alone.
+	for _, q := range []string{"kind:motion", "a picture kind:motion"} {
+		out, errs, code := e2eRun(t, bin, append(slices.Clone(g), "search", "--paths-only", q)...)
+		if code != 0 || out != motion+"\n" {
+			t.Errorf("search %q: %d %q%s, want %s alone", q, code, out, errs, motion)
+		}
+	}
 	if out, _, _ := e2eRun(t, bin, append(slices.Clone(g), "status")...); !strings.Contains(out, "motion:      1 Motion Photo (a video inside the still)\n") {
 		t.Errorf("status:\n%s", out)
 	}
