@@ -404,6 +404,10 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if err := w.AddRoots(abs); err != nil {
 		return nil, err
 	}
+	if err := w.View(func(s *store.Snapshot) (err error) { b.registered, err = s.Roots(); return err }); err != nil {
+		return nil, err
+	}
+	b.unwalked = unwalkedRoots(b.registered, abs)
 	selectShare(wk, abs, opts.Shard, opts.Shards)
 	if err := b.planShards(wk, old); err != nil {
 		return nil, err
@@ -491,9 +495,13 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 }
 
 type builder struct {
-	opts  Options
-	w     *store.Writer
-	known map[store.Hash]bool // hashes with a stored vector (read-only during run)
+	opts Options
+	w    *store.Writer
+	// registered is every root the index holds (this build's included);
+	// unwalked those of them this build's walk never enters
+	// (unwalkedRoots): their records are kept.
+	registered, unwalked []string
+	known                map[store.Hash]bool // hashes with a stored vector (read-only during run)
 	// sorted holds the paths of the records under the roots (oldPaths).
 	sorted []string
 
@@ -813,7 +821,9 @@ func (b *builder) prepare(j job) result {
 	}
 	r.hash = sha256.Sum256(data)
 	r.meta = fileMeta(data, j.mtimeNs)
-	readMotion(r.meta, bytes.NewReader(data), int64(len(data)))
+	if j.tar == nil { // a shard's sample plays no video of its own: serve reads files
+		readMotion(r.meta, bytes.NewReader(data), int64(len(data)))
+	}
 	r.act = classify(j.old, j.found, &r.hash, func(h store.Hash) bool { return b.known[h] }, b.retry())
 	if r.act != actEmbed {
 		return r
@@ -1089,6 +1099,27 @@ func (b *builder) within() []string {
 	return b.scope
 }
 
+// unwalkedRoots returns the roots of registered that lie within one of
+// roots but that a walk of it never enters: a hidden or clutter folder
+// (Skips), a tar shard (a walk reads a shard only when it is a root).
+// Indexed on their own, they are not gone because this build did not look.
+func unwalkedRoots(registered, roots []string) []string {
+	var out []string
+	for _, h := range registered {
+		if slices.ContainsFunc(roots, func(r string) bool {
+			return h != r && store.Within(h, r) && (Skips(r, h) || IsShardName(h))
+		}) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// withinAny reports whether p lies within one of dirs (store.Within).
+func withinAny(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return store.Within(p, d) })
+}
+
 // collect frees the vectors no file uses any more: all of them after a
 // complete build of every indexed folder, else those that lost their last
 // file more than store.KeepUnused ago. A file that left a folder this
@@ -1098,15 +1129,9 @@ func (b *builder) within() []string {
 // old name before its new one): that build reuses the vector instead of
 // running the model again.
 func (b *builder) collect(roots []string, complete bool) error {
-	all := complete && len(b.opts.Within) == 0
-	if all {
-		var held []string
-		if err := b.w.View(func(s *store.Snapshot) (err error) { held, err = s.Roots(); return err }); err != nil {
-			return err
-		}
-		for _, h := range held {
-			all = all && slices.ContainsFunc(roots, func(r string) bool { return store.Within(h, r) })
-		}
+	all := complete && len(b.opts.Within) == 0 && len(b.unwalked) == 0 && b.registered != nil
+	for _, h := range b.registered {
+		all = all && withinAny(h, roots)
 	}
 	var err error
 	if all {
@@ -1132,8 +1157,8 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 		sort.Strings(paths)
 		counted := map[string]bool{}
 		for _, p := range paths {
-			if wk.seen[p] || b.keepRecord(p) || wk.awayWithin(p) || keepFrame(wk, p) {
-				continue // still there, or on a disk that is away
+			if wk.seen[p] || b.keepRecord(p) || wk.awayWithin(p) || keepFrame(wk, p) || withinAny(p, b.unwalked) {
+				continue // still there, on a disk that is away, or not looked at
 			}
 			b.batch.Delete(p)
 			b.pending++

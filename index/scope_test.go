@@ -297,3 +297,54 @@ func TestBuildKeepsMovedVectors(t *testing.T) {
 		t.Errorf("%d vectors kept after a build of every folder, want 0", n)
 	}
 }
+
+// TestBuildKeepsRootsItsWalkSkips: a folder or shard indexed as a root of
+// its own that a build of a folder around it never enters (a hidden
+// folder; a tar shard, which a walk reads only as a root) keeps its
+// records through that build, and their vectors: building it again runs
+// no model. Such a build is no build of every indexed folder, so the
+// vectors no file uses stay kept too.
+func TestBuildKeepsRootsItsWalkSkips(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	hidden, shards := filepath.Join(d, ".trip"), filepath.Join(d, "shards")
+	photos(t, hidden, "t", 2)
+	photos(t, d, "p", 2)
+	os.MkdirAll(shards, 0o755)
+	shard := img2datasetShard(t, shards, 0, 3, -1)
+	enc := &fakeEnc{}
+	build := func(root, want string) {
+		t.Helper()
+		sum, err := Build(context.Background(), db, []string{root}, opts(enc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sumOf(sum); got != want {
+			t.Errorf("build %s: %s, want %s", root, got, want)
+		}
+		if err := store.Check(db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build(hidden, "added=2 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	build(shard, "added=3 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	removeAll(t, filepath.Join(d, "p1.png"))
+	build(d, "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	write(t, filepath.Join(d, "p0.png"), png+"p0 changed")
+	build(d, "added=0 updated=1 unchanged=0 reused=0 removed=0 failed=0")
+	if n := queuedOf(t, db); n != 1 {
+		t.Errorf("%d vectors kept after a build that skips indexed roots, want 1 (p0's old content)", n)
+	}
+	paths := recordPaths(t, db)
+	for _, p := range []string{filepath.Join(hidden, "t0.png"), filepath.Join(hidden, "t1.png"), shard + SampleSep + "000000000"} {
+		if !slices.Contains(paths, p) {
+			t.Errorf("%s lost by the build of %s: %v", p, d, paths)
+		}
+	}
+	passes := enc.calls.Load()
+	build(hidden, "added=0 updated=0 unchanged=2 reused=0 removed=0 failed=0")
+	build(shard, "added=0 updated=0 unchanged=3 reused=0 removed=0 failed=0")
+	if n := enc.calls.Load() - passes; n != 0 {
+		t.Errorf("%d model passes rebuilding the skipped roots, want none", n)
+	}
+}

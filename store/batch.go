@@ -49,8 +49,8 @@ func (b *Batch) Put(path string, f File, vec []float32) {
 	b.ops = append(b.ops, op{kind: opPut, path: path, file: f, vec: vec})
 }
 
-// Delete forgets path. Its vector is freed by the next GC if no other file
-// uses it.
+// Delete forgets path. Its vector, if no other file uses it, is queued
+// for GC (Writer.GC, Writer.GCQueuedBefore).
 func (b *Batch) Delete(path string) {
 	b.ops = append(b.ops, op{kind: opDelete, path: path})
 }

@@ -15,8 +15,9 @@
 //	vecs    vector id → SHA-256: the content a vector was computed from
 //	chunks  chunk number (u32 BE) → ChunkSlots vectors laid out contiguously
 //	free    vector id → nothing: slots freed by garbage collection, reused first
-//	gc      vector id → nothing: vectors that lost their last file (slot no
-//	        longer live, values kept for reuse); GC frees them
+//	gc      vector id → when it was queued (u64 Unix seconds; empty in an
+//	        index written before): vectors that lost their last file (slot
+//	        no longer live, values kept for reuse); GC frees them
 //
 // Optional buckets, created by the first write that needs them (an index
 // without them is a valid schema-1 index; readers treat them as empty):
@@ -62,10 +63,11 @@
 //
 // Every Commit is one bbolt transaction (fsynced), so after a crash the file
 // holds exactly the batches committed before it. A vector whose last file
-// went away is not freed at once but listed in the gc bucket and freed by
-// Writer.GC at the end of a build: until then a file seen later in the same
-// build with that content can still reuse it. Check verifies every
-// invariant.
+// went away is not freed at once but listed in the gc bucket, and freed by
+// Writer.GC at the end of a build of every indexed folder (or by
+// Writer.GCQueuedBefore once KeepUnused has passed): until then a file seen
+// later with that content, in the same build or a later one, can still
+// reuse it. Check verifies every invariant.
 //
 // # Damaged files
 //

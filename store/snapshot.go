@@ -37,7 +37,8 @@ type Stats struct {
 
 // Stats reads the counters kept in the meta bucket (no scan, except for
 // Vectors in an index no build has written to since the counter was added)
-// and counts the gc bucket.
+// and counts the gc bucket (the vectors no file uses: up to KeepUnused's
+// worth of removals).
 func (s *Snapshot) Stats() (Stats, error) {
 	m := s.tx.Bucket(bMeta)
 	st := Stats{

@@ -832,7 +832,7 @@ func (l *lab) coversIndex(rel string) bool {
 		l.fatalf("read index: %v", err)
 	}
 	for _, root := range roots {
-		if !store.Within(root, l.path(rel)) {
+		if !store.Within(root, l.path(rel)) || index.Skips(l.path(rel), root) || root != l.path(rel) && index.IsShardName(root) {
 			return false
 		}
 	}

@@ -42,6 +42,10 @@ type Result struct {
 	// Photo (Motion set), the URL of the video inside it.
 	Live   string `json:"live,omitempty"`
 	Motion bool   `json:"motion,omitempty"`
+	// MotionUnread: the index has not looked whether this photo carries a
+	// video (a record an older clipidx wrote, until a build looks at its
+	// folder): the page asks /live/ID.
+	MotionUnread bool `json:"motion_unread,omitempty"`
 	// PathBytes is the path's bytes (base64 in JSON) when they are not
 	// UTF-8, which Path can only show with U+FFFD in their place.
 	PathBytes []byte `json:"path_bytes,omitempty"`

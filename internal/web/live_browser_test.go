@@ -11,6 +11,7 @@ import (
 	"github.com/clipidx/clipidx/index"
 	"github.com/clipidx/clipidx/internal/video"
 	"github.com/clipidx/clipidx/internal/video/videotest"
+	"github.com/clipidx/clipidx/store"
 )
 
 // TestBrowserPlaysLivePhoto: in Chromium, a Live Photo's still shows a
@@ -18,7 +19,8 @@ import (
 // movie (fetched from /live/ID) in its place, and the still comes back
 // when the movie ends. A Motion Photo (its video inside the JPEG) gets
 // the same button and a MOTION mark (the build recorded that it carries
-// a video).
+// a video); one an older clipidx indexed (its record does not say) gets
+// the button once the viewer has asked the server, and no mark.
 func TestBrowserPlaysLivePhoto(t *testing.T) {
 	exe := chromium(t)
 	if testing.Short() {
@@ -39,25 +41,28 @@ func TestBrowserPlaysLivePhoto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	motionPhoto := func(dir string) error {
+		mp4 := filepath.Join(dir, "..", filepath.Base(dir)+".mp4")
+		motion(mp4)
+		v, err := os.ReadFile(mp4)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, "PXL_1.MP.jpg"), append(videotest.WithXMP(still, videotest.MotionXMP(len(v))), v...), 0o644)
+	}
 	for _, c := range []struct {
-		name string
-		make func(dir string) error
-		mark string
+		name  string
+		make  func(dir string) error
+		mark  string
+		older bool // the records as an older clipidx left them: not looked at for a video
 	}{
 		{"Live Photo", func(dir string) error {
 			// The movie named as an iPhone names it, with the identifier.
 			motion(filepath.Join(dir, "IMG_0001.MOV"), "-movflags", "use_metadata_tags", "-metadata", video.ContentIDKey+"="+id)
 			return os.WriteFile(filepath.Join(dir, "IMG_0001.JPG"), videotest.WithEXIF(still, videotest.AppleEXIF(id, false)), 0o644)
-		}, "LIVE"},
-		{"Motion Photo", func(dir string) error {
-			mp4 := filepath.Join(tmp, "motion.mp4")
-			motion(mp4)
-			v, err := os.ReadFile(mp4)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, "PXL_1.MP.jpg"), append(videotest.WithXMP(still, videotest.MotionXMP(len(v))), v...), 0o644)
-		}, "MOTION"},
+		}, "LIVE", false},
+		{"Motion Photo", motionPhoto, "MOTION", false},
+		{"Motion Photo of an older index", motionPhoto, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -66,9 +71,13 @@ func TestBrowserPlaysLivePhoto(t *testing.T) {
 			}
 			e := &env{dir: dir, db: filepath.Join(t.TempDir(), "index.db")}
 			build(t, e.db, index.Options{}, dir)
+			if c.older {
+				forgetMotion(t, e.db)
+			}
 			e.start(t, nil)
-			if a := e.search(t, "/api/search?q=a+photo"); len(a.Results) != 1 || a.Results[0].Live == "" || a.Results[0].Motion != (c.mark == "MOTION") {
-				t.Fatalf("results %+v: want the still, with its movie's URL", a.Results)
+			if a := e.search(t, "/api/search?q=a+photo"); len(a.Results) != 1 || (a.Results[0].Live == "") != c.older ||
+				a.Results[0].Motion != (c.mark == "MOTION") || a.Results[0].MotionUnread != c.older {
+				t.Fatalf("results %+v: want the still, with its movie's URL unless the index does not know it", a.Results)
 			}
 
 			ctx := headless(t, exe, 120*time.Second, chromedp.Flag("autoplay-policy", "no-user-gesture-required"))
@@ -94,5 +103,38 @@ func TestBrowserPlaysLivePhoto(t *testing.T) {
 			waitFor("the movie plays in place of the still", `(() => { const c = document.getElementById('clip'); return !c.hidden && document.getElementById('full').hidden && c.src.includes('/live/') && c.readyState >= 2 && !c.error })()`)
 			waitFor("the still back once it ends", `document.getElementById('clip').ended && document.getElementById('clip').hidden && !document.getElementById('full').hidden`)
 		})
+	}
+}
+
+// forgetMotion rewrites the metadata of every record of the index at db
+// as an older clipidx wrote it: not looked at for a Motion Photo's video.
+func forgetMotion(t *testing.T, db string) {
+	t.Helper()
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := map[string]store.Meta{}
+	var id store.Identity
+	err = r.View(func(s *store.Snapshot) error {
+		id = s.Identity()
+		return s.EachMeta(func(p string, m store.Meta) error { ms[p] = m; return nil })
+	})
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := store.OpenWriter(db, id, store.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var b store.Batch
+	for p, m := range ms {
+		m.Motion, m.MotionRead = false, false
+		b.PutMeta(p, m)
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
 	}
 }

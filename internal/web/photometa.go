@@ -105,6 +105,7 @@ func (s *Server) addPhotoMeta(res []Result) error {
 				res[i].PhotoMeta = photoMeta(m)
 				res[i].Motion = m.Motion
 			}
+			res[i].MotionUnread = !m.MotionRead && res[i].Video == "" // the page asks of a JPEG or HEIC only
 		}
 		return nil
 	})

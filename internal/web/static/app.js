@@ -259,6 +259,16 @@ function openViewer(i) {
     $("full").src = r.image;
   }
   $("live").hidden = !r.live;
+  if (r.motion_unread && /\.(jpe?g|heic|heif)$/i.test(r.path)) {
+    // A photo an older clipidx indexed: whether it carries a video (a
+    // Motion Photo), the server tells by looking.
+    fetch("/live/" + r.id, { method: "HEAD" }).then((res) => {
+      if (res.ok && state.results[state.open] === r) {
+        r.live = "/live/" + r.id;
+        $("live").hidden = false;
+      }
+    }).catch(() => {});
+  }
   $("full").alt = baseName(r.path);
   $("path").textContent = r.path;
   $("score").textContent = (state.listing ? "" : "score " + r.score.toFixed(4)) + (r.offline ? " · offline: " + r.offline + " is away; similar images still work" : "");
