@@ -5,6 +5,7 @@ import (
 	"context"
 	"image"
 	"image/jpeg"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -114,5 +115,32 @@ func TestMetaMotionPhotos(t *testing.T) {
 	build("added=0 updated=0 unchanged=4 reused=0 removed=0 failed=0")
 	if metaReads != 0 {
 		t.Errorf("third build read %d files for metadata, want none", metaReads)
+	}
+}
+
+// TestMetaMotionPhotoInShard: a Motion Photo inside a webdataset shard is
+// not marked as one: serve plays a still's video from its file, and a
+// sample has none of its own.
+func TestMetaMotionPhotoInShard(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	pixel, _, _, _ := motionFiles(t, filepath.Join(d, "files"))
+	data, err := os.ReadFile(pixel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(d, "00000.tar")
+	writeTar(t, shard, []member{{name: "000000000.jpg", data: string(data)}, {name: "000000000.txt", data: "a photo"}})
+	o := opts(&fakeEnc{})
+	o.Preprocess = jpegOrFakePre
+	if _, err := Build(context.Background(), db, []string{shard, pixel}, o); err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := readMetas(t, db)
+	if m := ms[shard+SampleSep+"000000000"]; m.Motion {
+		t.Errorf("the shard's sample is marked a Motion Photo: %+v", m)
+	}
+	if m := ms[pixel]; !m.Motion {
+		t.Errorf("the same bytes as a file are not marked a Motion Photo: %+v", m)
 	}
 }
