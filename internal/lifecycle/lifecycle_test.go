@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"image"
 	"image/color"
+	"image/jpeg"
 	"image/png"
 	"io/fs"
 	"maps"
@@ -43,7 +44,9 @@ const dim = 16
 
 var ident = store.Identity{Model: "lifecycle-fake", Dim: dim, Preprocess: "fake/1"}
 
-// Four kinds of content: real PNGs (the server can thumbnail them),
+// Five kinds of content: real PNGs (the server can thumbnail them), real
+// JPEGs (most of them Motion Photos: a video appended, which the server
+// plays; some whose XMP names a video that is not there),
 // "HEIC" files that the decoder reads only once its reach holds heic (an
 // upgrade), videos (videoSampler reads them when "ffmpeg" is installed),
 // and junk that no decoder reads.
@@ -53,6 +56,8 @@ func kindOf(data []byte) string {
 	switch {
 	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
 		return "png"
+	case bytes.HasPrefix(data, []byte{0xFF, 0xD8}):
+		return "jpeg"
 	case bytes.HasPrefix(data, heicMagic):
 		return "heic"
 	case bytes.HasPrefix(data, videoMagic), liveMovie(data):
@@ -176,7 +181,7 @@ func videoOf(p string) string {
 
 func readable(data []byte, reach []string) bool {
 	k := kindOf(data)
-	return k == "png" || k == "heic" && slices.Contains(reach, "heic")
+	return k == "png" || k == "jpeg" || k == "heic" && slices.Contains(reach, "heic")
 }
 
 // pixelsOf is what the fake decoder returns for data, and the fake model's
@@ -285,6 +290,8 @@ type lab struct {
 	reach []string
 	clock time.Time // the next mtime written
 	blobs map[store.Hash][]byte
+	// motion maps the contents made as Motion Photos to their videos.
+	motion map[store.Hash][]byte
 	// frames maps the hash of each video frame made to its vector, and
 	// videoOfFrame to the content hash of its video.
 	frames       map[store.Hash][]float32
@@ -343,6 +350,8 @@ func (l *lab) content() []byte {
 		}
 		data = fmt.Appendf(slices.Clone(videoMagic), "%s %s", times, strconv.FormatUint(l.rng.Uint64(), 36))
 		l.noteFrames(data)
+	case r < 3:
+		data = l.motionPhoto(r > 0)
 	case r < 15:
 		data = l.randomPNG()
 	case r < 18:
@@ -375,6 +384,28 @@ func (l *lab) randomPNG() []byte {
 		l.t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// motionPhoto makes a JPEG whose XMP says a video follows it (Google's
+// Motion Photo format), with that video appended when withVideo (else an
+// editor dropped it); l.motion notes the video of each.
+func (l *lab) motionPhoto(withVideo bool) []byte {
+	img := image.NewGray(image.Rect(0, 0, 8, 8))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(l.rng.Intn(256))
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, nil); err != nil {
+		l.t.Fatal(err)
+	}
+	noise := binary.LittleEndian.AppendUint64(nil, l.rng.Uint64())
+	mp4 := append(videotest.QTBox("ftyp", []byte("isom\x00\x00\x02\x00isommp41")), videotest.QTBox("moov", videotest.QTBox("udta", noise))...)
+	data := videotest.WithXMP(buf.Bytes(), videotest.MotionXMP(len(mp4)))
+	if withVideo {
+		data = append(data, mp4...)
+		l.motion[sha256.Sum256(data)] = mp4
+	}
+	return data
 }
 
 // livePair makes the contents of a Live Photo: a still (a PNG whose eXIf
@@ -533,8 +564,11 @@ func (l *lab) newName(d, ext string) string {
 
 // extFor is the extension of a new file with content data.
 func extFor(data []byte) string {
-	if kindOf(data) == "video" {
+	switch kindOf(data) {
+	case "video":
 		return ".mp4"
+	case "jpeg":
+		return ".jpg"
 	}
 	return ".png"
 }
@@ -571,6 +605,13 @@ func (l *lab) index() map[string]rec {
 			}
 			if cos := cosine(v, want); !(cos > 0.99999) {
 				l.fatalf("%s: stored vector at cosine %.6f to its content's", p, cos)
+			}
+			// A photo's metadata says whether its content is a Motion Photo.
+			if _, _, frame := store.SplitFrame(p); frame {
+				return nil
+			}
+			if m, ok, err := s.Meta(p); err != nil || ok && (!m.MotionRead || m.Motion != (l.motion[f.Hash] != nil)) {
+				l.fatalf("%s: metadata %+v (%v), want motion %v", p, m, err, l.motion[f.Hash] != nil)
 			}
 			return nil
 		})
@@ -1262,6 +1303,7 @@ func (l *lab) serveCheck() {
 		l.fatalf("image search: %v", err)
 	}
 	ids := map[string]string{}
+	results := map[string]web.Result{}
 	offline := map[string]bool{}
 	listed := map[string]string{} // a video's frame among the results: one, its best
 	for i, r := range a.Results {
@@ -1271,6 +1313,7 @@ func (l *lab) serveCheck() {
 		r.Path = resultPath(r)
 		a.Results[i].Path = r.Path
 		ids[r.Path] = r.ID
+		results[r.Path] = r
 		offline[r.Path] = r.Offline != ""
 		if v, _, frame := store.SplitFrame(r.Path); frame {
 			if listed[v] != "" {
@@ -1321,6 +1364,12 @@ func (l *lab) serveCheck() {
 		if kindOf(data) == "png" {
 			if code, body := l.do("GET", "/thumb/"+id, nil); code != http.StatusOK {
 				l.fatalf("serve: /thumb of indexed %s answered %d %s", p, code, body)
+			}
+		}
+		if v := l.motion[r.hash]; v != nil || results[p].Motion {
+			code, body := l.do("GET", "/live/"+id, nil)
+			if res := results[p]; !res.Motion || res.Live != "/live/"+id || code != http.StatusOK || !bytes.Equal(body, v) {
+				l.fatalf("serve: Motion Photo %s (motion %v, live %q): /live answered %d (%d bytes, want its video's %d)", p, res.Motion, res.Live, code, len(body), len(v))
 			}
 		}
 	}
@@ -1386,7 +1435,7 @@ func newLab(t *testing.T, test string, steps int) *lab {
 	seed := envInt("CLIPIDX_LIFECYCLE_SEED", time.Now().UnixNano())
 	l := &lab{t: t, rng: rand.New(rand.NewSource(seed)), dir: t.TempDir(), reach: []string{"png"},
 		clock: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), blobs: map[store.Hash][]byte{}, reported: map[string]bool{},
-		frames: map[store.Hash][]float32{}, videoOfFrame: map[store.Hash]store.Hash{}, liveIDs: map[store.Hash]string{}, ffmpeg: true, c: "lib/b/caf\xe9"}
+		frames: map[store.Hash][]float32{}, videoOfFrame: map[store.Hash]store.Hash{}, liveIDs: map[store.Hash]string{}, motion: map[store.Hash][]byte{}, ffmpeg: true, c: "lib/b/caf\xe9"}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("seed %d (replay: CLIPIDX_LIFECYCLE_SEED=%d CLIPIDX_LIFECYCLE_STEPS=%d go test ./internal/lifecycle -run '%s$')", seed, seed, steps, test)
