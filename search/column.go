@@ -54,7 +54,7 @@ func (cf *colFilter) keeps(ch store.ColumnChunk, i int) bool {
 				return false
 			}
 		case fl&store.ColPhoto != 0:
-			if k&KindPhoto == 0 && (k&KindMotion == 0 || fl&store.ColMotion == 0) {
+			if !k.keepsPhoto(fl&store.ColMotion != 0, fl&store.ColLive != 0) {
 				return false
 			}
 		}

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/clipidx/clipidx/store"
@@ -22,6 +24,12 @@ func putMeta(t *testing.T, path string, dim int, md fakeMeta) {
 	var b store.Batch
 	for p, m := range md {
 		b.PutMeta(p, m)
+		if _, _, frame := store.SplitFrame(p); m.Live && !frame {
+			// The still's movie, whose record makes it a Live Photo's
+			// (the store keeps Meta.Live).
+			movie := strings.TrimSuffix(p, filepath.Ext(p)) + ".MOV"
+			b.Put(movie, store.File{Size: 1, Kind: store.KindLiveVideo, Err: store.LiveVideoNote + filepath.Base(p)}, nil)
+		}
 	}
 	if err := w.Commit(&b); err != nil {
 		t.Fatal(err)
@@ -48,7 +56,7 @@ func randomMeta(r *rand.Rand, n int) fakeMeta {
 		}
 		c := cams[r.IntN(len(cams))]
 		m.Make, m.Model, m.Lens = c[0], c[1], c[2]
-		m.Motion, m.MotionRead = r.IntN(6) == 0, true
+		m.Motion, m.MotionRead, m.Live = r.IntN(6) == 0, true, r.IntN(5) == 0
 		return m
 	}
 	md := fakeMeta{}
@@ -97,6 +105,7 @@ func TestColumnFilterMatchesRecords(t *testing.T) {
 			"after:2019-06-01 before:2019-09", "kind:photo", "kind:video", "camera:iphone place:paris year:2020",
 			"lens:31mm", "camera:pentax lens:50mm year:2011..2016",
 			"place:nowhere", "kind:motion", "kind:video|motion", "kind:motion year:2012..2016", "kind:photo|motion",
+			"kind:live", "kind:live|motion", "kind:live|video place:france",
 		} {
 			f := parseFilter(t, fq)
 			for j, k := range []int{1, 10, 100} {
@@ -147,7 +156,7 @@ func TestColumnListMatchesRecords(t *testing.T) {
 	rd.View(func(s *store.Snapshot) error {
 		fromColumn := 0
 		for i, fq := range []string{"year:2019", "place:france", "camera:canon year:2010..2015", "near:45.9,6.9,20km", "lens:rf24",
-			"kind:photo", "year:2015", "after:2015-03-03 before:2015-03-04", "place:nowhere", "kind:motion", "kind:video|motion"} {
+			"kind:photo", "year:2015", "after:2015-03-03 before:2015-03-04", "place:nowhere", "kind:motion", "kind:video|motion", "kind:live"} {
 			f := parseFilter(t, fq)
 			for j, k := range []int{1, 7, 100, 5000} {
 				for _, order := range []Order{ByDateDesc, ByDate} {

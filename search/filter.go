@@ -47,8 +47,9 @@ type Filter struct {
 	Cameras [][]string
 	// Lenses are runs as Cameras are, matched against the lens name.
 	Lenses [][]string
-	// Kinds keeps photos, video frames, Motion Photos (store.Meta.Motion)
-	// or any of them (0 = every record).
+	// Kinds keeps photos, video frames, Motion Photos (store.Meta.Motion),
+	// Live Photos' stills (store.Meta.Live) or any of them (0 = every
+	// record).
 	Kinds Kind
 
 	written []string // the qualifiers, as String gives them back
@@ -58,20 +59,29 @@ type Filter struct {
 // holding store.FrameSep).
 type Kind uint8
 
-// The record kinds of kind:photo, kind:video and kind:motion (a Motion
-// Photo, among the photos).
+// The record kinds of kind:photo, kind:video, kind:motion (a Motion
+// Photo, among the photos) and kind:live (a Live Photo's still).
 const (
 	KindPhoto Kind = 1 << iota
 	KindVideo
 	KindMotion
+	KindLive
 )
 
 // everyKind reports whether k keeps every record.
 func (k Kind) everyKind() bool { return k == 0 || k&(KindPhoto|KindVideo) == KindPhoto|KindVideo }
 
-// motionOnly reports whether f keeps, of the photos, the Motion Photos
-// alone (which their metadata tells).
-func (f *Filter) motionOnly() bool { return f.Kinds&KindMotion != 0 && f.Kinds&KindPhoto == 0 }
+// somePhotos reports whether f keeps, of the photos, Motion Photos or
+// Live Photos alone (which their metadata tells).
+func (f *Filter) somePhotos() bool {
+	return f.Kinds&(KindMotion|KindLive) != 0 && f.Kinds&KindPhoto == 0
+}
+
+// keepsPhoto reports whether a photo whose metadata says motion and live
+// passes the kind qualifier.
+func (k Kind) keepsPhoto(motion, live bool) bool {
+	return k.everyKind() || k&KindPhoto != 0 || k&KindMotion != 0 && motion || k&KindLive != 0 && live
+}
 
 // Circle is a disc on the Earth: its centre in WGS84 degrees and its
 // radius in kilometres along the surface.
@@ -88,10 +98,11 @@ func (f *Filter) IsZero() bool {
 func (f *Filter) Qualified() bool { return len(f.written) > 0 || !f.IsZero() }
 
 // NeedsMeta reports whether f keeps only records with metadata (any date,
-// place or camera qualifier, or kind:motion without kind:photo).
+// place or camera qualifier, or kind:motion or kind:live without
+// kind:photo).
 func (f *Filter) NeedsMeta() bool {
 	return f.HasAfter || f.HasBefore || len(f.Years) > 0 || f.hasPlace() || len(f.Near) > 0 || len(f.Cameras) > 0 ||
-		len(f.Lenses) > 0 || f.motionOnly()
+		len(f.Lenses) > 0 || f.somePhotos()
 }
 
 // hasPlace reports whether f has a place qualifier.
@@ -111,7 +122,7 @@ func (f *Filter) KeepsPath(path string) bool {
 	if strings.Contains(path, store.FrameSep) {
 		return f.Kinds&KindVideo != 0
 	}
-	return f.Kinds&(KindPhoto|KindMotion) != 0
+	return f.Kinds&(KindPhoto|KindMotion|KindLive) != 0
 }
 
 // Match reports whether the record at path with metadata m (nil = none)
@@ -188,7 +199,7 @@ func (x *matcher) match(path string, m *store.Meta) bool {
 	if m == nil {
 		return false
 	}
-	if f.motionOnly() && !m.Motion && !strings.Contains(path, store.FrameSep) {
+	if !strings.Contains(path, store.FrameSep) && !f.Kinds.keepsPhoto(m.Motion, m.Live) {
 		return false
 	}
 	if f.HasAfter || f.HasBefore || len(f.Years) > 0 {

@@ -93,6 +93,10 @@ func TestFilterMatch(t *testing.T) {
 		{"kind:video|motion", "/b.jpg", &store.Meta{}, false},
 		{"kind:photo|motion", "/b.jpg", nil, true},
 		{"kind:photo|video|motion", "/b.jpg", nil, true},
+		{"kind:live", "/a.jpg", &store.Meta{Live: true}, true},
+		{"kind:live", "/a.jpg", &store.Meta{Motion: true}, false},
+		{"kind:live|motion", "/a.jpg", &store.Meta{Motion: true}, true},
+		{"kind:live", "/v/trip.mp4#t=1", &store.Meta{Live: true}, false},
 		{"place:chamonix year:2019", "/a.jpg", chamonix, false}, // no date
 	} {
 		f := parseFilter(t, tc.q)

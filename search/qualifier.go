@@ -31,7 +31,7 @@ type Request struct {
 //
 //	after:2019-06-01  before:2019-09  year:2019  year:2017..2019
 //	place:chamonix  place:"new york"  near:45.92,6.87,10km
-//	camera:"pentax k-1"  lens:31mm  kind:photo  kind:video  kind:motion
+//	camera:"pentax k-1"  lens:31mm  kind:photo  kind:video  kind:motion  kind:live
 //
 // A word "key:value" whose key is letters is a qualifier: a known key
 // with a value it cannot read, an unknown key, a negated or weighted
@@ -223,7 +223,7 @@ func example(key string) string {
 	return map[string]string{
 		"after": "after:2019-06-01", "before": "before:2019-09", "year": "year:2019 or year:2017..2019",
 		"place": `place:chamonix or place:"new york"`, "near": "near:45.92,6.87,10km",
-		"camera": `camera:"pentax k-1"`, "lens": `lens:31mm or lens:"ef 24-70"`, "kind": "kind:photo, kind:video or kind:motion",
+		"camera": `camera:"pentax k-1"`, "lens": `lens:31mm or lens:"ef 24-70"`, "kind": "kind:photo, kind:video, kind:motion or kind:live",
 	}[key]
 }
 
@@ -312,6 +312,8 @@ func (f *Filter) add(q qualifier) error {
 				f.Kinds |= KindVideo
 			case "motion":
 				f.Kinds |= KindMotion
+			case "live":
+				f.Kinds |= KindLive
 			default:
 				return bad(fmt.Sprintf("%q is not a kind", k))
 			}

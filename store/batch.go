@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -87,7 +88,39 @@ func newWtx(tx *bolt.Tx, dim int) *wtx {
 	return w
 }
 
+// apply applies o, then keeps the Live flag of the metadata of a still
+// whose Live Photo movie record o wrote or removed (syncLiveMeta).
 func (w *wtx) apply(o op) error {
+	var stills []string
+	if o.kind == opPut || o.kind == opDelete {
+		if old, ok, err := w.getFile(o.path); err == nil && ok {
+			stills = appendLiveStill(stills, o.path, old)
+		}
+		if o.kind == opPut {
+			stills = appendLiveStill(stills, o.path, o.file)
+		}
+	}
+	if err := w.apply1(o); err != nil {
+		return err
+	}
+	for _, s := range stills {
+		if err := w.refreshLive(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendLiveStill appends the still that f, the record of movie, names as
+// its Live Photo's (File.LiveVideo), if any.
+func appendLiveStill(stills []string, movie string, f File) []string {
+	if name, ok := f.LiveVideo(); ok {
+		return append(stills, filepath.Join(filepath.Dir(movie), name))
+	}
+	return stills
+}
+
+func (w *wtx) apply1(o op) error {
 	switch o.kind {
 	case opDelete:
 		old, ok, err := w.getFile(o.path)

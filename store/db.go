@@ -323,6 +323,9 @@ func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
 			if err := fn(tx); err != nil {
 				return err
 			}
+			if err := syncLiveMeta(tx); err != nil {
+				return err
+			}
 			return syncColumn(tx, dirty)
 		})
 	})

@@ -3,6 +3,8 @@ package store
 import (
 	"path/filepath"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestLiveMovie: the movie recorded as a still's Live Photo movie is found
@@ -42,4 +44,100 @@ func TestLiveMovie(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLiveFlag: the metadata of a Live Photo's still says so (Meta.Live)
+// exactly while a movie record names it, whichever comes first, whatever
+// a PutMeta says; a merge sets it from the output's records; a write by
+// an older clipidx, which keeps no flag, is mended by the next write.
+func TestLiveFlag(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.db")
+	w := openW(t, path)
+	live := File{Size: 5, Kind: KindLiveVideo, Err: LiveVideoNote + "IMG_1.HEIC"}
+	commit := func(fill func(b *Batch)) {
+		t.Helper()
+		var b Batch
+		fill(&b)
+		if err := w.Commit(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flags := func(db string) (still, other bool) {
+		t.Helper()
+		view(t, db, func(s *Snapshot) {
+			m, _, _ := s.Meta("/p/IMG_1.HEIC")
+			o, _, _ := s.Meta("/p/other.jpg")
+			still, other = m.Live, o.Live
+			if err := s.Check(true); err != nil {
+				t.Errorf("check: %v", err)
+			}
+		})
+		return
+	}
+	want := func(when string, still bool) {
+		t.Helper()
+		if s, o := flags(path); s != still || o {
+			t.Errorf("%s: still's Live flag %v, other photo's %v; want %v, false", when, s, o, still)
+		}
+	}
+	commit(func(b *Batch) {
+		b.Put("/p/IMG_1.HEIC", File{Size: 1, Hash: hashOf("1")}, vec(1, 8))
+		b.PutMeta("/p/IMG_1.HEIC", Meta{Width: 4})
+		b.Put("/p/other.jpg", File{Size: 1, Hash: hashOf("2")}, vec(2, 8))
+		b.PutMeta("/p/other.jpg", Meta{Live: true}) // not the caller's to say
+	})
+	want("a still alone", false)
+	commit(func(b *Batch) { b.Put("/p/IMG_1.MOV", live, nil) })
+	want("its movie recorded after it", true)
+	commit(func(b *Batch) { b.PutMeta("/p/IMG_1.HEIC", Meta{Width: 5}) })
+	want("its metadata written again", true)
+	commit(func(b *Batch) { b.Delete("/p/IMG_1.MOV") })
+	want("its movie removed", false)
+	commit(func(b *Batch) {
+		b.Delete("/p/IMG_1.HEIC")
+		b.Put("/p/IMG_1.MOV", live, nil)
+		b.Put("/p/IMG_1.HEIC", File{Size: 1, Hash: hashOf("1")}, vec(1, 8))
+		b.PutMeta("/p/IMG_1.HEIC", Meta{Width: 6})
+	})
+	want("the movie recorded before the still", true)
+	commit(func(b *Batch) { b.Put("/p/IMG_1.MOV", File{Size: 9, Err: "not a readable video"}, nil) })
+	want("the movie no Live Photo's any more", false)
+	commit(func(b *Batch) { b.Put("/p/IMG_1.MOV", live, nil) })
+	want("a Live Photo's again", true)
+	w.Close()
+
+	out := filepath.Join(dir, "out.db")
+	if _, err := Merge(out, []string{path}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, o := flags(out); !s || o {
+		t.Errorf("merged: still's Live flag %v, other photo's %v; want true, false", s, o)
+	}
+
+	// An older clipidx removes the movie's record and keeps no flag.
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bMeta)
+		if err := m.Put(kFailed, u64(getU64(m.Get(kFailed))-1)); err != nil {
+			return err
+		}
+		return tx.Bucket(bFiles).Delete([]byte("/p/IMG_1.MOV"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, _ := flags(path); !s {
+		t.Errorf("the flag moved without a write of this package")
+	}
+	w = openW(t, path)
+	defer w.Close()
+	if err := w.AddRoots([]string{"/p"}); err != nil {
+		t.Fatal(err)
+	}
+	want("the next write", false)
 }

@@ -34,6 +34,7 @@ const (
 	metaAlt
 	metaMotionRead
 	metaMotion
+	metaLive
 )
 
 // takenSources are the TakenSource values encoded as one byte (index); any
@@ -60,6 +61,9 @@ func encodeMeta(m Meta) []byte {
 	}
 	if m.Motion {
 		flags |= metaMotion
+	}
+	if m.Live {
+		flags |= metaLive
 	}
 	b = append(b, metaVersion, flags)
 	src := byte(0xff)
@@ -208,7 +212,7 @@ func decodeMeta(v []byte, in *interner) (Meta, error) {
 	if flags&metaAlt != 0 {
 		m.HasAlt, m.Alt = true, d.f64()
 	}
-	m.MotionRead, m.Motion = flags&metaMotionRead != 0, flags&metaMotion != 0
+	m.MotionRead, m.Motion, m.Live = flags&metaMotionRead != 0, flags&metaMotion != 0, flags&metaLive != 0
 	w, h := d.uv(), d.uv()
 	if w > math.MaxInt32 || h > math.MaxInt32 {
 		return m, ErrCorrupt
@@ -308,7 +312,102 @@ func (w *wtx) applyMeta(o op) error {
 		return err
 	}
 	w.dirtyPath(o.path)
-	return bk.Put([]byte(o.path), encodeMeta(*o.meta))
+	m := *o.meta
+	movie, err := (&Snapshot{tx: w.tx}).LiveMovie(o.path)
+	if err != nil {
+		return err
+	}
+	m.Live = movie != "" // the store's to keep, whatever the caller said
+	return bk.Put([]byte(o.path), encodeMeta(m))
+}
+
+// namedLive reports whether a Live Photo movie record names still (read
+// errors say no: the record's own check reports them).
+func (s *Snapshot) namedLive(still string) bool {
+	movie, err := s.LiveMovie(still)
+	return err == nil && movie != ""
+}
+
+// refreshLive sets the Live flag of the metadata of still (if it has
+// any) to whether a Live Photo movie record names it.
+func (w *wtx) refreshLive(still string) error {
+	bk := w.tx.Bucket(bPhotoMeta)
+	if bk == nil {
+		return nil
+	}
+	v := bk.Get([]byte(still))
+	if v == nil {
+		return nil
+	}
+	m, err := decodeMeta(v, newInterner())
+	if err != nil {
+		return nil // damaged: Check reports it, a build writes it again
+	}
+	movie, err := (&Snapshot{tx: w.tx}).LiveMovie(still)
+	if err != nil {
+		return err
+	}
+	if live := movie != ""; live != m.Live {
+		m.Live = live
+		w.dirtyPath(still)
+		return bk.Put([]byte(still), encodeMeta(m))
+	}
+	return nil
+}
+
+// kLiveStamp (meta bucket, u64) is the write transaction that last kept
+// the Live flags of the stills' metadata (syncLiveMeta).
+var kLiveStamp = []byte("livestamp")
+
+// syncLiveMeta keeps Meta.Live set exactly on the stills that a Live
+// Photo movie record names (File.LiveVideo). Every write of this package
+// keeps it as it goes (wtx.apply, applyMeta); an index written last by a
+// clipidx from before the flag, which leaves the stamp behind, has every
+// flag set again by the next write: a pass over the records without a
+// vector and over the metadata.
+func syncLiveMeta(tx *bolt.Tx) error {
+	m := tx.Bucket(bMeta)
+	if m == nil || tx.Bucket(bFiles) == nil {
+		return nil // not an index yet
+	}
+	if v := m.Get(kLiveStamp); len(v) != 8 || getU64(v) != uint64(tx.ID()-1) {
+		if err := relinkLive(tx); err != nil {
+			return err
+		}
+	}
+	return m.Put(kLiveStamp, u64(uint64(tx.ID())))
+}
+
+// relinkLive sets the Live flag of every still's metadata from the movie
+// records.
+func relinkLive(tx *bolt.Tx) error {
+	w := newWtx(tx, 0)
+	stills := map[string]bool{}
+	c := tx.Bucket(bFiles).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) < recFixed || binary.BigEndian.Uint64(v[recFixed-8:recFixed]) != 0 {
+			continue // a record with a vector
+		}
+		if f, err := decodeFile(v); err == nil {
+			for _, s := range appendLiveStill(nil, string(k), f) {
+				stills[s] = true
+			}
+		}
+	}
+	if bk := tx.Bucket(bPhotoMeta); bk != nil {
+		c := bk.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) > 1 && v[1]&metaLive != 0 {
+				stills[string(k)] = true
+			}
+		}
+	}
+	for s := range stills {
+		if err := w.refreshLive(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteMeta drops the metadata of path, if any, and its read mark.
@@ -542,6 +641,12 @@ func (s *Snapshot) checkMeta(bad func(format string, a ...any)) {
 	}
 	files := s.tx.Bucket(bFiles)
 	in := newInterner()
+	// The Live flags are kept by this package's writes only (syncLiveMeta):
+	// after another's, the next write sets them again.
+	liveKept := false
+	if v := s.tx.Bucket(bMeta).Get(kLiveStamp); len(v) == 8 && getU64(v) == uint64(s.tx.ID()) {
+		liveKept = true
+	}
 	bk.ForEach(func(k, v []byte) error {
 		_, err := decodeMeta(v, in)
 		fv := files.Get(k)
@@ -553,6 +658,9 @@ func (s *Snapshot) checkMeta(bad func(format string, a ...any)) {
 		default:
 			if f, err := decodeFile(fv); err == nil && f.Failed() {
 				bad("metadata %s: the file is recorded as failed", k)
+			}
+			if live := len(v) > 1 && v[1]&metaLive != 0; liveKept && live != s.namedLive(string(k)) {
+				bad("metadata %s: Live Photo flag %v, but a movie record names it: %v", k, live, !live)
 			}
 		}
 		return nil
@@ -592,7 +700,10 @@ func (t *wtx) mergeMeta(rec mergeRec) error {
 		return err
 	}
 	t.dirtyPath(rec.path)
-	return bk.Put([]byte(rec.path), rec.meta)
+	if err := bk.Put([]byte(rec.path), rec.meta); err != nil {
+		return err
+	}
+	return t.refreshLive(rec.path) // whether a movie names it here, not there
 }
 
 // TakenTime is the capture time as a time.Time: in a fixed zone of the

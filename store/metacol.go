@@ -55,15 +55,17 @@ const (
 	// photos and frames): MetaColumn.Variants has an entry per difference,
 	// and a filter that must know which file matches reads the records.
 	ColMixed
-	// ColMotion: a Motion Photo (Meta.Motion).
+	// ColMotion: a Motion Photo (Meta.Motion); ColLive: a Live Photo's
+	// still (Meta.Live).
 	ColMotion
+	ColLive
 )
 
 // A column of n slots is a version byte, then by field n flags, n capture
 // times (8 bytes), n place ids (4), n camera ids (4), n latitudes (8) and
 // n longitudes (8), little-endian.
 const (
-	colVersion  = 3 // 2: cameras with their lens; 3: ColMotion
+	colVersion  = 3 // 2: cameras with their lens; 3: ColMotion, ColLive
 	colSlotSize = 1 + 8 + 4 + 4 + 8 + 8
 	colSize     = 1 + colSlotSize*ChunkSlots
 )
@@ -325,6 +327,9 @@ func slotOf(paths []string, metas []Meta, has []metaState) (colSlot, []colSlot) 
 			}
 			if m.Motion {
 				one.flags |= ColMotion
+			}
+			if m.Live {
+				one.flags |= ColLive
 			}
 			one.place = ColumnPlace{m.City, m.Region, m.Country, m.CountryCode}
 			one.camera = ColumnCamera{m.Make, m.Model, m.Lens}

@@ -36,6 +36,10 @@ type Meta struct {
 	// (preprocess.FindMotionVideo). MotionRead says a reader that looks
 	// for one read the file: a record of an older clipidx has neither.
 	Motion, MotionRead bool
+	// Live is set on a Live Photo's still: a Live Photo movie record
+	// (File.LiveVideo) names it. The store keeps it (a Batch.PutMeta
+	// cannot set it).
+	Live bool
 }
 
 // Where Meta.Taken came from.

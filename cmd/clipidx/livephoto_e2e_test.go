@@ -111,6 +111,11 @@ func TestLivePhotosEndToEnd(t *testing.T) {
 		}
 	}
 
+	// kind:live lists the Live Photo's still alone.
+	if out, errs, code := run("search", "--paths-only", "kind:live"); code != 0 || out != filepath.Join(lib, "IMG_0001.JPG")+"\n" {
+		t.Errorf("search kind:live: %d %q%s", code, out, errs)
+	}
+
 	out, errs, code = run("build", "--json", lib)
 	var sum map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &sum) != nil || sum["unchanged"] != float64(5) || sum["live_videos"] != nil {
@@ -127,6 +132,9 @@ func TestLivePhotosEndToEnd(t *testing.T) {
 	want = []string{filepath.Join(lib, "IMG_0001.MOV"), filepath.Join(lib, "IMG_0002.JPG"), filepath.Join(lib, "IMG_0002.MOV"), filepath.Join(lib, "clip.mov")}
 	if got := paths(); !slices.Equal(got, want) {
 		t.Errorf("after the still was deleted, search finds %q, want %q", got, want)
+	}
+	if out, errs, code := run("search", "--paths-only", "kind:live"); code != 0 || out != "" {
+		t.Errorf("search kind:live with no Live Photo left: %d %q%s", code, out, errs)
 	}
 }
 
