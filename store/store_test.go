@@ -648,16 +648,20 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+// statsAt reads the Stats of the index at path.
+func statsAt(t *testing.T, path string) (st Stats) {
+	t.Helper()
+	view(t, path, func(s *Snapshot) { st = stats(t, s) })
+	return st
+}
+
 // TestStatsQueued: a vector that lost its last file stays stored until GC
 // (a build killed before its GC leaves many); Stats reports it as Queued
 // so that status does not count it among the distinct images.
 func TestStatsQueued(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	w := openW(t, path)
-	statsNow := func() (st Stats) {
-		view(t, path, func(s *Snapshot) { st = stats(t, s) })
-		return st
-	}
+	statsNow := func() Stats { return statsAt(t, path) }
 	var b Batch
 	b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
 	b.Put("/p/b", File{Hash: hashOf("B")}, vec(2, 8))
@@ -690,10 +694,7 @@ func TestStatsQueued(t *testing.T) {
 func TestGCQueuedBefore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	w := openW(t, path)
-	statsNow := func() (st Stats) {
-		view(t, path, func(s *Snapshot) { st = stats(t, s) })
-		return st
-	}
+	statsNow := func() Stats { return statsAt(t, path) }
 	var b Batch
 	for i, n := range []string{"a", "b", "c", "d"} {
 		b.Put("/p/"+n, File{Hash: hashOf(n)}, vec(uint64(i+1), 8))
