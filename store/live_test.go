@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 
@@ -140,4 +141,43 @@ func TestLiveFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("the next write", false)
+}
+
+// TestLiveFlagBesideDamagedRecord: a record that does not decode beside a
+// still (found by the seek for its movie) fails no write of the still's
+// metadata; Check reports the record.
+func TestLiveFlagBesideDamagedRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/p/IMG_1.HEIC", File{Size: 1, Hash: hashOf("1")}, vec(1, 8))
+	b.Put("/p/IMG_1.AAE", File{Size: 3, Err: "not an image"}, nil)
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bFiles)
+		return bk.Put([]byte("/p/IMG_1.AAE"), append(bytes.Clone(bk.Get([]byte("/p/IMG_1.AAE"))), 0xff, 0xff, 0xff))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	view(t, path, func(s *Snapshot) {
+		if _, err := s.LiveMovie("/p/IMG_1.HEIC"); err == nil {
+			t.Fatal("the damaged record decodes: the test would prove nothing")
+		}
+	})
+	w = openW(t, path)
+	defer w.Close()
+	b.Reset()
+	b.PutMeta("/p/IMG_1.HEIC", Meta{Width: 4})
+	if err := w.Commit(&b); err != nil {
+		t.Errorf("metadata of a still beside a damaged record: %v", err)
+	}
 }

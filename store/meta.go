@@ -313,16 +313,13 @@ func (w *wtx) applyMeta(o op) error {
 	}
 	w.dirtyPath(o.path)
 	m := *o.meta
-	movie, err := (&Snapshot{tx: w.tx}).LiveMovie(o.path)
-	if err != nil {
-		return err
-	}
-	m.Live = movie != "" // the store's to keep, whatever the caller said
+	m.Live = (&Snapshot{tx: w.tx}).namedLive(o.path) // the store's to keep, whatever the caller said
 	return bk.Put([]byte(o.path), encodeMeta(m))
 }
 
-// namedLive reports whether a Live Photo movie record names still (read
-// errors say no: the record's own check reports them).
+// namedLive reports whether a Live Photo movie record names still. A
+// record that does not decode says no: Check reports it, and a damaged
+// neighbour must not fail the write of a still's metadata.
 func (s *Snapshot) namedLive(still string) bool {
 	movie, err := s.LiveMovie(still)
 	return err == nil && movie != ""
@@ -343,11 +340,7 @@ func (w *wtx) refreshLive(still string) error {
 	if err != nil {
 		return nil // damaged: Check reports it, a build writes it again
 	}
-	movie, err := (&Snapshot{tx: w.tx}).LiveMovie(still)
-	if err != nil {
-		return err
-	}
-	if live := movie != ""; live != m.Live {
+	if live := (&Snapshot{tx: w.tx}).namedLive(still); live != m.Live {
 		m.Live = live
 		w.dirtyPath(still)
 		return bk.Put([]byte(still), encodeMeta(m))

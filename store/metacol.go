@@ -65,7 +65,7 @@ const (
 // times (8 bytes), n place ids (4), n camera ids (4), n latitudes (8) and
 // n longitudes (8), little-endian.
 const (
-	colVersion  = 3 // 2: cameras with their lens; 3: ColMotion, ColLive
+	colVersion  = 4 // 2: cameras with their lens; 3: ColMotion; 4: ColLive
 	colSlotSize = 1 + 8 + 4 + 4 + 8 + 8
 	colSize     = 1 + colSlotSize*ChunkSlots
 )

@@ -66,7 +66,9 @@ alone:
   camera:"pentax k-1"   the camera's make and model hold these letters and
                     numbers, spaces and hyphens aside (camera:xt4 is X-T4)
   lens:31mm         the lens's name holds these (lens:24-70 is EF24-70mm)
-  kind:photo        photos only; kind:video video frames only
+  kind:photo        photos only; kind:video video frames only; kind:motion
+                    Motion Photos (a video inside the still); kind:live Live
+                    Photos' stills; kind:live|motion either
 
 Dates compare the camera's clock (the date it showed). year:, place:, near:,
 camera: and lens: given twice match either value; different qualifiers must all
