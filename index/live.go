@@ -76,10 +76,22 @@ func (l *liveStills) candidates(path string) []string {
 		l.dirs[dir] = stems
 	}
 	var out []string
+	movieStem := strings.TrimSuffix(name, filepath.Ext(name))
 	for _, n := range stems[stem] {
-		out = append(out, filepath.Join(dir, n))
+		if liveNames(movieStem, strings.TrimSuffix(n, filepath.Ext(n))) {
+			out = append(out, filepath.Join(dir, n))
+		}
 	}
 	return out
+}
+
+// liveNames reports whether a movie of stem movie and a photo of stem
+// still may be one Live Photo: the same name, or the photo's in lower or
+// upper case (as store.Snapshot.LiveMovie finds a still's movie). Names
+// that differ otherwise in case (Img_1.mov, IMG_1.HEIC) are not paired:
+// the movie is a video.
+func liveNames(movie, still string) bool {
+	return movie == still || movie == strings.ToLower(still) || movie == strings.ToUpper(still)
 }
 
 // liveStill returns the file name of the photo whose Live Photo movie the
@@ -129,12 +141,11 @@ func moviesBeside(path string) []string {
 	if !stillExts[strings.ToLower(ext)] {
 		return nil
 	}
-	stem := strings.ToLower(strings.TrimSuffix(name, ext))
 	ents, _ := os.ReadDir(dir)
 	var out []string
 	for _, e := range ents {
 		n := e.Name()
-		if IsVideoName(n) && strings.ToLower(strings.TrimSuffix(n, filepath.Ext(n))) == stem {
+		if IsVideoName(n) && liveNames(strings.TrimSuffix(n, filepath.Ext(n)), strings.TrimSuffix(name, ext)) {
 			out = append(out, filepath.Join(dir, n))
 		}
 	}

@@ -292,3 +292,37 @@ func TestBuildLivePhotoStillChangedWithoutFFmpeg(t *testing.T) {
 		t.Errorf("%d videos sampled, want the movie once", n)
 	}
 }
+
+// TestBuildLivePhotoNameCase: a movie whose name is its still's, or the
+// still's in lower or upper case (a copy through a tool that changes
+// case), is the still's Live Photo movie, which the store then finds from
+// the still (its Live flag, kind:live, serve's LIVE); a name in some other
+// case (Img_6.mov beside IMG_6.HEIC) is no pair the store could find
+// back, so that movie is a video.
+func TestBuildLivePhotoNameCase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	const a, b = "4A4B4C4D-0000-4000-8000-000000000005", "4A4B4C4D-0000-4000-8000-000000000006"
+	write(t, filepath.Join(dir, "IMG_5.HEIC"), fakeStill(a, "five"))
+	write(t, filepath.Join(dir, "img_5.mov"), fakeLiveMovie(a, "0"))
+	write(t, filepath.Join(dir, "IMG_6.HEIC"), fakeStill(b, "six"))
+	write(t, filepath.Join(dir, "Img_6.mov"), fakeLiveMovie(b, "0"))
+	en, s := &fakeEnc{}, &fakeSampler{}
+	buildLive(t, db, dir, videoOpts(en, s), "added=3 updated=0 unchanged=0 reused=0 removed=0 failed=0", 1)
+	wantRecords(t, db, dir, "IMG_5.HEIC", "IMG_6.HEIC", "Img_6.mov#t=0", "img_5.mov!")
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.View(func(s *store.Snapshot) error {
+		for still, want := range map[string]bool{"IMG_5.HEIC": true, "IMG_6.HEIC": false} {
+			m, _, err := s.Meta(filepath.Join(dir, still))
+			movie, merr := s.LiveMovie(filepath.Join(dir, still))
+			if err != nil || merr != nil || m.Live != want || (movie != "") != want {
+				t.Errorf("%s: Live flag %v, movie %q (%v, %v); want a Live Photo: %v", still, m.Live, movie, err, merr, want)
+			}
+		}
+		return nil
+	})
+}
