@@ -27,9 +27,13 @@
 //	photometa  path → Meta: capture time, GPS, camera, pixel size and place
 //	           names of an indexed file (meta.go: version byte, flags,
 //	           varints, float64 GPS only when present, length-prefixed
-//	           texts); the meta bucket's "places" key names the place
-//	           table the names came from, its "videometa" key (u64) the
-//	           version of the code that read the video frames' metadata
+//	           texts; flags say whether a Motion Photo was looked for and
+//	           found, and whether the file is a Live Photo's still, which
+//	           the store keeps from the movie records: see syncLiveMeta,
+//	           whose "livestamp" key in the meta bucket is the transaction
+//	           that last kept it); the meta bucket's "places" key names the
+//	           place table the names came from, its "videometa" key (u64)
+//	           the version of the code that read the video frames' metadata
 //	ctimes     path → u64: the file's status change time (ns) when its
 //	           record was written (ctime.go)
 //	metaread   path → u64: the version of the code that read the metadata
