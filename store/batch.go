@@ -91,16 +91,28 @@ func newWtx(tx *bolt.Tx, dim int) *wtx {
 // apply applies o, then keeps the Live flag of the metadata of a still
 // whose Live Photo movie record o wrote or removed (syncLiveMeta).
 func (w *wtx) apply(o op) error {
-	var stills []string
-	if o.kind == opPut || o.kind == opDelete {
-		if old, ok, err := w.getFile(o.path); err == nil && ok {
-			stills = appendLiveStill(stills, o.path, old)
-		}
-		if o.kind == opPut {
-			stills = appendLiveStill(stills, o.path, o.file)
-		}
+	switch o.kind {
+	case opCtime:
+		return w.stampCtime(o)
+	case opPut, opDelete:
+	default:
+		return w.applyExtra(o)
 	}
-	if err := w.apply1(o); err != nil {
+	old, ok, err := w.getFile(o.path)
+	if err != nil {
+		return err
+	}
+	var stills []string
+	if ok {
+		stills = appendLiveStill(stills, o.path, old)
+	}
+	if o.kind == opPut {
+		stills = appendLiveStill(stills, o.path, o.file)
+		err = w.put(o, old, ok)
+	} else if ok {
+		err = w.delete(o.path, old)
+	}
+	if err != nil {
 		return err
 	}
 	for _, s := range stills {
@@ -120,76 +132,66 @@ func appendLiveStill(stills []string, movie string, f File) []string {
 	return stills
 }
 
-func (w *wtx) apply1(o op) error {
-	switch o.kind {
-	case opDelete:
-		old, ok, err := w.getFile(o.path)
-		if err != nil || !ok {
-			return err
+// delete drops the record old of path, with its ctime, sample and
+// metadata, and its link to its vector.
+func (w *wtx) delete(path string, old File) error {
+	if err := w.putCtime(path, 0); err != nil {
+		return err
+	}
+	if err := w.unref(path, old); err != nil {
+		return err
+	}
+	if err := w.deleteSample(path); err != nil {
+		return err
+	}
+	if err := w.deleteMeta(path); err != nil {
+		return err
+	}
+	return w.files.Delete([]byte(path))
+}
+
+// put writes the record of o.path, which was old when had.
+func (w *wtx) put(o op, old File, had bool) error {
+	f := o.file
+	if err := w.putCtime(o.path, f.CtimeNs); err != nil {
+		return err
+	}
+	if f.Err == "" {
+		id, err := w.resolve(f.Hash, o.vec)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.path, err)
 		}
-		if err := w.putCtime(o.path, 0); err != nil {
-			return err
+		f.Vec = id
+	}
+	if had {
+		if old.Vec == f.Vec && f.Vec != 0 {
+			// Same content: only the stat changed; keep the ref.
+			return w.files.Put([]byte(o.path), encodeFile(f))
 		}
 		if err := w.unref(o.path, old); err != nil {
 			return err
 		}
-		if err := w.deleteSample(o.path); err != nil {
-			return err
-		}
-		if err := w.deleteMeta(o.path); err != nil {
-			return err
-		}
-		return w.files.Delete([]byte(o.path))
-	case opPut:
-		old, ok, err := w.getFile(o.path)
-		if err != nil {
-			return err
-		}
-		f := o.file
-		if err := w.putCtime(o.path, f.CtimeNs); err != nil {
-			return err
-		}
-		if f.Err == "" {
-			id, err := w.resolve(f.Hash, o.vec)
-			if err != nil {
-				return fmt.Errorf("%s: %w", o.path, err)
-			}
-			f.Vec = id
-		}
-		if ok {
-			if old.Vec == f.Vec && f.Vec != 0 {
-				// Same content: only the stat changed; keep the ref.
-				return w.files.Put([]byte(o.path), encodeFile(f))
-			}
-			if err := w.unref(o.path, old); err != nil {
-				return err
-			}
-		}
-		if f.Vec != 0 {
-			if err := w.refs.Put(refKey(f.Vec, o.path), nil); err != nil {
-				return err
-			}
-			w.dirtyVec(f.Vec)
-			// A vector queued for GC is alive again: searchable once more.
-			if key := u64(uint64(f.Vec)); has(w.gc, key) {
-				if err := w.gc.Delete(key); err != nil {
-					return err
-				}
-				w.setLive(f.Vec, true)
-			}
-			w.images++
-		} else {
-			w.failed++
-			if err := w.deleteMeta(o.path); err != nil { // a failed file has no metadata
-				return err
-			}
-		}
-		return w.files.Put([]byte(o.path), encodeFile(f))
-	case opCtime:
-		return w.stampCtime(o)
-	default:
-		return w.applyExtra(o)
 	}
+	if f.Vec != 0 {
+		if err := w.refs.Put(refKey(f.Vec, o.path), nil); err != nil {
+			return err
+		}
+		w.dirtyVec(f.Vec)
+		// A vector queued for GC is alive again: searchable once more.
+		if key := u64(uint64(f.Vec)); has(w.gc, key) {
+			if err := w.gc.Delete(key); err != nil {
+				return err
+			}
+			w.setLive(f.Vec, true)
+		}
+		w.images++
+	} else {
+		w.failed++
+		if err := w.deleteMeta(o.path); err != nil { // a failed file has no metadata
+			return err
+		}
+	}
+	return w.files.Put([]byte(o.path), encodeFile(f))
 }
 
 func (w *wtx) getFile(path string) (File, bool, error) {
