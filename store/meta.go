@@ -321,6 +321,9 @@ func (w *wtx) applyMeta(o op) error {
 // record that does not decode says no: Check reports it, and a damaged
 // neighbour must not fail the write of a still's metadata.
 func (s *Snapshot) namedLive(still string) bool {
+	if _, _, frame := SplitFrame(still); frame {
+		return false // a video's frame is no still (and spares the seeks)
+	}
 	movie, err := s.LiveMovie(still)
 	return err == nil && movie != ""
 }
