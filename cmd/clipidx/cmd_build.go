@@ -44,7 +44,9 @@ skipped; symbolic links to folders are followed once.
 
 A re-run only embeds new and changed files; a file whose content is already in
 the index (a rename, a move, a copy) reuses its vector without running the
-model; files that disappeared from the folders are forgotten. Work is committed
+model; files that disappeared from the folders are forgotten (their vectors are
+kept, out of searches, for a file moved to a folder built later: 7 days, or
+until a build of every indexed folder). Work is committed
 every 64 files or 2 seconds, so Ctrl-C (or a crash) loses at most that much:
 run the same command again to continue. Files that cannot be indexed are listed
 with the reason and retried when they change, when a newer clipidx reads a
