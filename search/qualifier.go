@@ -204,6 +204,25 @@ func splitQualifiers(arg string) (string, []qualifier, error) {
 	return strings.Join(keep, " "), quals, nil
 }
 
+// EscapeQualifiers returns s with a backslash before each word that
+// ParseRequest would take for a qualifier, so that all of s is text: a
+// phrase the web page's search box was given in double quotes. A word
+// starting with +, -, @ or \ is never such a word.
+func EscapeQualifiers(s string) string {
+	ws, _ := words(s)
+	var b strings.Builder
+	last := 0
+	for _, sp := range ws {
+		if _, _, ok := qualifierShape(s[sp.lo:sp.hi]); ok {
+			b.WriteString(s[last:sp.lo])
+			b.WriteByte('\\')
+			last = sp.lo
+		}
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 // unquote strips the quotes of a value written key:"...".
 func unquote(q qualifier) (string, error) {
 	v := q.value

@@ -199,3 +199,33 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestEscapeQualifiers: every key:value word of a phrase escaped, the
+// phrase is one text term, word for word, with no filter; an unknown key
+// is text too, where it would be an error.
+func TestEscapeQualifiers(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"place:paris", `\place:paris`},
+		{"snow  year:2019 at 3:30", `snow  \year:2019 at 3:30`},
+		{"Note: yaer:2019 camera:x", `Note: \yaer:2019 \camera:x`},
+		{"no qualifier here", "no qualifier here"},
+		{"", ""},
+	} {
+		got := EscapeQualifiers(tc.in)
+		if got != tc.want {
+			t.Errorf("EscapeQualifiers(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if tc.in == "" {
+			continue
+		}
+		r, err := ParseRequest([]string{got})
+		if err != nil {
+			t.Errorf("ParseRequest(%q): %v", got, err)
+			continue
+		}
+		// White space between words may close up, as in any text term.
+		if r.Filter.Qualified() || len(r.Terms) != 1 || strings.Join(strings.Fields(r.Terms[0].Text), " ") != strings.Join(strings.Fields(tc.in), " ") {
+			t.Errorf("ParseRequest(%q) = %+v (qualified %v), want the text %q alone", got, r.Terms, r.Filter.Qualified(), tc.in)
+		}
+	}
+}

@@ -214,8 +214,8 @@ func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk
 // arguments of `clipidx search`: a word starting with + or - (a sign, a
 // weight such as +2:, or a negation) starts a new term, and the plain
 // words after it belong to that term; words before any such word form one
-// text; "double quotes" keep a phrase together, quotes included words that
-// start with + or -.
+// text; "double quotes" keep a phrase together as text, words in it that
+// start with + or - or look like qualifiers (year:2019) included.
 func SplitQuery(line string) []string {
 	var args []string
 	cur := ""
@@ -237,8 +237,10 @@ func SplitQuery(line string) []string {
 			for j < len(rs) && rs[j] != '"' {
 				j++
 			}
-			word := string(rs[i+1 : min(j, len(rs))])
-			if cur == "" && (strings.HasPrefix(word, "+") || strings.HasPrefix(word, "-") || strings.HasPrefix(word, "@") || strings.HasPrefix(word, `\`)) {
+			raw := string(rs[i+1 : min(j, len(rs))])
+			// A phrase in quotes is text, a key:value word in it too.
+			word := search.EscapeQualifiers(raw)
+			if cur == "" && (strings.HasPrefix(raw, "+") || strings.HasPrefix(raw, "-") || strings.HasPrefix(raw, "@") || strings.HasPrefix(raw, `\`)) {
 				word = `\` + word
 			}
 			cur = strings.TrimSpace(cur + " " + word)

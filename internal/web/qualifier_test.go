@@ -134,6 +134,18 @@ func TestSearchQualifiers(t *testing.T) {
 		t.Errorf("%q by -date: %v, want %v", line, paths(a), newest)
 	}
 
+	// In double quotes a qualifier is text, as `clipidx search '"place:chamonix"'`
+	// reads it: a search of every photo, ranked, not a listing of Chamonix.
+	for _, line := range []string{`"place:chamonix"`, `a "photo place:chamonix"`} {
+		a := e.search(t, q(line))
+		if a.Listing || len(a.Results) <= len(chamonix) {
+			t.Errorf("%q: listing %v, %d results; want a text search of all %d photos", line, a.Listing, len(a.Results), 2*len(chamonix)-1)
+		}
+	}
+	if code, body, _ := e.get(t, q(`snow "b:c"`)); code != 200 {
+		t.Errorf(`snow "b:c": %d %s, want 200 (text in quotes)`, code, body)
+	}
+
 	for _, tc := range []struct{ path, want string }{
 		{q("a photo year:19"), `year:19`},
 		{q("yaer:2019"), `no qualifier yaer:`},

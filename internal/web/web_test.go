@@ -40,6 +40,9 @@ func TestSplitQuery(t *testing.T) {
 		{"- dash alone", []string{"- dash alone"}},
 		{"", nil},
 		{`"unclosed quote`, []string{"unclosed quote"}},
+		{`"place:paris"`, []string{`\place:paris`}},
+		{`a "b:c" year:2019`, []string{`a \b:c year:2019`}},
+		{`"snow year:2019" -people`, []string{`snow \year:2019`, "-people"}},
 	} {
 		if got := SplitQuery(tc.in); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("SplitQuery(%q) = %q, want %q", tc.in, got, tc.want)
