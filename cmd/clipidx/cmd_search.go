@@ -116,6 +116,9 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 			}
 			terms := req.Terms
 			for _, im := range images {
+				if im == "" {
+					return usageError("--image needs a file's path, not an empty one")
+				}
 				terms = append(terms, search.Term{Weight: 1, Image: im})
 			}
 			listing := len(terms) == 0 && req.Filter.Qualified()

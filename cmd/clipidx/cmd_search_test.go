@@ -313,3 +313,19 @@ func TestSearchTermsCancelIsUsageError(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchEmptyImageIsUsageError: --image '' is a usage error, exit 2,
+// as an empty term is, not a search for an empty text.
+func TestSearchEmptyImageIsUsageError(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	g := []string{"--db", filepath.Join(t.TempDir(), "i.db"), "--model", model, "--device", "reference"}
+	if _, errs, code := runCLI(t, append(slices.Clone(g), "build", filepath.Join(model, "images"))...); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	for _, args := range [][]string{{"--image", ""}, {"red", "--image", ""}} {
+		out, errs, code := runCLI(t, append(append(slices.Clone(g), "search"), args...)...)
+		if code != 2 || out != "" || !strings.Contains(errs, "--image needs a file") {
+			t.Errorf("search %q: exit %d, %q, stderr %q; want exit 2 naming --image", args, code, out, errs)
+		}
+	}
+}
