@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 	"unicode/utf8"
 
 	"github.com/clipidx/clipidx/clipnpu"
@@ -284,27 +283,12 @@ type hit struct {
 	// UTF-8, which "path" can only show with U+FFFD in their place.
 	PathBytes []byte `json:"path_bytes,omitempty"`
 	metaJSON         // photometa.go: filled for --json and --long
-	// TakenOffsetUnknown is set when the file records no UTC offset:
-	// "taken" is then the camera's wall clock without one (not RFC 3339).
-	TakenOffsetUnknown bool `json:"taken_offset_unknown,omitempty"`
 }
 
-// forJSON fills the fields only --json prints, and rounds the GPS
-// position as every JSON output does (web.RoundDegrees).
+// forJSON fills the fields only --json prints.
 func (h *hit) forJSON() {
 	if !utf8.ValidString(h.Path) {
 		h.PathBytes = []byte(h.Path)
-	}
-	if h.Taken != "" {
-		_, err := time.Parse(time.RFC3339Nano, h.Taken)
-		h.TakenOffsetUnknown = err != nil
-	}
-	if p := h.GPS; p != nil {
-		p.Lat, p.Lon = web.RoundDegrees(p.Lat), web.RoundDegrees(p.Lon)
-		if p.Alt != nil {
-			alt := web.RoundMetres(*p.Alt)
-			p.Alt = &alt
-		}
 	}
 }
 

@@ -314,7 +314,7 @@ func TestSearchTermsCancelIsUsageError(t *testing.T) {
 	}
 }
 
-// TestSearchEmptyImageIsUsageError: --image '' is a usage error, exit 2,
+// TestSearchEmptyImageIsUsageError: an empty --image is a usage error, exit 2,
 // as an empty term is, not a search for an empty text.
 func TestSearchEmptyImageIsUsageError(t *testing.T) {
 	model := fixtures.TinyModel(t)

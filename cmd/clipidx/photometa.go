@@ -4,61 +4,24 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/clipidx/clipidx/internal/web"
 	"github.com/clipidx/clipidx/store"
 )
 
 // This file prints the photo metadata the index keeps (store.Meta): the
 // --json fields and --long columns of search, and the lines of status.
 
-// metaJSON is what --json adds to a search result; every field is left
-// out when the index knows nothing of it.
+// metaJSON is what --json adds to a search result (web.PhotoMeta, as the
+// web API gives it); every field is left out when the index knows nothing
+// of it.
 type metaJSON struct {
-	Taken       string      `json:"taken,omitempty"`        // RFC 3339 when the offset is known, else the camera's clock without one
-	TakenSource string      `json:"taken_source,omitempty"` // exif, video or mtime
-	Place       *placeJSON  `json:"place,omitempty"`
-	GPS         *gpsJSON    `json:"gps,omitempty"`
-	Camera      *cameraJSON `json:"camera,omitempty"`
-	Width       int         `json:"width,omitempty"` // pixels, as displayed
-	Height      int         `json:"height,omitempty"`
-	Motion      bool        `json:"motion,omitempty"` // a Motion Photo: the still carries a video
-}
-
-type placeJSON struct {
-	City        string `json:"city,omitempty"`
-	Region      string `json:"region,omitempty"`
-	Country     string `json:"country,omitempty"`
-	CountryCode string `json:"country_code,omitempty"`
-}
-
-type gpsJSON struct {
-	Lat float64  `json:"lat"`
-	Lon float64  `json:"lon"`
-	Alt *float64 `json:"alt,omitempty"` // metres above sea level
-}
-
-type cameraJSON struct {
-	Make  string `json:"make,omitempty"`
-	Model string `json:"model,omitempty"`
-	Lens  string `json:"lens,omitempty"`
+	web.PhotoMeta
+	Motion bool `json:"motion,omitempty"` // a Motion Photo: the still carries a video
 }
 
 // metaOf is the printed form of m.
 func metaOf(m store.Meta) metaJSON {
-	j := metaJSON{Taken: m.TakenText(), TakenSource: m.TakenSource, Width: m.Width, Height: m.Height, Motion: m.Motion}
-	if m.City != "" || m.Country != "" {
-		j.Place = &placeJSON{m.City, m.Region, m.Country, m.CountryCode}
-	}
-	if m.HasGPS {
-		j.GPS = &gpsJSON{Lat: m.Lat, Lon: m.Lon}
-		if m.HasAlt {
-			alt := m.Alt
-			j.GPS.Alt = &alt
-		}
-	}
-	if m.Make != "" || m.Model != "" || m.Lens != "" {
-		j.Camera = &cameraJSON{m.Make, m.Model, m.Lens}
-	}
-	return j
+	return metaJSON{PhotoMeta: web.NewPhotoMeta(m), Motion: m.Motion}
 }
 
 // addMeta fills the metadata of each hit from the index at db, and the

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/internal/web"
 )
 
 // TestPhotoMetaEndToEnd: photos tagged with exiftool are built; search
@@ -55,7 +58,7 @@ func TestPhotoMetaEndToEnd(t *testing.T) {
 		return p
 	}
 	beach := mk("beach.jpg", color.RGBA{30, 120, 220, 255}, "-DateTimeOriginal=2019:07:14 16:05:12", "-OffsetTimeOriginal=+10:00",
-		"-GPSLatitude=33.8908", "-GPSLatitudeRef=S", "-GPSLongitude=151.2743", "-GPSLongitudeRef=E", "-Make=Apple", "-Model=iPhone 8")
+		"-GPSLatitude=33.8908", "-GPSLatitudeRef=S", "-GPSLongitude=151.2743", "-GPSLongitudeRef=E", "-GPSAltitude=12.345", "-Make=Apple", "-Model=iPhone 8", "-LensModel=iPhone 8 back camera 3.99mm f/1.8")
 	scan := mk("scan.jpg", color.RGBA{90, 60, 30, 255})
 	old := time.Date(2015, 3, 4, 5, 6, 7, 0, time.Local)
 	if err := os.Chtimes(scan, old, old); err != nil {
@@ -96,6 +99,35 @@ func TestPhotoMetaEndToEnd(t *testing.T) {
 			}
 		default:
 			t.Errorf("unexpected hit %s", h.Path)
+		}
+	}
+	// The web API gives each result the fields search --json gives, in
+	// the same form.
+	var cli []map[string]any
+	if err := json.Unmarshal([]byte(run("search", "--json", "year:2015..2019")), &cli); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := web.New(web.Options{DB: db, Addr: "127.0.0.1:7357", Meta: metaSource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:7357/api/search?q=year:2015..2019", nil))
+	var api struct{ Results []map[string]any }
+	if err := json.Unmarshal(rec.Body.Bytes(), &api); err != nil || rec.Code != 200 {
+		t.Fatalf("/api/search: %d %s (%v)", rec.Code, rec.Body, err)
+	}
+	if len(cli) != 2 || len(api.Results) != len(cli) {
+		t.Fatalf("year:2015..2019: %d results from search --json, %d from the web API; want 2", len(cli), len(api.Results))
+	}
+	for i, h := range cli {
+		if h["camera"] == nil && h["path"] == beach {
+			t.Errorf("search --json %s: no camera", beach)
+		}
+		for _, k := range []string{"path", "taken", "taken_source", "taken_offset_unknown", "place", "gps", "camera", "width", "height", "motion"} {
+			if a, b := fmt.Sprint(h[k]), fmt.Sprint(api.Results[i][k]); a != b {
+				t.Errorf("result %d %q: search --json %s, web API %s", i, k, a, b)
+			}
 		}
 	}
 	for _, l := range strings.Split(strings.TrimSpace(run("search", "-k", "2", "a photo")), "\n") {

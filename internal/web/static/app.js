@@ -287,8 +287,17 @@ function photoLine(r) {
   }
   if (r.place) parts.push([r.place.city, r.place.region, r.place.country].filter(Boolean).join(", "));
   else if (r.gps) parts.push(r.gps.lat.toFixed(4) + ", " + r.gps.lon.toFixed(4));
-  if (r.camera) parts.push(r.camera);
+  if (r.camera) parts.push(cameraText(r.camera));
   return parts.join(" · ");
+}
+
+// cameraText is a result's camera as one line: make and model, the model
+// alone when it names the make ("PENTAX K-1", not "PENTAX PENTAX K-1"),
+// then the lens.
+function cameraText(c) {
+  let cam = c.model || "";
+  if (c.make && !cam.toLowerCase().startsWith(c.make.toLowerCase())) cam = [c.make, cam].filter(Boolean).join(" ");
+  return [cam, c.lens].filter(Boolean).join(" · ");
 }
 
 // playLive plays the open Live Photo's movie in place of its still, and
