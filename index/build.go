@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"io"
+	"io/fs"
 	"os"
 	"runtime"
 	"slices"
@@ -156,6 +158,10 @@ type Options struct {
 	// folders are mount points, in place of comparing devices: tests
 	// cannot mount a disk.
 	mountPoint func(path string) bool
+	// entryInfo, when set (by this package's tests only), looks at a
+	// folder's entry in place of fs.DirEntry.Info: tests run as root,
+	// whom a folder without x permission does not stop.
+	entryInfo func(path string, e fs.DirEntry) (fs.FileInfo, error)
 }
 
 // Event reports progress. Phase is "scan" (Done = files found so far),
@@ -383,7 +389,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		frames: groupFrames(old), ctx: ctx}
 	b.vmeta = videoMetaState{read: map[string]bool{}, stale: b.prober() != nil && vmetaVersion < videoMetaVersion}
 	wk := newWalker(ctx, abs)
-	wk.onError, wk.wasMount, wk.isMount = opts.OnError, wasMount, opts.mountPoint
+	wk.onError, wk.wasMount, wk.isMount, wk.entryInfo = opts.OnError, wasMount, opts.mountPoint, opts.entryInfo
 	wk.progress = func(n int) { b.event(Event{Phase: "scan", Done: n}) }
 	wk.held = func(p string) bool { return holdsRecords(b.oldPaths(old), p) }
 	// A root that no longer exists is away if it held records, an error
@@ -789,6 +795,31 @@ func (b *builder) claimIn(set map[store.Hash]bool, h store.Hash) bool {
 	return true
 }
 
+// readRegular reads the file at path whole when it is a regular file of
+// at most limit bytes: the walk found it so, but it may have changed since
+// (grown, or replaced by a named pipe that would block the read).
+func readRegular(path string, limit int64) ([]byte, error) {
+	// Looked at before the open, which would wait for a pipe's writer.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, fileType(fi.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: grew over the limit of %d MiB", ErrTooLarge, limit>>20)
+	}
+	return data, nil
+}
+
 // prepare reads, hashes, classifies and, when the model must run, decodes
 // one file. It runs on a worker goroutine.
 func (b *builder) prepare(j job) result {
@@ -809,7 +840,11 @@ func (b *builder) prepare(j job) result {
 	if j.tar != nil {
 		data = j.tar.data // read from the shard's stream
 	} else {
-		data, err = os.ReadFile(j.path)
+		data, err = readRegular(j.path, b.opts.MaxFileBytes)
+	}
+	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrNotRegular) {
+		r.err = err
+		return r
 	}
 	if err != nil {
 		r.err = fmt.Errorf("read: %w", err)

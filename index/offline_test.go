@@ -366,3 +366,99 @@ func TestOfflineList(t *testing.T) {
 		t.Errorf("offline = %+v\nwant %+v", got, want)
 	}
 }
+
+// TestBuildKeepsFolderNotEntered: a folder that lists its names but may
+// not be entered (r without x, so no file in it can be looked at) keeps
+// its entries offline, named once, as a folder that cannot be read; a
+// file that cannot be looked at for another reason keeps its own record.
+// The denial is stood in for by Options.entryInfo: tests run as root.
+func TestBuildKeepsFolderNotEntered(t *testing.T) {
+	d := t.TempDir()
+	root, db := filepath.Join(d, "photos"), filepath.Join(t.TempDir(), "i.db")
+	sub := filepath.Join(root, "locked")
+	photos(t, root, "p", 2)
+	photos(t, sub, "s", 3)
+	if sum, err := Build(context.Background(), db, []string{root}, opts(&fakeEnc{})); err != nil || sum.Added != 5 {
+		t.Fatalf("first build: %v, %v", sum, err)
+	}
+	enc := &fakeEnc{}
+	var reported []string
+	o := opts(enc)
+	o.OnError = func(p string, err error) { reported = append(reported, p) }
+	o.entryInfo = func(p string, e fs.DirEntry) (fs.FileInfo, error) {
+		if filepath.Dir(p) == sub {
+			return nil, &fs.PathError{Op: "lstat", Path: p, Err: fs.ErrPermission}
+		}
+		return e.Info()
+	}
+	sum, err := Build(context.Background(), db, []string{root}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOffline(t, "folder not entered", sum, sub, 3, "cannot be read")
+	if len(reported) != 1 || reported[0] != sub {
+		t.Errorf("reported %q, want the folder once", reported)
+	}
+
+	// Another error on one file: that file is kept, the others walked.
+	o.entryInfo = func(p string, e fs.DirEntry) (fs.FileInfo, error) {
+		if filepath.Base(p) == "s1.png" {
+			return nil, &fs.PathError{Op: "lstat", Path: p, Err: errors.New("input/output error")}
+		}
+		return e.Info()
+	}
+	reported = nil
+	if sum, err = Build(context.Background(), db, []string{root}, o); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Removed != 0 || len(reported) != 1 || reported[0] != filepath.Join(sub, "s1.png") {
+		t.Errorf("one file not looked at: %s, reported %q; want nothing removed and that file named", sumOf(sum), reported)
+	}
+	sum, err = Build(context.Background(), db, []string{root}, opts(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBack(t, "folder entered again", sum, enc, db, 5)
+}
+
+// TestBuildKeepsRootNowAFile: a root folder that a file of its name has
+// replaced (the folder moved aside) keeps its entries offline; a root
+// that is a file of no kind a build reads, and never held any, is named
+// as such.
+func TestBuildKeepsRootNowAFile(t *testing.T) {
+	d := t.TempDir()
+	root, db := filepath.Join(d, "photos"), filepath.Join(t.TempDir(), "i.db")
+	photos(t, root, "p", 3)
+	if sum, err := Build(context.Background(), db, []string{root}, opts(&fakeEnc{})); err != nil || sum.Added != 3 {
+		t.Fatalf("first build: %v, %v", sum, err)
+	}
+	rename(t, root, root+".bak")
+	write(t, root, "notes")
+	enc := &fakeEnc{}
+	var reported []error
+	o := opts(enc)
+	o.OnError = func(p string, err error) { reported = append(reported, fmt.Errorf("%s: %w", p, err)) }
+	sum, err := Build(context.Background(), db, []string{root}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOffline(t, "root now a file", sum, root, 3, "no longer a folder")
+
+	notes := filepath.Join(d, "notes.txt")
+	write(t, notes, "notes")
+	reported = nil
+	if _, err := Build(context.Background(), db, []string{notes}, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(reported) != 1 || !errors.Is(reported[0], ErrNotIndexable) {
+		t.Errorf("build of %s reported %v, want %v", notes, reported, ErrNotIndexable)
+	}
+
+	removeAll(t, root)
+	rename(t, root+".bak", root)
+	sum, err = Build(context.Background(), db, []string{root}, opts(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBack(t, "folder back", sum, enc, db, 3)
+}

@@ -46,6 +46,8 @@ type walker struct {
 	held func(path string) bool
 	// isMount overrides mountPoint (tests stand in for a mount that way).
 	isMount func(path string) bool
+	// entryInfo overrides fs.DirEntry.Info for a file (tests).
+	entryInfo func(path string, e fs.DirEntry) (fs.FileInfo, error)
 }
 
 // awayDir is a path whose records a build keeps because it looked away.
@@ -74,14 +76,46 @@ func (w *walker) walkRoot(root string) error {
 		return nil
 	}
 	if !fi.IsDir() {
-		if wanted(root) {
+		switch {
+		case (wanted(root) || IsShardName(root)) && !fi.Mode().IsRegular():
+			// A named pipe would block the read, a device never end it.
+			w.fail(root, fmt.Errorf("%w (%s)", ErrNotRegular, fileType(fi.Mode())))
+		case wanted(root):
 			w.add(root, fi)
-		} else if IsShardName(root) && fi.Mode().IsRegular() {
+		case IsShardName(root):
 			w.tars = append(w.tars, found{path: root, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()})
+		case w.held != nil && w.held(root):
+			// The folder indexed here was replaced by a file (moved
+			// aside, a mount point covered): not a deletion.
+			w.unreachable(root, errors.New("a file, no longer a folder"))
+		default:
+			w.fail(root, ErrNotIndexable)
 		}
 		return nil
 	}
 	return w.dir(root, fi, nil, 0)
+}
+
+// ErrNotRegular is a root named as an image, a video or a shard that is
+// not a regular file (a named pipe, a device): it is not read.
+var ErrNotRegular = errors.New("not a regular file; not read")
+
+// ErrNotIndexable is a root that is a file of no kind a build indexes.
+var ErrNotIndexable = errors.New("not a folder, an image, a video or a tar shard")
+
+// fileType names the type of a file that is not a regular one.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }
 
 func (w *walker) add(path string, fi fs.FileInfo) {
@@ -166,12 +200,25 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 				w.add(p, info)
 			}
 		case e.Type().IsRegular() && wanted(name):
-			info, err := e.Info()
+			var info fs.FileInfo
+			if w.entryInfo != nil {
+				info, err = w.entryInfo(p, e)
+			} else {
+				info, err = e.Info()
+			}
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // deleted during the walk
 			}
+			if errors.Is(err, fs.ErrPermission) {
+				// A folder that lists its names but may not be entered
+				// (r without x): none of its files can be looked at, and
+				// none is gone. Keep them all, named once.
+				w.unreachable(path, err)
+				return nil
+			}
 			if err != nil {
-				w.fail(p, err)
+				// Not looked at, not gone: keep its record.
+				w.unreachable(p, err)
 				continue
 			}
 			w.add(p, info)

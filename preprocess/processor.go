@@ -119,6 +119,10 @@ func (p *Processor) File(path string) ([]float32, error) {
 	if err != nil {
 		return nil, err // *PathError names the file
 	}
+	if !st.Mode().IsRegular() {
+		// A named pipe would block the read, a device never end it.
+		return nil, fmt.Errorf("decode %s: not a regular file (%v); not read", path, st.Mode().Type())
+	}
 	// No image within the pixel limit needs more bytes than 8 per pixel
 	// (16-bit RGBA, uncompressed) plus headers; refusing bigger files keeps
 	// a mislabelled video from being read into memory.

@@ -102,6 +102,12 @@ func NewPlan(terms []Term) (*Plan, error) {
 		if t.Image == "" {
 			continue
 		}
+		if fi, err := os.Stat(t.Image); err != nil {
+			return nil, err
+		} else if !fi.Mode().IsRegular() {
+			// A named pipe would block the read, a device never end it.
+			return nil, fmt.Errorf("%s: not a regular file (%v); not read", t.Image, fi.Mode().Type())
+		}
 		data, err := os.ReadFile(t.Image)
 		if err != nil {
 			return nil, err

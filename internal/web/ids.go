@@ -302,6 +302,13 @@ type source struct {
 // member, unless another has the same size). The caller checks the hash
 // and closes the file.
 func openSources(f indexedFile) (*os.File, []source, error) {
+	// Looked at before the open, which would wait for a named pipe's
+	// writer put in the file's place.
+	if fi, err := os.Stat(f.real); err != nil {
+		return nil, nil, missing(nil, f.real, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, nil, errChanged
+	}
 	file, err := os.Open(f.real)
 	if err != nil {
 		return nil, nil, missing(nil, f.real, err)
