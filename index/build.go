@@ -1141,6 +1141,9 @@ func (b *builder) within() []string {
 func unwalkedRoots(registered, roots []string) []string {
 	var out []string
 	for _, h := range registered {
+		if slices.Contains(roots, h) {
+			continue // walked as a root of its own
+		}
 		if slices.ContainsFunc(roots, func(r string) bool {
 			return h != r && store.Within(h, r) && (Skips(r, h) || IsShardName(h))
 		}) {

@@ -38,7 +38,15 @@ func scopeOf(roots, within []string) ([]string, error) {
 	}
 	var keep []string
 	for _, p := range abs {
-		i := slices.IndexFunc(roots, func(r string) bool { return store.Within(p, r) })
+		// The innermost root holding p: a hidden folder or a shard built
+		// as a root of its own is looked at, though the walk of a root
+		// around it skips it.
+		i := -1
+		for j, r := range roots {
+			if store.Within(p, r) && (i < 0 || len(r) > len(roots[i])) {
+				i = j
+			}
+		}
 		if i < 0 {
 			return nil, fmt.Errorf("index: %s is not under the folders being built (%v)", p, roots)
 		}
@@ -52,6 +60,19 @@ func scopeOf(roots, within []string) ([]string, error) {
 		return []string{}, nil // only hidden paths: nothing to look at
 	}
 	return store.Outermost(keep), nil
+}
+
+// WalkRoots returns, of the roots an index holds (sorted), those a build
+// of them all walks: the outermost, and each within another that the walk
+// of that one never enters (a hidden folder, a tar shard: see Skips).
+func WalkRoots(sorted []string) []string {
+	var out []string
+	for _, p := range sorted {
+		if !slices.ContainsFunc(out, func(r string) bool { return store.Within(p, r) && !Skips(r, p) && !IsShardName(p) }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Skips reports whether a build of root never looks at path (under root):

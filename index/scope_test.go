@@ -348,3 +348,61 @@ func TestBuildKeepsRootsItsWalkSkips(t *testing.T) {
 		t.Errorf("%d model passes rebuilding the skipped roots, want none", n)
 	}
 }
+
+// TestBuildNestedRootsTogether: a hidden folder and a shard indexed as
+// roots of their own, built together with the folder around them, are
+// looked at whole: what left them is removed (before, they counted as
+// skipped, and a shard's new stat, recorded, hid its lost samples for
+// good). A partial build of a path in the hidden root looks at it.
+func TestBuildNestedRootsTogether(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	hidden := filepath.Join(d, ".trip")
+	photos(t, hidden, "t", 2)
+	photos(t, d, "p", 1)
+	shard := img2datasetShard(t, d, 0, 3, -1)
+	enc := &fakeEnc{}
+	build := func(roots []string, within []string, want string) {
+		t.Helper()
+		o := opts(enc)
+		o.Within = within
+		sum, err := Build(context.Background(), db, roots, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sumOf(sum); got != want {
+			t.Errorf("build %v within %v: %s, want %s", roots, within, got, want)
+		}
+		if err := store.Check(db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build([]string{hidden}, nil, "added=2 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	build([]string{shard}, nil, "added=3 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	build([]string{d}, nil, "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+
+	removeAll(t, filepath.Join(hidden, "t1.png"))
+	img2datasetShard(t, d, 0, 1, -1) // the same shard, now with one sample
+	all := []string{d, hidden, shard}
+	build(all, nil, "added=0 updated=0 unchanged=3 reused=0 removed=3 failed=0")
+	paths := recordPaths(t, db)
+	for _, p := range []string{filepath.Join(hidden, "t1.png"), shard + SampleSep + "000000001", shard + SampleSep + "000000002"} {
+		if slices.Contains(paths, p) {
+			t.Errorf("%s kept after a build of every root: %v", p, paths)
+		}
+	}
+
+	photos(t, hidden, "n", 1)
+	build(all, []string{filepath.Join(hidden, "n0.png")}, "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+}
+
+// TestWalkRoots: of the roots an index holds, a build of them all walks
+// the outermost and those their walk skips.
+func TestWalkRoots(t *testing.T) {
+	f := filepath.FromSlash
+	in := []string{f("/a"), f("/a/.h"), f("/a/.h/x"), f("/a/b"), f("/a/b/.c/d"), f("/a/s.tar"), f("/b"), f("/b.tar")}
+	want := []string{f("/a"), f("/a/.h"), f("/a/b/.c/d"), f("/a/s.tar"), f("/b"), f("/b.tar")}
+	if got := WalkRoots(in); !slices.Equal(got, want) {
+		t.Errorf("WalkRoots(%q) = %q, want %q", in, got, want)
+	}
+}

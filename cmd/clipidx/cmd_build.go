@@ -386,7 +386,9 @@ func missingError(missing []string) error {
 }
 
 // indexedRoots returns every folder (or tar shard) ever indexed into the
-// index, those inside another left out: what a build without DIR walks.
+// index, those inside another left out unless its walk skips them (a
+// hidden folder, a shard: index.WalkRoots): what a build without DIR
+// walks.
 func indexedRoots() ([]string, error) {
 	r, err := store.OpenReader(g.db, store.ReaderOptions{})
 	if err != nil {
@@ -399,7 +401,7 @@ func indexedRoots() ([]string, error) {
 		roots, err = s.Roots()
 		return err
 	})
-	roots = store.Outermost(roots)
+	roots = index.WalkRoots(roots)
 	if err == nil && len(roots) == 0 {
 		err = errors.New("no folder indexed yet: give the folders to index (clipidx build DIR...)")
 	}

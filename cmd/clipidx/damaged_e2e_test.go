@@ -218,3 +218,44 @@ func TestBuildMovedPhotoNotEmbeddedAgain(t *testing.T) {
 		t.Errorf("status after a build of every folder: %+v, want no unused vector", st)
 	}
 }
+
+// TestBuildWithoutFolderTakesHiddenRoot: `clipidx build` with no folder
+// builds a hidden folder indexed as a root of its own inside another
+// root, which the walk of that root never enters: a photo new there is
+// indexed (before, only the outermost roots were built).
+func TestBuildWithoutFolderTakesHiddenRoot(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	bin := e2eBinary(t)
+	root := t.TempDir()
+	hidden := filepath.Join(root, ".private")
+	if err := os.CopyFS(hidden, os.DirFS(filepath.Join(model, "images"))); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(hidden)
+	if err != nil || len(entries) < 2 {
+		t.Fatalf("fixture images: %v", err)
+	}
+	held := filepath.Join(t.TempDir(), entries[0].Name())
+	if err := os.Rename(filepath.Join(hidden, entries[0].Name()), held); err != nil {
+		t.Fatal(err)
+	}
+	g := []string{"--db", filepath.Join(t.TempDir(), "index.db"), "--model", model, "--device", "reference"}
+	build := func(args ...string) buildJSON {
+		t.Helper()
+		out, errs, code := e2eRun(t, bin, append(append(slices.Clone(g), "build", "--json"), args...)...)
+		var s buildJSON
+		if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil {
+			t.Fatalf("build %v: exit %d, %v: %s%s", args, code, err, out, errs)
+		}
+		return s
+	}
+	build(hidden)
+	build(root)
+	// A photo new in the hidden folder.
+	if err := os.Rename(held, filepath.Join(hidden, "new-"+entries[0].Name())); err != nil {
+		t.Fatal(err)
+	}
+	if s := build(); s.Added != 1 {
+		t.Errorf("build without a folder: %+v, want the new photo in %s added", s, hidden)
+	}
+}
