@@ -953,14 +953,22 @@ func (b *builder) encode(q []result) error {
 			return fmt.Errorf("%w: %v", ErrEncoder, err)
 		}
 	}
+	bad := 0
 	for _, i := range use {
+		if q[i].err == nil && !usable(q[i].vec, dim) {
+			q[i].err, q[i].vec = ErrBadEmbedding, nil
+			bad++
+		}
 		if q[i].err == nil {
 			b.canary = q[i].pixels
 		}
 		q[i].pixels = nil
-		if q[i].err == nil && !usable(q[i].vec, dim) {
-			q[i].err, q[i].vec = ErrBadEmbedding, nil
-		}
+	}
+	// Every image of a pass invalid is the model's fault (weights that
+	// give NaN, a device computing garbage), not each file's: by the same
+	// rule as a pass that fails.
+	if bad > 0 && bad == len(use) && (len(use) >= 2 || b.canaryFails()) {
+		return fmt.Errorf("%w: every image of a pass of %d came back as %v (not finite, or all zero)", ErrEncoder, len(use), ErrBadEmbedding)
 	}
 	return nil
 }
@@ -987,7 +995,7 @@ func (b *builder) canaryFails() bool {
 		return false
 	}
 	v, err := b.opts.Encoder.EncodeImages(b.canary, 1)
-	return err != nil || len(v) != b.opts.Identity.Dim
+	return err != nil || !usable(v, b.opts.Identity.Dim)
 }
 
 // usable reports whether v is a vector the index can store: dim finite

@@ -841,6 +841,45 @@ func TestBuildBadEmbeddingFailsItsFile(t *testing.T) {
 	verify(t, db)
 }
 
+// allNaNEnc returns a NaN in every vector: weights that give NaN.
+type allNaNEnc struct{ fakeEnc }
+
+func (e *allNaNEnc) EncodeImages(pix []float32, n int) ([]float32, error) {
+	out, err := e.fakeEnc.EncodeImages(pix, n)
+	for i := range n {
+		if err == nil {
+			out[i*dim] = float32(math.NaN())
+		}
+	}
+	return out, err
+}
+
+// TestBuildAllBadEmbeddingsIsTheModel: a model whose every vector of a
+// pass is invalid stops the build as a failing model does (ErrEncoder),
+// with no file recorded as failed: the next build with a sound model
+// indexes them all, without --retry-failed.
+func TestBuildAllBadEmbeddingsIsTheModel(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	for i := range 5 {
+		write(t, filepath.Join(d, fmt.Sprintf("p%d.png", i)), fmt.Sprintf("%simage %d", png, i))
+	}
+	o := opts(nil)
+	o.Encoder = &allNaNEnc{}
+	sum, err := Build(context.Background(), db, []string{d}, o)
+	if !errors.Is(err, ErrEncoder) || !strings.Contains(err.Error(), ErrBadEmbedding.Error()) {
+		t.Fatalf("build with a model giving NaN: %v, want %v naming %v", err, ErrEncoder, ErrBadEmbedding)
+	}
+	if sum != nil && sum.Failed != 0 {
+		t.Errorf("summary %s %v: want no file failed", sumOf(sum), sum.Failures)
+	}
+	sum, err = Build(context.Background(), db, []string{d}, opts(&fakeEnc{}))
+	if err != nil || sum.Added != 5 || sum.Failed != 0 {
+		t.Fatalf("build with a sound model: %v, %v; want all 5 added", sum, err)
+	}
+	verify(t, db)
+}
+
 // TestReady: Options.Ready runs once, before the first pass, only when
 // something needs embedding; its error stops the build with nothing
 // recorded as failed, and the next build (Ready succeeding) completes it.
