@@ -202,6 +202,10 @@ indexes. A --shard build refuses an index that holds records of other shares
 			sum, err := index.Build(ctx, g.db, args, opts)
 			bar.done()
 			if sum == nil {
+				if errors.Is(err, context.Canceled) {
+					// Stopped before it began (waiting for another build).
+					return &exitError{code: 130, err: errors.New("interrupted before the build began: the index is as it was")}
+				}
 				return err
 			}
 			if sum.Backup != "" {

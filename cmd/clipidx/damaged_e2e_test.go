@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -257,5 +260,55 @@ func TestBuildWithoutFolderTakesHiddenRoot(t *testing.T) {
 	}
 	if s := build(); s.Added != 1 {
 		t.Errorf("build without a folder: %+v, want the new photo in %s added", s, hidden)
+	}
+}
+
+// TestBuildInterruptedWhileWaiting: Ctrl-C on a build waiting for another
+// one that holds the index exits 130 with the interrupted message, not
+// "context canceled" and 1.
+func TestBuildInterruptedWhileWaiting(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	bin := e2eBinary(t)
+	db := filepath.Join(t.TempDir(), "index.db")
+	g := []string{"--db", db, "--model", model, "--device", "reference"}
+	if _, errs, code := e2eRun(t, bin, append(slices.Clone(g), "build", filepath.Join(model, "images"))...); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id store.Identity
+	err = r.View(func(s *store.Snapshot) error { id = s.Identity(); return nil })
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := store.OpenWriter(db, id, store.WriterOptions{Command: "clipidx build (test)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cmd := exec.Command(bin, append(slices.Clone(g), "build", filepath.Join(model, "images"))...)
+	cmd.Env = append(os.Environ(), "CLIPIDX_MODEL=", "CLIPIDX_DB=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		got.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "waiting: ") {
+			cmd.Process.Signal(os.Interrupt)
+		}
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(got.String(), "interrupted") || strings.Contains(got.String(), "context canceled") {
+		t.Errorf("build stopped while waiting: %v, stderr:\n%s\nwant exit 130 and the interrupted message", err, got.String())
 	}
 }
