@@ -41,7 +41,8 @@ var ErrNoVocab = errors.New("no tokenizer vocabulary")
 
 // ErrBadVocab is returned when a vocabulary file exists but is malformed or
 // inconsistent (a merge whose parts or result are not in the vocabulary, a
-// special token with an unexpected id, ...). The message names the file.
+// special token with an unexpected id, fewer merges than the vocabulary
+// implies, ...). The message names the file.
 var ErrBadVocab = errors.New("malformed tokenizer vocabulary")
 
 // vocabulary is what the loaders produce: ids by token and the merges in rank
@@ -106,12 +107,33 @@ func loadHF(vpath, mpath string) (*vocabulary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMergeCount(mpath, vpath, len(merges), len(ids)); err != nil {
+		return nil, err
+	}
 	return &vocabulary{ids: ids, merges: merges, source: vpath, mfile: mpath}, nil
+}
+
+// checkMergeCount refuses a merges file with fewer merges than the
+// vocabulary implies. A CLIP vocabulary is the 2×256 byte tokens, one token
+// per merge and the 2 special tokens, so without this check an empty or
+// truncated merges.txt would load and silently encode text letter by letter.
+func checkMergeCount(mpath, vpath string, merges, tokens int) error {
+	want := tokens - 2*256 - 2
+	switch {
+	case merges == 0 && want > 0:
+		return fmt.Errorf("%s has no merges (empty file): %s has %d tokens, which implies %d merges; restore %s from the model: %w",
+			mpath, filepath.Base(vpath), tokens, want, MergesFile, ErrBadVocab)
+	case merges < want:
+		return fmt.Errorf("%s has %d merges, but %s has %d tokens, which implies %d: the file is truncated; restore %s from the model: %w",
+			mpath, merges, filepath.Base(vpath), tokens, want, MergesFile, ErrBadVocab)
+	}
+	return nil
 }
 
 // parseMerges reads merges.txt as the tokenizers library does: lines starting
 // with "#version" are skipped, every other line is exactly two tokens
-// separated by one space. A final empty line is tolerated.
+// separated by one space. A final empty line is tolerated. An empty file
+// gives no merges; loadHF then refuses it against the vocabulary's size.
 func parseMerges(path, text string) ([][2]string, error) {
 	text = strings.TrimSuffix(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 	if text == "" {

@@ -200,9 +200,24 @@ func TestLoadErrors(t *testing.T) {
 		}, ErrBadVocab, MergesFile + ":3"},
 		{"merge result unknown", func(t *testing.T, dir string) string {
 			synthVocab(t, dir)
-			writeFile(t, filepath.Join(dir, MergesFile), "#version: 0.2\nh e\nx y\n")
+			writeFile(t, filepath.Join(dir, MergesFile), "#version: 0.2\nh e\nx y\nhel l\nhell o</w>\n")
 			return dir
-		}, ErrBadVocab, MergesFile},
+		}, ErrBadVocab, `merge 2 "x" "y"`},
+		{"merges empty", func(t *testing.T, dir string) string {
+			synthVocab(t, dir)
+			writeFile(t, filepath.Join(dir, MergesFile), "")
+			return dir
+		}, ErrBadVocab, MergesFile + " has no merges"},
+		{"merges header only", func(t *testing.T, dir string) string {
+			synthVocab(t, dir)
+			writeFile(t, filepath.Join(dir, MergesFile), "#version: 0.2\n")
+			return dir
+		}, ErrBadVocab, MergesFile + " has no merges"},
+		{"merges truncated", func(t *testing.T, dir string) string {
+			synthVocab(t, dir)
+			writeFile(t, filepath.Join(dir, MergesFile), "#version: 0.2\nh e\nhe l\nhel l\n")
+			return dir
+		}, ErrBadVocab, "has 3 merges, but vocab.json has 518 tokens, which implies 4"},
 		{"byte missing", func(t *testing.T, dir string) string {
 			ids := synthVocab(t, dir)
 			delete(ids, "a</w>")
@@ -242,5 +257,26 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tt.mention)
 			}
 		})
+	}
+}
+
+// TestLoadTruncatedMerges cuts the real merges.txt at a line boundary, where
+// every remaining merge is valid, and checks that Load refuses it rather
+// than tokenizing with the merges that are left.
+func TestLoadTruncatedMerges(t *testing.T) {
+	src := fixtures.BPE(t)
+	data, err := os.ReadFile(filepath.Join(src, MergesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	for _, keep := range []int{len(lines) - 2, len(lines) / 2, 1} {
+		dir := t.TempDir()
+		copyFile(t, filepath.Join(src, VocabFile), filepath.Join(dir, VocabFile))
+		writeFile(t, filepath.Join(dir, MergesFile), strings.Join(lines[:keep], ""))
+		_, err := Load(dir)
+		if !errors.Is(err, ErrBadVocab) || !strings.Contains(err.Error(), MergesFile) {
+			t.Errorf("%d of %d lines: Load = %v, want an ErrBadVocab naming %s", keep, len(lines), err, MergesFile)
+		}
 	}
 }
