@@ -76,6 +76,9 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 // validatePath runs validateFile on path before bbolt maps it. A reader
 // holds a shared lock while it reads, so that a build's commit cannot
 // rewrite the pages in between; a writer already holds the build lock.
+// A reader treats an empty file as a missing one (ErrNoIndex): bbolt would
+// try to initialise it through the read-only handle ("bad file descriptor"),
+// while a writer initialises it as it would create a missing file.
 func validatePath(path string, readOnly bool, timeout time.Duration) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -94,6 +97,13 @@ func validatePath(path string, readOnly bool, timeout time.Duration) error {
 				return fmt.Errorf("open %s: %w (waited %v)", path, ErrBusy, timeout)
 			}
 			return err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		if fi.Size() == 0 {
+			return fmt.Errorf("%s is empty (0 bytes): %w", path, ErrNoIndex)
 		}
 	}
 	if err := validateFile(f); err != nil {
@@ -167,8 +177,9 @@ type ReaderOptions struct {
 }
 
 // OpenReader opens an existing index read-only. It returns an error
-// wrapping ErrNoIndex when the file does not exist and ErrSchema when it is
-// not a clipidx index of this schema version.
+// wrapping ErrNoIndex when the file does not exist or is empty (0 bytes:
+// a build fills it) and ErrSchema when it is not a clipidx index of this
+// schema version.
 func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
 	db, err := openBolt(path, true, opts.Timeout)
 	if err != nil {
