@@ -248,7 +248,7 @@ func decodeImageWindow(data []byte, name string, maxPixels int64, window func(w,
 	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return nil, f, fmt.Errorf("decode %s: %w: %s image is %dx%d", name, ErrCorrupt, f, cfg.Width, cfg.Height)
 	}
-	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
+	if pixelsOver(cfg.Width, cfg.Height, maxPixels) {
 		return nil, f, tooLarge(name, cfg.Width, cfg.Height, maxPixels)
 	}
 	img, err := safely(func() (image.Image, error) {
@@ -271,7 +271,7 @@ func decodeImageWindow(data []byte, name string, maxPixels int64, window func(w,
 		return nil, f, fmt.Errorf("decode %s: %w: %s: %w", name, ErrCorrupt, f, err)
 	}
 	b := img.Bounds()
-	if b.Dx() <= 0 || b.Dy() <= 0 || int64(b.Dx())*int64(b.Dy()) > maxPixels {
+	if b.Dx() <= 0 || b.Dy() <= 0 || pixelsOver(b.Dx(), b.Dy(), maxPixels) {
 		return nil, f, fmt.Errorf("decode %s: %w: decoded %s image is %dx%d", name, ErrCorrupt, f, b.Dx(), b.Dy())
 	}
 	if f == fmtGIF {
@@ -334,11 +334,22 @@ func tiffIFD0Uint(d []byte, tag uint16) (uint64, bool) {
 	return 0, false
 }
 
+// pixelsOver reports whether a w x h image (w, h > 0) has more than limit
+// pixels. It divides rather than multiplies: header sizes are read from the
+// file, and an AVIF's or HEIC's ispe holds two 32-bit numbers whose product
+// can overflow an int64 (0xC0000000 squared wraps to a negative number).
+func pixelsOver(w, h int, limit int64) bool {
+	if w <= 0 || h <= 0 {
+		return false
+	}
+	return int64(w) > limit/int64(h)
+}
+
 // tooLarge is the error for a w x h image header over maxPixels.
 func tooLarge(name string, w, h int, maxPixels int64) error {
-	px := int64(w) * int64(h)
+	px := float64(w) * float64(h) // in float64: w*h may overflow an int64
 	return fmt.Errorf("decode %s: %w: %dx%d is %.1f megapixels, over the limit of %.1f megapixels",
-		name, ErrTooLarge, w, h, float64(px)/1e6, float64(maxPixels)/1e6)
+		name, ErrTooLarge, w, h, px/1e6, float64(maxPixels)/1e6)
 }
 
 // safely runs a decoder and turns a panic into an error: a decoder bug on

@@ -3,10 +3,12 @@ package preprocess
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/draw"
 	"io"
+	"math/bits"
 )
 
 // This file decodes HEIC/HEIF and AVIF with the WebAssembly builds of
@@ -18,8 +20,10 @@ import (
 //
 // What each library does and what is done here:
 //   - The header is read here first (heifbox.go): the pixel limit is
-//     checked from ispe before any decoder runs, and grids whose tiles
-//     cover far more than the image are refused.
+//     checked from ispe before any decoder runs, grids whose tiles
+//     cover far more than the image are refused, and so are files cut
+//     short inside the data of the primary image or of its tiles
+//     (heifCheckExtents: libavif would decode them as if whole).
 //   - HEIC: libheif assembles grids and applies clap, and hands back the Y,
 //     Cb, Cr planes as coded, through a copy of the file that declares them
 //     GBR (heifplanes.go); 10-bit samples come shifted to 8 bits by its
@@ -85,13 +89,72 @@ func heifHeader(data []byte) (*heifInfo, error) {
 			return nil, fmt.Errorf("%w: grid tile has no size (ispe)", errBox)
 		}
 		// Tiles overhang the image by less than one tile per row and column.
-		covered := int64(info.tiles) * int64(info.tileW) * int64(info.tileH)
-		limit := (int64(info.w) + int64(info.tileW)) * (int64(info.h) + int64(info.tileH))
-		if covered > limit {
+		if gridOvercovers(info) {
 			return nil, fmt.Errorf("%w: %d grid tiles of %dx%d for a %dx%d image", errBox, info.tiles, info.tileW, info.tileH, info.w, info.h)
 		}
 	}
+	if err := heifCheckExtents(data); err != nil {
+		return nil, err
+	}
 	return info, nil
+}
+
+// gridOvercovers reports whether a grid's tiles cover more than (w + tileW)
+// x (h + tileH), the most tiles that overhang the image by less than one
+// tile per row and column can cover. The products are taken in 128 bits:
+// ispe sizes are 32-bit numbers, and tiles x tileW x tileH can overflow an
+// int64 (four tiles of 0x7fffffff squared wrap to a negative number).
+func gridOvercovers(info *heifInfo) bool {
+	tileHi, tile := bits.Mul64(uint64(info.tileW), uint64(info.tileH))
+	if tileHi != 0 { // not from 32-bit sizes: too large to be a tile anyway
+		return true
+	}
+	coveredHi, covered := bits.Mul64(uint64(info.tiles), tile)
+	limitHi, limit := bits.Mul64(uint64(info.w)+uint64(info.tileW), uint64(info.h)+uint64(info.tileH))
+	return coveredHi > limitHi || coveredHi == limitHi && covered > limit
+}
+
+// errHEIFTruncated is returned when a data extent of the primary image (or
+// of one of its grid tiles) lies past the end of the file: the file was cut
+// short. libheif refuses such a file, but libavif decodes what is there.
+var errHEIFTruncated = errors.New("file is truncated")
+
+// heifCheckExtents checks that every extent the decoders will read for the
+// primary item of data, and for its tiles when it is a grid, lies inside
+// the file, or inside the idat box for an item stored there (construction
+// method 1). A meta box this cannot read is left to the decoders.
+func heifCheckExtents(data []byte) error {
+	it, ok := readHEIFItems(data)
+	if !ok {
+		return nil
+	}
+	locs, ok := ilocItems(it.iloc)
+	if !ok {
+		return nil
+	}
+	dimg := map[uint32][]uint32{}
+	if it.iref != nil {
+		var thmbs []heifThmb
+		if err := parseIREF(it.iref, dimg, &thmbs); err != nil {
+			return err
+		}
+	}
+	for _, id := range append([]uint32{it.primary}, dimg[it.primary]...) {
+		l, found := locs[id]
+		if !found {
+			continue
+		}
+		for _, e := range l.extents {
+			off, n := e[0], e[1] // n == 0: to the end of the file or idat
+			switch {
+			case l.method == 1 && (off > uint64(len(it.idat)) || n > uint64(len(it.idat))-off):
+				return fmt.Errorf("%w: item %d's data needs %d bytes from offset %d of an idat box of %d bytes", errBox, id, n, off, len(it.idat))
+			case l.method == 0 && (off > uint64(len(data)) || n > uint64(len(data))-off):
+				return fmt.Errorf("%w: item %d's data needs %d bytes from offset %d, the file has %d bytes", errHEIFTruncated, id, n, off, len(data))
+			}
+		}
+	}
+	return nil
 }
 
 // heifConfig is the header check of decode.go for HEIC and AVIF: the size
@@ -181,6 +244,12 @@ func heifDecodeBuiltin(ctx context.Context, data []byte, info *heifInfo) (image.
 // heifDecodeCoded is heifDecodeBuiltin before irot/imir; gbr reports
 // whether libheif's planes came through heifPlanesFile's GBR copy.
 func heifDecodeCoded(ctx context.Context, data []byte, info *heifInfo) (img image.Image, gbr bool, err error) {
+	// heifHeader checked the file's primary item, but data may make another
+	// one primary (a thumbnail, heifDecodeThumb): libavif would decode its
+	// data cut short as if it were whole.
+	if err := heifCheckExtents(data); err != nil {
+		return nil, false, err
+	}
 	if info.decoderFor() == heifLibavif {
 		img, err = libavifDecode(ctx, data)
 	} else {

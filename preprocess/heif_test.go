@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -545,5 +547,98 @@ func TestHEIFConcurrent(t *testing.T) {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
+	}
+}
+
+// TestHEIFPixelLimitOverflow: ispe sizes of 0xC0000000 and more, whose
+// product overflows an int64, are refused as too large from the header,
+// not handed to a decoder that fails on them.
+func TestHEIFPixelLimitOverflow(t *testing.T) {
+	if strconv.IntSize < 64 {
+		t.Skip("an int of 32 bits cannot hold these sizes: parseHEIF reads them as no size")
+	}
+	p := New(DefaultConfig(), Options{})
+	for _, file := range []string{"yuv420.avif", "yuv420.heic"} {
+		for _, side := range []uint32{0xC0000000, 0xFFFFFFFF} {
+			data := heifSetISPE(readHEIFTestdata(t, file), side, side)
+			_, err := p.Bytes(data, file)
+			dims := fmt.Sprintf("%dx%d", side, side)
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), dims) || strings.Contains(err.Error(), " -") {
+				t.Errorf("%s with ispe %s: error %v, want ErrTooLarge naming %s with a positive size", file, dims, err, dims)
+			}
+		}
+	}
+}
+
+// fakeGridTiles returns n tiles for buildGrid whose hvcC and coded data
+// are placeholders: enough for the header checks, not for a decoder.
+func fakeGridTiles(n int) [][2][]byte {
+	tiles := make([][2][]byte, n)
+	for i := range tiles {
+		tiles[i] = [2][]byte{bmffBox("hvcC", make([]byte, 23)), bytes.Repeat([]byte{byte(i + 1)}, 100)}
+	}
+	return tiles
+}
+
+// TestHEIFGridCoverOverflow: grid tiles whose total area overflows an
+// int64 (four of 0x7fffffff squared for a 1x1 image) are refused, as
+// tiles covering far more than the image are, while tiles that overhang
+// the image by less than a tile still pass.
+func TestHEIFGridCoverOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		tw, th, outW, outH uint32 // an int of 32 bits holds the small cases only
+		ok                 bool
+	}{
+		{64, 64, 120, 100, true},
+		{64, 64, 65, 65, true},
+		{64, 64, 63, 63, false}, // the right and bottom tiles lie wholly outside
+		{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, true},
+		{0x7fffffff, 0x7fffffff, 1, 1, false},
+		{0xffffffff, 0xffffffff, 1, 1, false},
+	} {
+		if int(tc.tw) < 0 || int(tc.th) < 0 || int(tc.outW) < 0 || int(tc.outH) < 0 {
+			continue
+		}
+		_, err := heifHeader(buildGrid(fakeGridTiles(4), 2, 2, int(tc.tw), int(tc.th), int(tc.outW), int(tc.outH)))
+		if tc.ok && err != nil || !tc.ok && (!errors.Is(err, errBox) || !strings.Contains(err.Error(), "grid tiles")) {
+			t.Errorf("2x2 grid of %dx%d tiles for %dx%d: %v, want ok %v", tc.tw, tc.th, tc.outW, tc.outH, err, tc.ok)
+		}
+	}
+}
+
+// TestHEIFTruncated: a HEIC or AVIF cut short inside the data of its
+// primary image (for the HEICs, one-tile grids: inside the tile) is refused
+// as truncated from its header, before any decoder runs. libavif alone
+// decodes such an AVIF as if it were whole.
+func TestHEIFTruncated(t *testing.T) {
+	p := New(DefaultConfig(), Options{})
+	for _, file := range []string{"yuv420.avif", "yuv444.avif", "yuv420_10bit.avif", "yuv420.heic", "yuv444.heic"} {
+		orig := readHEIFTestdata(t, file)
+		if _, err := p.Bytes(orig, file); err != nil {
+			t.Fatalf("%s whole: %v", file, err)
+		}
+		for _, cut := range []int{1, 50, 200} {
+			_, err := p.Bytes(orig[:len(orig)-cut], file)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "file is truncated") {
+				t.Errorf("%s cut by %d bytes: error %v, want ErrCorrupt naming the file and saying it is truncated", file, cut, err)
+			}
+		}
+	}
+	// Each tile of a grid is checked, and an item in idat against idat.
+	grid := buildGrid(fakeGridTiles(4), 2, 2, 64, 64, 120, 100)
+	if _, err := heifHeader(grid); err != nil {
+		t.Fatalf("whole grid: %v", err)
+	}
+	if _, err := heifHeader(grid[:len(grid)-1]); !errors.Is(err, errHEIFTruncated) || !strings.Contains(err.Error(), "item 4") {
+		t.Errorf("grid cut in its last tile: %v, want errHEIFTruncated naming item 4", err)
+	}
+	// The grid item (5): construction method 1, one extent of 8 bytes at 0.
+	desc := []byte{0, 5, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 8}
+	if bytes.Count(grid, desc) != 1 {
+		t.Fatal("grid item's iloc entry not found")
+	}
+	long := bytes.Replace(grid, desc, append(desc[:len(desc)-1:len(desc)-1], 9), 1)
+	if _, err := heifHeader(long); !errors.Is(err, errBox) || !strings.Contains(err.Error(), "idat") {
+		t.Errorf("grid item past the end of idat: %v, want an errBox naming idat", err)
 	}
 }

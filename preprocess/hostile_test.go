@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -153,6 +154,34 @@ func TestMaxPixels(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "180x120") {
 			t.Errorf("error %q does not give the dimensions", err)
+		}
+	}
+}
+
+// TestPixelsOver: the pixel-limit comparison is exact at the limit and
+// does not overflow for the 32-bit sizes a header may announce.
+func TestPixelsOver(t *testing.T) {
+	const big = 0xffffffff
+	for _, tc := range []struct {
+		w, h  int64 // an int of 32 bits holds the smaller cases only
+		limit int64
+		want  bool
+	}{
+		{180, 120, 180 * 120, false},
+		{180, 120, 180*120 - 1, true},
+		{1, 1, 1, false},
+		{0xc0000000, 0xc0000000, DefaultMaxPixels, true}, // the product wraps to a negative int64
+		{big, big, DefaultMaxPixels, true},
+		{big, big, math.MaxInt64, true},
+		{big, 1, big, false},
+		{1 << 31, 1 << 31, 1 << 62, false},
+		{1<<31 + 1, 1 << 31, 1 << 62, true},
+	} {
+		if int64(int(tc.w)) != tc.w || int64(int(tc.h)) != tc.h {
+			continue
+		}
+		if got := pixelsOver(int(tc.w), int(tc.h), tc.limit); got != tc.want {
+			t.Errorf("pixelsOver(%d, %d, %d) = %v, want %v", tc.w, tc.h, tc.limit, got, tc.want)
 		}
 	}
 }

@@ -484,6 +484,40 @@ func TestDecodeReducedHEIFThumbnail(t *testing.T) {
 	}
 }
 
+// TestDecodeReducedAVIFTruncatedThumbnail: heif-enc writes the thumbnail's
+// data after the primary image's, so an AVIF cut short by a few bytes
+// keeps a whole primary image and a truncated thumbnail, which libavif
+// would decode as if whole. It gives way to the primary image.
+func TestDecodeReducedAVIFTruncatedThumbnail(t *testing.T) {
+	data := heifEncode(t, smoothPicture(320, 240), "-A", "-q", "90", "-t", "128")
+	info, err := parseHEIF(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.thumbs) != 1 || info.thumbs[0].w != 128 {
+		t.Fatalf("heif-enc wrote thumbnails %+v, want one of 128x96", info.thumbs)
+	}
+	if off, n := heifItemExtent(t, data, info.thumbs[0].id); off+n != len(data) {
+		t.Fatalf("the thumbnail's data is at %d+%d in %d bytes, not at the end", off, n, len(data))
+	}
+	ctx := context.Background()
+	got, err := DecodeReduced(ctx, data, "t.avif", 96)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rect.Dx() != 128 {
+		t.Fatalf("whole file: %v, want the 128x96 thumbnail", got.Rect.Size())
+	}
+	for _, cut := range []int{1, 50, 200} {
+		got, err := DecodeReduced(ctx, data[:len(data)-cut], "t.avif", 96)
+		if err != nil {
+			t.Errorf("cut by %d bytes: %v", cut, err)
+		} else if got.Rect.Dx() != 320 || got.Rect.Dy() != 240 {
+			t.Errorf("cut by %d bytes: %v, want the 320x240 primary image", cut, got.Rect.Size())
+		}
+	}
+}
+
 // TestDecodeReducedHEIFCancel: cancelling the context stops a HEIC or AVIF
 // decode inside the WebAssembly decoder; the error is the context's, not
 // ErrCorrupt, and the decoder works for the next call.
