@@ -116,7 +116,7 @@ func walkScope(wk *walker, scope []string, isRoot func(string) bool) ([]string, 
 			return walked, err
 		}
 	}
-	return walked, nil
+	return walked, wk.followLinks()
 }
 
 // lockPoll is how often a build waiting for another one tries the lock.

@@ -406,3 +406,30 @@ func TestWalkRoots(t *testing.T) {
 		t.Errorf("WalkRoots(%q) = %q, want %q", in, got, want)
 	}
 }
+
+// TestBuildPrefersRealPathOverLink: a folder reached by its own path and
+// through a link (in the same root, the link's name first; or a link in
+// one root to a folder of another) is indexed once, by its own path.
+func TestBuildPrefersRealPathOverLink(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	root, other := filepath.Join(d, "root"), filepath.Join(d, "z_other")
+	photos(t, filepath.Join(root, "real"), "r", 2)
+	symlink(t, "real", filepath.Join(root, "a_link"))
+	photos(t, filepath.Join(other, "trip"), "o", 1)
+	symlink(t, filepath.Join(other, "trip"), filepath.Join(root, "b_trip"))
+	sum, err := Build(context.Background(), db, []string{root, other}, opts(&fakeEnc{}))
+	if err != nil || sum.Added != 3 {
+		t.Fatalf("build: %v, %v; want 3 added", sum, err)
+	}
+	want := []string{filepath.Join(root, "real", "r0.png"), filepath.Join(root, "real", "r1.png"), filepath.Join(other, "trip", "o0.png")}
+	if got := recordPaths(t, db); !slices.Equal(got, want) {
+		t.Errorf("records %q, want %q", got, want)
+	}
+	// Walk agrees.
+	got, err := Walk(context.Background(), []string{root, other})
+	slices.Sort(got)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Walk: %q, %v; want %q", got, err, want)
+	}
+}

@@ -46,8 +46,32 @@ type walker struct {
 	held func(path string) bool
 	// isMount overrides mountPoint (tests stand in for a mount that way).
 	isMount func(path string) bool
+	// links are the links to folders found and not yet followed.
+	links []pendingLink
 	// entryInfo overrides fs.DirEntry.Info for a file (tests).
 	entryInfo func(path string, e fs.DirEntry) (fs.FileInfo, error)
+}
+
+// pendingLink is a link to a folder, to follow after the real folders.
+type pendingLink struct {
+	path  string
+	info  fs.FileInfo // the target's
+	depth int
+}
+
+// followLinks walks the folders that links lead to, in the order they
+// were found (links found in them included), once the roots' own folders
+// are walked: a folder already visited by its real path is not walked
+// again through a link.
+func (w *walker) followLinks() error {
+	for len(w.links) > 0 {
+		l := w.links[0]
+		w.links = w.links[1:]
+		if err := w.dir(l.path, l.info, nil, l.depth); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // awayDir is a path whose records a build keeps because it looked away.
@@ -193,9 +217,10 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 				continue
 			}
 			if info.IsDir() {
-				if err := w.dir(p, info, nil, depth+1); err != nil {
-					return err
-				}
+				// Followed once every root has been walked by its real
+				// folders (followLinks): a folder reached both ways is
+				// then indexed by its own path, whatever the names.
+				w.links = append(w.links, pendingLink{p, info, depth + 1})
 			} else if info.Mode().IsRegular() && wanted(name) {
 				w.add(p, info)
 			}
@@ -329,6 +354,9 @@ func Walk(ctx context.Context, roots []string) ([]string, error) {
 		if err := w.walkRoot(r); err != nil {
 			return nil, err
 		}
+	}
+	if err := w.followLinks(); err != nil {
+		return nil, err
 	}
 	out := make([]string, len(w.files))
 	for i, f := range w.files {
