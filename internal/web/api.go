@@ -167,11 +167,14 @@ func (s *Server) options(r *http.Request) (search.Options, error) {
 		}
 		opts.K = k
 	}
-	if v := q.Get("under"); v != "" {
+	for _, v := range q["under"] { // each one, as search --under
+		if v == "" {
+			continue
+		}
 		if !filepath.IsAbs(v) {
 			return opts, badf("under takes an absolute folder, not %q", v)
 		}
-		opts.Under = []string{filepath.Clean(v)}
+		opts.Under = append(opts.Under, filepath.Clean(v))
 	}
 	if v := q.Get("threshold"); v != "" {
 		t, err := strconv.ParseFloat(v, 32)

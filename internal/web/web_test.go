@@ -81,6 +81,12 @@ func TestSearchIsTheCLISearch(t *testing.T) {
 	if len(a.Results) != 0 {
 		t.Errorf("under an empty folder: %d results", len(a.Results))
 	}
+	// Each under= counts, as each --under does.
+	all := e.search(t, "/api/search?k=100&q=x")
+	two := url.Values{"k": {"100"}, "q": {"x"}, "under": {filepath.Join(e.dir, "none"), e.dir}}
+	if a := e.search(t, "/api/search?"+two.Encode()); len(a.Results) != len(all.Results) || len(all.Results) == 0 {
+		t.Errorf("under an empty folder and the photos' folder: %d results, want all %d", len(a.Results), len(all.Results))
+	}
 	a = e.search(t, "/api/search?k=100&q=x&threshold=0.9999")
 	for _, r := range a.Results {
 		if r.Score < 0.9999 {
