@@ -323,7 +323,7 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 			fmt.Fprintf(errw, "failed, not recorded (will be retried): %s\n", namedError(f.Path, f.Error))
 			continue
 		}
-		fmt.Fprintf(errw, "failed: %s\n", namedError(f.Path, f.Error))
+		fmt.Fprintf(errw, "failed: %s\n", shown(namedError(f.Path, f.Error)))
 	}
 }
 

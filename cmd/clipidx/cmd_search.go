@@ -319,9 +319,9 @@ func filePath(p string) string {
 // line is the plain output of a hit: score<TAB>path (date<TAB>path in a
 // listing), and <TAB>(offline).
 func (h hit) line() string {
-	l := fmt.Sprintf("%.4f\t%s", h.Result.Score, h.Path)
+	l := fmt.Sprintf("%.4f\t%s", h.Result.Score, shown(h.Path))
 	if h.Score == nil {
-		l = takenText(h.Meta) + "\t" + h.Path
+		l = takenText(h.Meta) + "\t" + shown(h.Path)
 	}
 	if h.Offline {
 		l += "\t(offline)"
@@ -340,9 +340,9 @@ func (h hit) text(long bool) string {
 // lineLong is line with the --long columns before the offline mark; a
 // listing's date is then a --long column: path<TAB>date<TAB>place.
 func (h hit) lineLong() string {
-	l := fmt.Sprintf("%.4f\t%s", h.Result.Score, h.Path) + h.longColumns()
+	l := fmt.Sprintf("%.4f\t%s", h.Result.Score, shown(h.Path)) + h.longColumns()
 	if h.Score == nil {
-		l = h.Path + h.longColumns()
+		l = shown(h.Path) + h.longColumns()
 	}
 	if h.Offline {
 		l += "\t(offline)"

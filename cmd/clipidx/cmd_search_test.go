@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/search"
 	"github.com/clipidx/clipidx/internal/video/videotest"
 )
 
@@ -326,6 +327,28 @@ func TestSearchEmptyImageIsUsageError(t *testing.T) {
 		out, errs, code := runCLI(t, append(append(slices.Clone(g), "search"), args...)...)
 		if code != 2 || out != "" || !strings.Contains(errs, "--image needs a file") {
 			t.Errorf("search %q: exit %d, %q, stderr %q; want exit 2 naming --image", args, code, out, errs)
+		}
+	}
+}
+
+// TestPlainLineShowsControlCharacters: a path with a newline or an escape
+// sequence prints on one line, its control characters as \xNN; other
+// bytes, invalid UTF-8 included, as they are.
+func TestPlainLineShowsControlCharacters(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/p/a\nb.jpg", `/p/a\x0ab.jpg`},
+		{"/p/\x1b[31mred.jpg", `/p/\x1b[31mred.jpg`},
+		{"/p/tab\there\x7f\u0085.jpg", `/p/tab\x09here\x7f\x85.jpg`},
+		{"/p/caf\xe9 é.jpg", "/p/caf\xe9 é.jpg"},
+	} {
+		if got := shown(tc.in); got != tc.want {
+			t.Errorf("shown(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		h := hit{Result: search.Result{Path: tc.in, Score: 0.5}}
+		for _, l := range []string{h.text(false), h.text(true)} {
+			if strings.ContainsAny(l, "\n\x1b") || !strings.Contains(l, tc.want) {
+				t.Errorf("line of %q: %q, want one line holding %q", tc.in, l, tc.want)
+			}
 		}
 	}
 }

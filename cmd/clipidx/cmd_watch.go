@@ -262,7 +262,7 @@ func runWatch(ctx context.Context, roots []string, wf watchFlags, command string
 				say(out, "%s: added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d (%.1f s)", what,
 					sum.Added, sum.Updated, sum.Unchanged, sum.Reused, sum.Removed, sum.Failed, time.Since(start).Seconds())
 				for _, f := range sum.Failures {
-					say(errw, "failed: %s", namedError(f.Path, f.Error))
+					say(errw, "failed: %s", shown(namedError(f.Path, f.Error)))
 				}
 				for _, off := range sum.Offline {
 					say(errw, "offline: %s, %d %s kept", off.Dir, off.Entries, plural(off.Entries, "entry", "entries"))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // writeFile runs write on the file at path. A regular file (or a new path)
@@ -61,3 +62,27 @@ func namedError(path, msg string) string {
 	}
 	return path + ": " + msg
 }
+
+// shown is s for a line of plain output: each control character (C0, DEL,
+// C1) as \xNN, so that a file name cannot end a line early or send the
+// terminal an escape sequence. Other bytes, invalid UTF-8 included, are
+// kept; -0 and --json give paths exactly.
+func shown(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if n == 1 && r == utf8.RuneError || !isControl(r) {
+			b.WriteString(s[i : i+n])
+		} else {
+			fmt.Fprintf(&b, `\x%02x`, r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// isControl reports a C0 or C1 control character, or DEL.
+func isControl(r rune) bool { return r < 0x20 || 0x7f <= r && r <= 0x9f }
