@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
-	"github.com/clipidx/clipidx/search"
 	"github.com/clipidx/clipidx/internal/video/videotest"
+	"github.com/clipidx/clipidx/search"
 )
 
 // TestSearchRejectsNonFiniteThreshold: --threshold NaN or ±Inf is a usage
