@@ -19,6 +19,9 @@ func Forget(path string, paths []string, opts WriterOptions) (int, error) {
 		return 0, fmt.Errorf("%s: %w", path, ErrNoIndex)
 	}
 	lock, err := lockFile(path + ".lock")
+	if errors.Is(err, ErrBuildRunning) {
+		err = heldError(path + ".lock")
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -35,6 +35,9 @@ func replaceIndex(out string, id Identity, opts WriterOptions, fn func(w *Writer
 	}
 	for _, p := range locks {
 		lock, err := lockFile(p)
+		if errors.Is(err, ErrBuildRunning) {
+			err = heldError(p)
+		}
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,8 @@ import (
 func init() { subcommands = append(subcommands, newForgetCmd) }
 
 func newForgetCmd() *cobra.Command {
-	return &cobra.Command{
+	var noWait bool
+	c := &cobra.Command{
 		Use:   "forget PATH...",
 		Short: "Drop the index entries of files or folders (e.g. a renamed or deleted folder)",
 		Long: `Remove from the index every file at or under each PATH, whether it still
@@ -31,7 +32,11 @@ under folders that still exist. The model is not needed.`,
 				}
 				abs[i] = p
 			}
-			n, err := store.Forget(g.db, abs, store.WriterOptions{})
+			var n int
+			err := waitForLock(cmd, noWait, func() (err error) {
+				n, err = store.Forget(g.db, abs, store.WriterOptions{})
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -44,4 +49,6 @@ under folders that still exist. The model is not needed.`,
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when a build (a clipidx watch, serve --watch or build) holds the index, instead of waiting for it")
+	return c
 }

@@ -12,7 +12,7 @@ import (
 func init() { subcommands = append(subcommands, newMergeCmd) }
 
 func newMergeCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, noWait bool
 	c := &cobra.Command{
 		Use:   "merge OUT.db IN.db...",
 		Short: "Join the indexes of a split build (--shard I/N) into one, without the model",
@@ -34,7 +34,11 @@ indexed record over a failed one, then the later modification time.`,
   clipidx merge all.db part-0.db part-1.db part-2.db part-3.db`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sum, err := store.Merge(args[0], args[1:], store.WriterOptions{})
+			var sum store.MergeSummary
+			err := waitForLock(cmd, noWait, func() (err error) {
+				sum, err = store.Merge(args[0], args[1:], store.WriterOptions{})
+				return err
+			})
 			if err != nil {
 				if errors.Is(err, store.ErrMergeInput) || errors.Is(err, store.ErrModelMismatch) {
 					return &exitError{code: 1, err: err}
@@ -51,5 +55,6 @@ indexed record over a failed one, then the later modification time.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, `print {"inputs","files","vectors","duplicates"}`)
+	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when a build (a clipidx watch, serve --watch or build) holds OUT, instead of waiting for it")
 	return c
 }

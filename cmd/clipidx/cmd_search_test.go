@@ -15,6 +15,7 @@ import (
 	"github.com/clipidx/clipidx/internal/fixtures"
 	"github.com/clipidx/clipidx/internal/video/videotest"
 	"github.com/clipidx/clipidx/search"
+	"github.com/clipidx/clipidx/store"
 )
 
 // TestSearchRejectsNonFiniteThreshold: --threshold NaN or ±Inf is a usage
@@ -351,4 +352,72 @@ func TestPlainLineShowsControlCharacters(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestForgetAndMergeWaitForBuild: forget and merge, finding a build that
+// holds the index, wait for it as build does, saying once who holds it;
+// with --no-wait they fail at once, naming it.
+func TestForgetAndMergeWaitForBuild(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	db := filepath.Join(t.TempDir(), "i.db")
+	g := []string{"--db", db, "--model", model, "--device", "reference"}
+	images := filepath.Join(model, "images")
+	if _, errs, code := runCLI(t, append(slices.Clone(g), "build", images)...); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	part := filepath.Join(t.TempDir(), "part.db")
+	if err := copyIndex(db, part); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id store.Identity
+	err = r.View(func(s *store.Snapshot) error { id = s.Identity(); return nil })
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"forget", filepath.Join(images, "noise_257x231.png")}, {"merge", db, part}} {
+		w, err := store.OpenWriter(db, id, store.WriterOptions{Command: "clipidx watch (test)"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, errs, code := runCLI(t, append(append(slices.Clone(g), args...), "--no-wait")...)
+		if code == 0 || !strings.Contains(errs, "clipidx watch (test)") {
+			t.Errorf("%s --no-wait while a build holds the index: exit %d, %q; want a failure naming the holder", args[0], code, errs)
+		}
+		type result struct {
+			errs string
+			code int
+		}
+		done := make(chan result, 1)
+		go func() {
+			_, errs, code := runCLI(t, append(slices.Clone(g), args...)...)
+			done <- result{errs, code}
+		}()
+		time.Sleep(1500 * time.Millisecond)
+		select {
+		case r := <-done:
+			t.Fatalf("%s returned while a build holds the index: exit %d, %q; want it to wait", args[0], r.code, r.errs)
+		default:
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		res := <-done
+		if res.code != 0 || strings.Count(res.errs, "waiting: ") != 1 || !strings.Contains(res.errs, "clipidx watch (test)") {
+			t.Errorf("%s after the build ended: exit %d, %q; want success after one waiting line naming the holder", args[0], res.code, res.errs)
+		}
+	}
+}
+
+// copyIndex copies the index file at from to to.
+func copyIndex(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }

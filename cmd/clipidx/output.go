@@ -1,12 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clipidx/clipidx/store"
 )
 
 // writeFile runs write on the file at path. A regular file (or a new path)
@@ -86,3 +93,30 @@ func shown(s string) string {
 
 // isControl reports a C0 or C1 control character, or DEL.
 func isControl(r rune) bool { return r < 0x20 || 0x7f <= r && r <= 0x9f }
+
+// waitForLock runs fn, and again every lockPoll while a build holds the
+// index (store.ErrBuildRunning), saying once who holds it; Ctrl-C stops
+// the wait (exit 130), as --no-wait does at once.
+func waitForLock(cmd *cobra.Command, noWait bool, fn func() error) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	told := false
+	for {
+		err := fn()
+		if noWait || !errors.Is(err, store.ErrBuildRunning) {
+			return err
+		}
+		if !told {
+			fmt.Fprintf(cmd.ErrOrStderr(), "waiting: %v (Ctrl-C to stop; --no-wait fails at once)\n", err)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return &exitError{code: 130, err: errors.New("interrupted while waiting: the index is as it was")}
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+// lockPoll is how often a command waiting for a build tries the lock.
+const lockPoll = 500 * time.Millisecond
