@@ -320,7 +320,7 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 			break
 		}
 		if f.Transient {
-			fmt.Fprintf(errw, "failed, not recorded (will be retried): %s\n", namedError(f.Path, f.Error))
+			fmt.Fprintf(errw, "failed, not recorded (will be retried): %s\n", shown(namedError(f.Path, f.Error)))
 			continue
 		}
 		fmt.Fprintf(errw, "failed: %s\n", shown(namedError(f.Path, f.Error)))
