@@ -165,9 +165,25 @@ func (s *Server) motionVideo(w http.ResponseWriter, r *http.Request, still index
 func notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
 	w.Header().Set("ETag", tag)
 	w.Header().Set("Cache-Control", "private, max-age=300")
-	if r.Header.Get("If-None-Match") == tag {
+	if noneMatch(r.Header.Values("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return true
+	}
+	return false
+}
+
+// noneMatch reports whether an If-None-Match header (one or more lists of
+// entity tags, or "*") names tag, by the weak comparison RFC 9110 asks for
+// there: a W/ prefix does not count.
+func noneMatch(values []string, tag string) bool {
+	tag = strings.TrimPrefix(tag, "W/")
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" || strings.TrimPrefix(t, "W/") == tag {
+				return true
+			}
+		}
 	}
 	return false
 }
