@@ -121,7 +121,7 @@ func checkMergeCount(mpath, vpath string, merges, tokens int) error {
 	want := tokens - 2*256 - 2
 	switch {
 	case merges == 0 && want > 0:
-		return fmt.Errorf("%s has no merges (empty file): %s has %d tokens, which implies %d merges; restore %s from the model: %w",
+		return fmt.Errorf("%s is empty (no merges): %s has %d tokens, which implies %d merges; restore %s from the model: %w",
 			mpath, filepath.Base(vpath), tokens, want, MergesFile, ErrBadVocab)
 	case merges < want:
 		return fmt.Errorf("%s has %d merges, but %s has %d tokens, which implies %d: the file is truncated; restore %s from the model: %w",

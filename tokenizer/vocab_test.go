@@ -207,12 +207,12 @@ func TestLoadErrors(t *testing.T) {
 			synthVocab(t, dir)
 			writeFile(t, filepath.Join(dir, MergesFile), "")
 			return dir
-		}, ErrBadVocab, MergesFile + " has no merges"},
+		}, ErrBadVocab, MergesFile + " is empty (no merges)"},
 		{"merges header only", func(t *testing.T, dir string) string {
 			synthVocab(t, dir)
 			writeFile(t, filepath.Join(dir, MergesFile), "#version: 0.2\n")
 			return dir
-		}, ErrBadVocab, MergesFile + " has no merges"},
+		}, ErrBadVocab, MergesFile + " is empty (no merges)"},
 		{"merges truncated", func(t *testing.T, dir string) string {
 			synthVocab(t, dir)
 			writeFile(t, filepath.Join(dir, MergesFile), "#version: 0.2\nh e\nhe l\nhel l\n")
