@@ -642,3 +642,21 @@ func TestHEIFTruncated(t *testing.T) {
 		t.Errorf("grid item past the end of idat: %v, want an errBox naming idat", err)
 	}
 }
+
+// TestDecodeReducedPixelLimitOverflow: DecodeReduced (serve's thumbnails)
+// refuses a HEIF whose size box claims more pixels than an int64 product
+// of its sides can hold, as the decode for the model does.
+func TestDecodeReducedPixelLimitOverflow(t *testing.T) {
+	if strconv.IntSize < 64 {
+		t.Skip("an int of 32 bits cannot hold these sizes: parseHEIF reads them as no size")
+	}
+	for _, file := range []string{"yuv420.avif", "yuv420.heic"} {
+		for _, side := range []uint32{0xC0000000, 0xFFFFFFFF} {
+			data := heifSetISPE(readHEIFTestdata(t, file), side, side)
+			_, err := DecodeReduced(context.Background(), data, file, 256)
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("DecodeReduced of %s with ispe %dx%d: %v, want ErrTooLarge", file, side, side, err)
+			}
+		}
+	}
+}

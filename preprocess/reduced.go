@@ -109,7 +109,7 @@ func decodeHEIFReduced(ctx context.Context, data []byte, name string, f format, 
 		// A thumbnail that does not decode as described: the primary image.
 	}
 	w, h := orientDims(info.w, info.h, info.orient)
-	if int64(w)*int64(h) > maxPixels {
+	if pixelsOver(w, h, maxPixels) {
 		return nil, tooLarge(name, w, h, maxPixels)
 	}
 	img, err := safely(func() (image.Image, error) { return heifDecodeItem(ctx, data, info) })
@@ -120,7 +120,7 @@ func decodeHEIFReduced(ctx context.Context, data []byte, name string, f format, 
 		return nil, fmt.Errorf("decode %s: %w: %s: %w", name, ErrCorrupt, f, err)
 	}
 	b := img.Bounds()
-	if b.Dx() <= 0 || b.Dy() <= 0 || int64(b.Dx())*int64(b.Dy()) > maxPixels {
+	if b.Dx() <= 0 || b.Dy() <= 0 || pixelsOver(b.Dx(), b.Dy(), maxPixels) {
 		return nil, fmt.Errorf("decode %s: %w: decoded %s image is %dx%d", name, ErrCorrupt, f, b.Dx(), b.Dy())
 	}
 	return img, nil
@@ -134,8 +134,13 @@ func (in *heifInfo) thumbFor(data []byte, minSide int, maxPixels int64) *heifThu
 	var best *heifThumb
 	for i := range in.thumbs {
 		t := &in.thumbs[i]
+		// Sizes from the file's boxes: compared without products that
+		// could overflow (pixelsOver) before px is computed.
+		if t.w <= 0 || t.h <= 0 || pixelsOver(t.w, t.h, maxPixels) {
+			continue
+		}
 		px := int64(t.w) * int64(t.h)
-		ok := t.w > 0 && t.h > 0 && max(t.w, t.h) >= minSide && px < int64(in.w)*int64(in.h) && px <= maxPixels &&
+		ok := max(t.w, t.h) >= minSide && pixelsOver(in.w, in.h, px) &&
 			(t.itemType == "hvc1" || t.itemType == "av01") && (in.pitmWide || t.id <= 0xffff) &&
 			t.refAt >= 0 && t.refAt+4 <= len(data) && string(data[t.refAt:t.refAt+4]) == "thmb"
 		if ok && (best == nil || px < int64(best.w)*int64(best.h)) {
