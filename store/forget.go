@@ -15,8 +15,11 @@ import (
 // how many records it removed; ErrNoIndex when there is no index,
 // ErrBuildRunning when a build holds the lock.
 func Forget(path string, paths []string, opts WriterOptions) (int, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return 0, fmt.Errorf("%s: %w", path, ErrNoIndex)
+	} else if err == nil && fi.Size() == 0 {
+		// As a reader sees it; bbolt would make it a file of no buckets.
+		return 0, fmt.Errorf("%s is empty (0 bytes): %w", path, ErrNoIndex)
 	}
 	lock, err := lockFile(path + ".lock")
 	if errors.Is(err, ErrBuildRunning) {

@@ -41,8 +41,11 @@ func TestOpenEmptyFile(t *testing.T) {
 	if !errors.Is(err, ErrNoIndex) || !strings.Contains(err.Error(), path+" is empty (0 bytes)") {
 		t.Errorf("OpenReader on an empty file: %v, want ErrNoIndex saying %s is empty", err, path)
 	}
+	if _, err := Forget(path, []string{"/a"}, WriterOptions{}); !errors.Is(err, ErrNoIndex) {
+		t.Errorf("Forget on an empty file: %v, want ErrNoIndex", err)
+	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
-		t.Fatalf("the reader changed the empty file: %v, %v", fi, err)
+		t.Fatalf("the reader or Forget changed the empty file: %v, %v", fi, err)
 	}
 	w := openW(t, path)
 	var b Batch
