@@ -968,7 +968,7 @@ func (b *builder) encode(q []result) error {
 	// give NaN, a device computing garbage), not each file's: by the same
 	// rule as a pass that fails.
 	if bad > 0 && bad == len(use) && (len(use) >= 2 || b.canaryFails()) {
-		return fmt.Errorf("%w: every image of a pass of %d came back as %v (not finite, or all zero)", ErrEncoder, len(use), ErrBadEmbedding)
+		return fmt.Errorf("%w: %w for every image of a pass of %d (not finite, or all zero)", ErrEncoder, ErrBadEmbedding, len(use))
 	}
 	return nil
 }
