@@ -159,9 +159,11 @@ type Options struct {
 	// cannot mount a disk.
 	mountPoint func(path string) bool
 	// entryInfo, when set (by this package's tests only), looks at a
-	// folder's entry in place of fs.DirEntry.Info: tests run as root,
-	// whom a folder without x permission does not stop.
+	// folder's entry in place of fs.DirEntry.Info, and canEnter tells
+	// whether a folder may be entered: tests run as root, whom a folder
+	// without x permission does not stop.
 	entryInfo func(path string, e fs.DirEntry) (fs.FileInfo, error)
+	canEnter  func(dir string) bool
 }
 
 // Event reports progress. Phase is "scan" (Done = files found so far),
@@ -389,7 +391,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 		frames: groupFrames(old), ctx: ctx}
 	b.vmeta = videoMetaState{read: map[string]bool{}, stale: b.prober() != nil && vmetaVersion < videoMetaVersion}
 	wk := newWalker(ctx, abs)
-	wk.onError, wk.wasMount, wk.isMount, wk.entryInfo = opts.OnError, wasMount, opts.mountPoint, opts.entryInfo
+	wk.onError, wk.wasMount, wk.isMount, wk.entryInfo, wk.canEnter = opts.OnError, wasMount, opts.mountPoint, opts.entryInfo, opts.canEnter
 	wk.progress = func(n int) { b.event(Event{Phase: "scan", Done: n}) }
 	wk.held = func(p string) bool { return holdsRecords(b.oldPaths(old), p) }
 	// A root that no longer exists is away if it held records, an error
@@ -413,7 +415,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if err := w.View(func(s *store.Snapshot) (err error) { b.registered, err = s.Roots(); return err }); err != nil {
 		return nil, err
 	}
-	b.unwalked = unwalkedRoots(b.registered, abs)
+	b.unwalked = unwalkedRoots(b.registered, scope)
 	selectShare(wk, abs, opts.Shard, opts.Shards)
 	if err := b.planShards(wk, old); err != nil {
 		return nil, err
@@ -1143,7 +1145,7 @@ func (b *builder) within() []string {
 }
 
 // unwalkedRoots returns the roots of registered that lie within one of
-// roots but that a walk of it never enters: a hidden or clutter folder
+// the paths a build walks (roots) but that a walk of it never enters: a hidden or clutter folder
 // (Skips), a tar shard (a walk reads a shard only when it is a root).
 // Indexed on their own, they are not gone because this build did not look.
 func unwalkedRoots(registered, roots []string) []string {

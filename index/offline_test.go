@@ -391,6 +391,7 @@ func TestBuildKeepsFolderNotEntered(t *testing.T) {
 		}
 		return e.Info()
 	}
+	o.canEnter = func(dir string) bool { return dir != sub }
 	sum, err := Build(context.Background(), db, []string{root}, o)
 	if err != nil {
 		t.Fatal(err)
@@ -400,20 +401,36 @@ func TestBuildKeepsFolderNotEntered(t *testing.T) {
 		t.Errorf("reported %q, want the folder once", reported)
 	}
 
-	// Another error on one file: that file is kept, the others walked.
-	o.entryInfo = func(p string, e fs.DirEntry) (fs.FileInfo, error) {
-		if filepath.Base(p) == "s1.png" {
-			return nil, &fs.PathError{Op: "lstat", Path: p, Err: errors.New("input/output error")}
+	// One file that cannot be looked at in a folder that can be entered
+	// (an ACL, a disk error): that file is kept, the others walked, a
+	// deletion among them seen, a new file added.
+	for _, denied := range []error{fs.ErrPermission, errors.New("input/output error")} {
+		o.entryInfo = func(p string, e fs.DirEntry) (fs.FileInfo, error) {
+			if filepath.Base(p) == "s0.png" {
+				return nil, &fs.PathError{Op: "lstat", Path: p, Err: denied}
+			}
+			return e.Info()
 		}
-		return e.Info()
+		o.canEnter = nil
+		removeAll(t, filepath.Join(sub, "s2.png"))
+		photos(t, sub, "t", 1)
+		reported = nil
+		if sum, err = Build(context.Background(), db, []string{root}, o); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Removed != 1 || sum.Added != 1 || len(reported) != 1 || reported[0] != filepath.Join(sub, "s0.png") {
+			t.Errorf("s0 not looked at (%v): %s, reported %q; want s2 removed, t0 added and s0 named", denied, sumOf(sum), reported)
+		}
+		if !slices.Contains(recordPaths(t, db), filepath.Join(sub, "s0.png")) {
+			t.Errorf("s0 not looked at (%v): its record lost", denied)
+		}
+		photos(t, sub, "s", 3) // s2 back for the next round
+		removeAll(t, filepath.Join(sub, "t0.png"))
+		if _, err := Build(context.Background(), db, []string{root}, opts(enc)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	reported = nil
-	if sum, err = Build(context.Background(), db, []string{root}, o); err != nil {
-		t.Fatal(err)
-	}
-	if sum.Removed != 0 || len(reported) != 1 || reported[0] != filepath.Join(sub, "s1.png") {
-		t.Errorf("one file not looked at: %s, reported %q; want nothing removed and that file named", sumOf(sum), reported)
-	}
+	enc = &fakeEnc{}
 	sum, err = Build(context.Background(), db, []string{root}, opts(enc))
 	if err != nil {
 		t.Fatal(err)
@@ -452,6 +469,17 @@ func TestBuildKeepsRootNowAFile(t *testing.T) {
 	}
 	if len(reported) != 1 || !errors.Is(reported[0], ErrNotIndexable) {
 		t.Errorf("build of %s reported %v, want %v", notes, reported, ErrNotIndexable)
+	}
+	// A partial build of a changed text file in a root (a watcher's)
+	// reports nothing.
+	inRoot := filepath.Join(d, "notes")
+	photos(t, inRoot, "n", 1)
+	write(t, filepath.Join(inRoot, "todo.txt"), "todo")
+	reported = nil
+	wo := o
+	wo.Within = []string{filepath.Join(inRoot, "todo.txt")}
+	if _, err := Build(context.Background(), db, []string{inRoot}, wo); err != nil || len(reported) != 0 {
+		t.Errorf("partial build of a text file: %v, reported %v; want nothing", err, reported)
 	}
 
 	removeAll(t, root)

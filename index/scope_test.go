@@ -394,6 +394,15 @@ func TestBuildNestedRootsTogether(t *testing.T) {
 
 	photos(t, hidden, "n", 1)
 	build(all, []string{filepath.Join(hidden, "n0.png")}, "added=1 updated=0 unchanged=0 reused=0 removed=0 failed=0")
+	// A partial build of the folder around them (a watcher's, after an
+	// event there) does not look at them: it keeps them.
+	build(all, []string{d}, "added=0 updated=0 unchanged=1 reused=0 removed=0 failed=0")
+	paths = recordPaths(t, db)
+	for _, p := range []string{filepath.Join(hidden, "t0.png"), filepath.Join(hidden, "n0.png"), shard + SampleSep + "000000000"} {
+		if !slices.Contains(paths, p) {
+			t.Errorf("%s lost by a partial build of %s: %v", p, d, paths)
+		}
+	}
 }
 
 // TestWalkRoots: of the roots an index holds, a build of them all walks
@@ -431,5 +440,48 @@ func TestBuildPrefersRealPathOverLink(t *testing.T) {
 	slices.Sort(got)
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("Walk: %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestBuildKeepsAwayRecordsMadeThroughLink: records an earlier build made
+// through a link (here, the real folder was outside the root then) move to
+// the real path when the walk finds it, but those under a disk away at
+// that build are kept, offline by the link's path, not removed.
+func TestBuildKeepsAwayRecordsMadeThroughLink(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	root, outside, ext := filepath.Join(d, "r"), filepath.Join(d, "outside"), filepath.Join(d, "ext")
+	photos(t, filepath.Join(outside, "real"), "x", 1)
+	photos(t, filepath.Join(ext, "disk"), "c", 2)
+	if err := os.MkdirAll(filepath.Join(outside, "real", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, filepath.Join(ext, "disk"), filepath.Join(outside, "real", "sub", "disklink"))
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, filepath.Join(outside, "real"), filepath.Join(root, "a"))
+	enc := &fakeEnc{}
+	if sum, err := Build(context.Background(), db, []string{root}, opts(enc)); err != nil || sum.Added != 3 {
+		t.Fatalf("first build: %v, %v; want 3 added", sum, err)
+	}
+	// The real folder moves into the root, the link follows it; the disk
+	// is unplugged.
+	rename(t, filepath.Join(outside, "real"), filepath.Join(root, "real"))
+	removeAll(t, filepath.Join(root, "a"))
+	symlink(t, "real", filepath.Join(root, "a"))
+	rename(t, filepath.Join(ext, "disk"), filepath.Join(ext, "unplugged"))
+	sum, err := Build(context.Background(), db, []string{root}, opts(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(root, "a", "sub", "disklink", "c0.png"), filepath.Join(root, "a", "sub", "disklink", "c1.png"), filepath.Join(root, "real", "x0.png")}
+	if got := recordPaths(t, db); !slices.Equal(got, want) || sum.Reused != 1 || sum.Removed != 1 {
+		t.Errorf("after the move with the disk away: %s, records %q; want x0 reused at its real path and %q", sumOf(sum), got, want)
+	}
+	if !slices.ContainsFunc(sum.Offline, func(o store.Offline) bool {
+		return o.Dir == filepath.Join(root, "a", "sub", "disklink") && o.Entries == 2
+	}) {
+		t.Errorf("offline %+v, want the link's path of the disk with its 2 entries (%s, %q)", sum.Offline, sumOf(sum), recordPaths(t, db))
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+
+	"github.com/clipidx/clipidx/store"
 )
 
 // maxDepth stops runaway recursion where loop detection is unavailable.
@@ -26,7 +29,7 @@ type found struct {
 // (by device and inode), so loops and duplicate mounts end.
 type walker struct {
 	ctx      context.Context
-	visited  map[fileID]bool
+	visited  map[fileID]string // each folder walked: the path it was walked by
 	files    []found
 	tars     []found // tar shard roots (webdataset), read by Build
 	seen     map[string]bool
@@ -46,10 +49,24 @@ type walker struct {
 	held func(path string) bool
 	// isMount overrides mountPoint (tests stand in for a mount that way).
 	isMount func(path string) bool
-	// links are the links to folders found and not yet followed.
-	links []pendingLink
-	// entryInfo overrides fs.DirEntry.Info for a file (tests).
+	// links are the links to folders found and not yet followed; aliases
+	// the folders reached again by another path.
+	links   []pendingLink
+	aliases []alias
+	// entryInfo overrides fs.DirEntry.Info for a file, canEnter the
+	// check that a folder may be entered (tests).
 	entryInfo func(path string, e fs.DirEntry) (fs.FileInfo, error)
+	canEnter  func(dir string) bool
+}
+
+// enterable reports whether the folder dir may be entered: "dir/." is
+// found only through it (search permission, x).
+func (w *walker) enterable(dir string) bool {
+	if w.canEnter != nil {
+		return w.canEnter(dir)
+	}
+	_, err := os.Lstat(dir + string(filepath.Separator) + ".")
+	return !errors.Is(err, fs.ErrPermission)
 }
 
 // pendingLink is a link to a folder, to follow after the real folders.
@@ -71,8 +88,23 @@ func (w *walker) followLinks() error {
 			return err
 		}
 	}
+	// A folder away under one walked by another path is away by the
+	// link's path too: records an earlier build made through the link
+	// (its name first, or the real folder not walked then) are kept with
+	// the folder's.
+	for _, a := range w.aliases {
+		for _, d := range slices.Clone(w.away) {
+			if store.Within(d.path, a.real) && !w.awayWithin(a.link+d.path[len(a.real):]) {
+				w.goAway(a.link+d.path[len(a.real):], d.reason)
+			}
+		}
+	}
 	return nil
 }
+
+// alias is a folder reached by a second path: a link to it (link), found
+// after the walk went through it by real.
+type alias struct{ link, real string }
 
 // awayDir is a path whose records a build keeps because it looked away.
 type awayDir struct {
@@ -81,7 +113,7 @@ type awayDir struct {
 
 // newWalker returns a walker over roots (absolute, clean).
 func newWalker(ctx context.Context, roots []string) *walker {
-	w := &walker{ctx: ctx, visited: map[fileID]bool{}, seen: map[string]bool{}, roots: map[string]bool{}}
+	w := &walker{ctx: ctx, visited: map[fileID]string{}, seen: map[string]bool{}, roots: map[string]bool{}}
 	for _, r := range roots {
 		w.roots[r] = true
 	}
@@ -103,11 +135,17 @@ func (w *walker) walkRoot(root string) error {
 		switch {
 		case (wanted(root) || IsShardName(root)) && !fi.Mode().IsRegular():
 			// A named pipe would block the read, a device never end it.
-			w.fail(root, fmt.Errorf("%w (%s)", ErrNotRegular, fileType(fi.Mode())))
+			// Named when it was given; a walk passes it by silently.
+			if w.roots[root] {
+				w.fail(root, fmt.Errorf("%w (%s)", ErrNotRegular, fileType(fi.Mode())))
+			}
 		case wanted(root):
 			w.add(root, fi)
 		case IsShardName(root):
 			w.tars = append(w.tars, found{path: root, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()})
+		case !w.roots[root]:
+			// A path of a partial build (a watcher's changed file): not
+			// one a build reads, and its records, if any, are gone.
 		case w.held != nil && w.held(root):
 			// The folder indexed here was replaced by a file (moved
 			// aside, a mount point covered): not a deletion.
@@ -160,10 +198,13 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 		return err
 	}
 	if id, ok := idOf(fi); ok {
-		if w.visited[id] {
+		if first, ok := w.visited[id]; ok {
+			if first != path {
+				w.aliases = append(w.aliases, alias{path, first})
+			}
 			return nil
 		}
-		w.visited[id] = true
+		w.visited[id] = path
 	}
 	if depth > maxDepth {
 		w.fail(path, fmt.Errorf("deeper than %d levels; not followed", maxDepth))
@@ -234,7 +275,7 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // deleted during the walk
 			}
-			if errors.Is(err, fs.ErrPermission) {
+			if errors.Is(err, fs.ErrPermission) && !w.enterable(path) {
 				// A folder that lists its names but may not be entered
 				// (r without x): none of its files can be looked at, and
 				// none is gone. Keep them all, named once.
@@ -242,7 +283,8 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 				return nil
 			}
 			if err != nil {
-				// Not looked at, not gone: keep its record.
+				// Not looked at (a file an ACL hides), not gone: keep its
+				// record, and walk on.
 				w.unreachable(p, err)
 				continue
 			}
