@@ -488,14 +488,17 @@ func (w *watcher) event(ev fsnotify.Event) {
 	}
 }
 
-// rootOf returns the root p lies within ("" when none).
+// rootOf returns the innermost root p lies within ("" when none): a
+// hidden folder watched as a root of its own is looked at, though the
+// root around it skips it.
 func (w *watcher) rootOf(p string) string {
+	in := ""
 	for _, r := range w.o.Roots {
-		if store.Within(p, r) {
-			return r
+		if store.Within(p, r) && len(r) > len(in) {
+			in = r
 		}
 	}
-	return ""
+	return in
 }
 
 // rewatch sets the watches of a root that lost them (it went away with

@@ -173,6 +173,8 @@ type rig struct {
 	cancel context.CancelFunc
 	done   chan error
 	opts   Options
+	// more are roots besides root (a folder within it built on its own).
+	more []string
 	// building is set while a build runs: watcher time stands still
 	// then (a build takes real time, which the fake clock does not see).
 	building atomic.Bool
@@ -186,7 +188,7 @@ func newRig(t *testing.T, o Options, src *fakeSource) *rig {
 }
 
 func (r *rig) with(o Options) *rig {
-	o.Roots = []string{r.root}
+	o.Roots = append([]string{r.root}, r.more...)
 	o.Clock = r.clock
 	if r.src != nil {
 		o.Source = r.src
@@ -203,7 +205,7 @@ func (r *rig) with(o Options) *rig {
 	}
 	o.Build = func(ctx context.Context, within []string) error {
 		defer r.building.Store(false)
-		_, err := index.Build(ctx, r.db, []string{r.root}, index.Options{Encoder: r.enc, Preprocess: fakePre, Identity: fakeID,
+		_, err := index.Build(ctx, r.db, o.Roots, index.Options{Encoder: r.enc, Preprocess: fakePre, Identity: fakeID,
 			BatchSize: 1000, CommitEvery: 1000, Within: within, LockWait: func(error) {}})
 		r.builds <- within
 		return err
@@ -485,6 +487,28 @@ func TestWatchFollowsChanges(t *testing.T) {
 
 // With events off, the rescan alone reaches the same index as a full
 // build, and wakes only when due.
+// TestWatchHiddenRoot: a hidden folder watched as a root of its own,
+// inside a root that skips it, is watched to its subfolders, and a file
+// new there is indexed from its event (no rescan needed).
+func TestWatchHiddenRoot(t *testing.T) {
+	r := newRig(t, Options{}, newSource())
+	r.more = []string{filepath.Join(r.root, ".private")}
+	r.with(Options{})
+	r.write(".private/sub/one.jpg", "IMG one")
+	r.write("a/two.jpg", "IMG two")
+	r.start()
+	if w, _ := r.nextBuild(maxBatchWait); w != nil {
+		t.Fatalf("first build within %v, want the whole roots", w)
+	}
+	if !r.has(".private/sub/one.jpg") || !r.src.watching(filepath.Join(r.root, ".private", "sub")) {
+		t.Fatalf("the hidden root: indexed %v, its subfolder watched %v; want both", r.has(".private/sub/one.jpg"), r.src.watching(filepath.Join(r.root, ".private", "sub")))
+	}
+	r.event(fsnotify.Create, r.write(".private/sub/three.jpg", "IMG three"))
+	if w, _ := r.nextBuild(maxBatchWait); w == nil || !r.has(".private/sub/three.jpg") {
+		t.Errorf("a file new in the hidden root: build within %v, indexed %v; want it built from its event", w, r.has(".private/sub/three.jpg"))
+	}
+}
+
 func TestWatchRescanOnly(t *testing.T) {
 	r := newRig(t, Options{NoEvents: true, Rescan: 10 * time.Minute}, nil)
 	r.write("a/one.jpg", "IMG one")
