@@ -196,8 +196,8 @@ works while a build is running.`,
 // because its disk looked away (build and status print the same lines).
 func printOffline(w io.Writer, list []store.Offline) {
 	for _, o := range list {
-		fmt.Fprintf(w, "offline: %s, %d %s kept; `clipidx forget %s` drops them\n",
-			o.Dir, o.Entries, plural(o.Entries, "entry", "entries"), o.Dir)
+		fmt.Fprintf(w, "offline: %s, %d %s kept; `clipidx forget %s` drops %s\n",
+			shown(o.Dir), o.Entries, plural(o.Entries, "entry", "entries"), shown(o.Dir), plural(o.Entries, "it", "them"))
 	}
 }
 

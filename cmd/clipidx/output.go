@@ -98,8 +98,6 @@ func isControl(r rune) bool { return r < 0x20 || 0x7f <= r && r <= 0x9f }
 // index (store.ErrBuildRunning), saying once who holds it; Ctrl-C stops
 // the wait (exit 130), as --no-wait does at once.
 func waitForLock(cmd *cobra.Command, noWait bool, fn func() error) error {
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	told := false
 	for {
 		err := fn()
@@ -110,11 +108,17 @@ func waitForLock(cmd *cobra.Command, noWait bool, fn func() error) error {
 			fmt.Fprintf(cmd.ErrOrStderr(), "waiting: %v (Ctrl-C to stop; --no-wait fails at once)\n", err)
 			told = true
 		}
+		// Signals are caught only while waiting: Ctrl-C during fn ends
+		// the process as usual (fn's writes are one transaction, or a
+		// copy renamed into place).
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		select {
 		case <-ctx.Done():
+			stop()
 			return &exitError{code: 130, err: errors.New("interrupted while waiting: the index is as it was")}
 		case <-time.After(lockPoll):
 		}
+		stop()
 	}
 }
 
