@@ -528,6 +528,7 @@ func (l *lab) dirs() []string {
 	if l.watching {
 		return d // the watched root's own folders
 	}
+	d = append(d, "lib/.private") // hidden: looked at only as a root of its own
 	if !l.extAwy {
 		d = append(d, "ext")
 	}
@@ -649,7 +650,7 @@ func (l *lab) onDisk(rel string) map[string][]byte {
 			p := filepath.Join(abs, e.Name())
 			fi, err := os.Stat(p) // follows the link
 			switch {
-			case err != nil:
+			case err != nil || index.Skips(l.path(rel), p): // a hidden folder
 			case fi.IsDir():
 				walk(p)
 			case fi.Mode().IsRegular():
@@ -683,6 +684,12 @@ func within(p string, dirs []string) bool {
 
 // expectBuild is what a complete build of folder rel makes of prev.
 func (l *lab) expectBuild(prev map[string]rec, rel string) map[string]rec {
+	return l.expectBuildAmong(prev, rel, []string{rel})
+}
+
+// expectBuildAmong is expectBuild of the root rel in a build of the roots
+// all together: a video copied from one to another takes its frames.
+func (l *lab) expectBuildAmong(prev map[string]rec, rel string, all []string) map[string]rec {
 	exp := map[string]rec{}
 	for p, r := range prev {
 		exp[p] = r
@@ -698,18 +705,20 @@ func (l *lab) expectBuild(prev map[string]rec, rel string) map[string]rec {
 	}
 	disk := l.onDisk(rel)
 	framed := map[store.Hash]bool{} // the frames the index holds
-	sizes := map[int]bool{}         // of the videos with frames under root
+	sizes := map[int]bool{}         // of the videos with frames under the roots
 	for p, r := range prev {
 		if _, _, frame := store.SplitFrame(p); frame && r.ok {
 			framed[r.hash] = true
-			if store.Within(p, root) {
+			if slices.ContainsFunc(all, func(a string) bool { return store.Within(p, l.path(a)) }) {
 				sizes[len(l.blobs[l.videoOfFrame[r.hash]])] = true
 			}
 		}
 	}
 	for p := range prev {
 		v := videoOf(p)
-		if store.Within(v, root) && disk[v] == nil && !within(v, away) {
+		// What lies in a hidden folder the walk skips is kept: the index
+		// holds it only as a root of its own.
+		if store.Within(v, root) && disk[v] == nil && !within(v, away) && !index.Skips(root, v) {
 			delete(exp, p)
 		}
 	}
@@ -957,7 +966,18 @@ func (l *lab) build(rel string) {
 		}
 		l.freedAll()
 	}
-	// Each away folder that held records under this root is reported.
+	l.checkOffline(rel, prev, sum.Offline)
+	if err := store.Check(l.db); err != nil {
+		l.fatalf("check after build: %v", err)
+	}
+	l.checkRoots(rel, sum.Offline)
+	l.compare("build "+rel, l.index(), exp)
+}
+
+// checkOffline checks that each away folder that held records (prev)
+// under the root rel is in a build's offline list.
+func (l *lab) checkOffline(rel string, prev map[string]rec, offline []store.Offline) {
+	l.t.Helper()
 	away := l.away()
 	if ents, err := os.ReadDir(l.path(rel)); err != nil || len(ents) == 0 {
 		away = append(away, l.path(rel))
@@ -967,18 +987,82 @@ func (l *lab) build(rel string) {
 		for p := range prev {
 			held = held || store.Within(p, d) && store.Within(d, l.path(rel))
 		}
-		if held && !slices.ContainsFunc(sum.Offline, func(o store.Offline) bool { return o.Dir == d }) {
-			l.fatalf("build %s: %s is away with its entries, but the summary's offline list is %+v", rel, d, sum.Offline)
+		if held && !slices.ContainsFunc(offline, func(o store.Offline) bool { return o.Dir == d }) {
+			l.fatalf("build %s: %s is away with its entries, but the summary's offline list is %+v", rel, d, offline)
 		}
 		if held && slices.Contains(l.away(), d) {
 			l.reported[d] = true
 		}
 	}
+}
+
+// buildAll builds every folder the index holds, together, as `clipidx
+// build` without a folder does (index.WalkRoots of the indexed roots): for
+// each of them what its own build would do, and every vector no file uses
+// freed.
+func (l *lab) buildAll() {
+	l.t.Helper()
+	var rels []string
+	for _, r := range index.WalkRoots(l.roots()) {
+		rel, err := filepath.Rel(l.dir, r)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		rels = append(rels, filepath.ToSlash(rel))
+	}
+	l.step("build every indexed folder %v (reach %v, ffmpeg %v)", rels, l.reach, l.ffmpeg)
+	prev := l.index()
+	kept := l.held()
+	exp := prev
+	for _, rel := range rels {
+		exp = l.expectBuildAmong(exp, rel, rels)
+	}
+	enc := newEnc()
+	enc.delay = 3 * time.Millisecond
+	vs := l.sampler(enc)
+	asked := l.askDuring(prev, exp)
+	roots := make([]string, len(rels))
+	for i, rel := range rels {
+		roots[i] = l.path(rel)
+	}
+	sum, err := index.Build(context.Background(), l.db, roots, buildOptions(enc, l.reach, vs))
+	if err != nil {
+		l.fatalf("build every indexed folder: %v", err)
+	}
+	if err := asked(); err != nil {
+		l.fatalf("serve during the build of every indexed folder: %v", err)
+	}
+	l.checkEmbedded(prev, kept, enc.embedded)
+	l.checkSampled(prev, vs)
+	if _, unused := l.stored(); unused > 0 {
+		l.fatalf("the build of every indexed folder left %d vectors no file uses", unused)
+	}
+	l.freedAll()
+	for _, rel := range rels {
+		l.checkOffline(rel, prev, sum.Offline)
+	}
 	if err := store.Check(l.db); err != nil {
 		l.fatalf("check after build: %v", err)
 	}
-	l.checkRoots(rel, sum.Offline)
-	l.compare("build "+rel, l.index(), exp)
+	for _, rel := range rels {
+		l.checkRoots(rel, sum.Offline)
+	}
+	l.compare("build of every indexed folder", l.index(), exp)
+}
+
+// roots is the indexed folders, as the index lists them (sorted).
+func (l *lab) roots() []string {
+	l.t.Helper()
+	r, err := store.OpenReader(l.db, store.ReaderOptions{})
+	if err != nil {
+		l.fatalf("open index: %v", err)
+	}
+	defer r.Close()
+	var roots []string
+	if err := r.View(func(s *store.Snapshot) (err error) { roots, err = s.Roots(); return err }); err != nil {
+		l.fatalf("read index: %v", err)
+	}
+	return roots
 }
 
 // checkRoots checks what a build of rel recorded beside its records, byte
@@ -1448,7 +1532,7 @@ func newLab(t *testing.T, test string, steps int) *lab {
 	}
 	l.dir = dir
 	l.db = filepath.Join(l.dir, "index.db")
-	for _, d := range []string{"lib/a", l.c, "ext", "nas"} {
+	for _, d := range []string{"lib/a", l.c, "lib/.private", "ext", "nas"} {
 		if err := os.MkdirAll(l.path(d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -1504,7 +1588,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	// And a Live Photo more, so that every run ends with one to check.
 	l.addLivePair("lib/a", true)
-	for _, r := range append([]string{"lib", "nas"}, l.others...) {
+	for _, r := range append([]string{"lib", "nas", "lib/.private"}, l.others...) {
 		l.build(r)
 	}
 	l.serveCheck()
@@ -1518,8 +1602,12 @@ func (l *lab) randomStep() {
 	case r < 44:
 		l.fileStep(r)
 	case r < 62:
-		targets := append([]string{"lib", "lib", "nas", "lib/a", "lib/b", l.c}, l.others...)
-		l.build(targets[l.rng.Intn(len(targets))])
+		targets := append([]string{"lib", "lib", "nas", "lib/a", "lib/b", l.c, "lib/.private", "*"}, l.others...)
+		if t := targets[l.rng.Intn(len(targets))]; t == "*" {
+			l.buildAll()
+		} else {
+			l.build(t)
+		}
 	case r < 67:
 		l.toggleNAS()
 	case r < 72:
@@ -1536,7 +1624,7 @@ func (l *lab) randomStep() {
 	case r < 85:
 		l.merge()
 	case r < 88:
-		targets := append([]string{"lib/a", "lib/b", "nas"}, l.others...)
+		targets := append([]string{"lib/a", "lib/b", "lib/.private", "nas"}, l.others...)
 		l.forget(targets[l.rng.Intn(len(targets))])
 	case r < 91:
 		l.toggleFFmpeg()
