@@ -1,7 +1,9 @@
 // Package lifecycle holds no code: its test lives a photo library's life.
 // A seeded, randomised sequence of operations (photos and videos added,
 // imported twice, changed, copied, renamed and deleted; a folder moved;
-// builds of a root or of a folder under it; a disk that goes away and
+// builds of a root, of a folder under it, of a hidden folder indexed as a
+// root of its own, or of every indexed folder together (as `clipidx
+// build` without a folder); a disk that goes away and
 // comes back; a link whose target goes; decoders that learn a format;
 // ffmpeg uninstalled and installed again; a build killed with SIGKILL or
 // stopped; merge; forget) is applied to a temporary tree and its index,
