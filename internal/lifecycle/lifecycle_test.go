@@ -684,12 +684,14 @@ func within(p string, dirs []string) bool {
 
 // expectBuild is what a complete build of folder rel makes of prev.
 func (l *lab) expectBuild(prev map[string]rec, rel string) map[string]rec {
-	return l.expectBuildAmong(prev, rel, []string{rel})
+	return l.expectBuildAmong(prev, prev, rel, []string{rel})
 }
 
 // expectBuildAmong is expectBuild of the root rel in a build of the roots
-// all together: a video copied from one to another takes its frames.
-func (l *lab) expectBuildAmong(prev map[string]rec, rel string, all []string) map[string]rec {
+// all together, which started on the index start (prev is what the roots
+// before rel made of it): a video copied from one to another takes its
+// frames, as those of any video the index held when it started.
+func (l *lab) expectBuildAmong(prev, start map[string]rec, rel string, all []string) map[string]rec {
 	exp := map[string]rec{}
 	for p, r := range prev {
 		exp[p] = r
@@ -706,7 +708,7 @@ func (l *lab) expectBuildAmong(prev map[string]rec, rel string, all []string) ma
 	disk := l.onDisk(rel)
 	framed := map[store.Hash]bool{} // the frames the index holds
 	sizes := map[int]bool{}         // of the videos with frames under the roots
-	for p, r := range prev {
+	for p, r := range start {
 		if _, _, frame := store.SplitFrame(p); frame && r.ok {
 			framed[r.hash] = true
 			if slices.ContainsFunc(all, func(a string) bool { return store.Within(p, l.path(a)) }) {
@@ -1015,7 +1017,7 @@ func (l *lab) buildAll() {
 	kept := l.held()
 	exp := prev
 	for _, rel := range rels {
-		exp = l.expectBuildAmong(exp, rel, rels)
+		exp = l.expectBuildAmong(exp, prev, rel, rels)
 	}
 	enc := newEnc()
 	enc.delay = 3 * time.Millisecond
