@@ -86,8 +86,16 @@ func (b *builder) refreshVideoMeta(ctx context.Context, wk *walker) error {
 			if len(frames) == 0 || b.vmeta.read[f.path] || b.videoChanged(f, nil) || s.VideoRead(f.path) >= videoMetaVersion {
 				continue // no frames, read (or left) by this build's pass, or by an earlier one
 			}
-			sv := staleVideo{f: f, frames: frames, metas: map[string]store.Meta{}}
+			sv := staleVideo{f: f, metas: map[string]store.Meta{}}
 			for _, fr := range frames {
+				// A frame this build removed (the video found to be a Live
+				// Photo's movie, recorded as one) takes no metadata.
+				if _, ok, err := s.File(fr.path); err != nil {
+					return err
+				} else if !ok {
+					continue
+				}
+				sv.frames = append(sv.frames, fr)
 				m, ok, err := s.Meta(fr.path)
 				if err != nil {
 					return err
@@ -96,7 +104,9 @@ func (b *builder) refreshVideoMeta(ctx context.Context, wk *walker) error {
 					sv.metas[fr.path] = m
 				}
 			}
-			todo = append(todo, sv)
+			if len(sv.frames) > 0 {
+				todo = append(todo, sv)
+			}
 		}
 		return nil
 	})

@@ -300,3 +300,37 @@ func TestVideoTouchedProbeFails(t *testing.T) {
 		}
 	}
 }
+
+// TestVideoMetaUpgradeLiveMovie: on an index of a clipidx that read no
+// video metadata and knew no Live Photos (a movie recorded as a video), the
+// first build turns the movie into a Live Photo's record and probes no
+// frame it removed: its commit succeeds (before, it failed with "metadata
+// of MOV#t=0: no file record").
+func TestVideoMetaUpgradeLiveMovie(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	const id = "1F3B6D2A-0000-4000-8000-0000000000AA"
+	mov, still := filepath.Join(dir, "IMG_0001.MOV"), filepath.Join(dir, "IMG_0001.JPG")
+	write(t, mov, fakeLiveMovie(id, "0,1.5"))
+	write(t, filepath.Join(dir, "clip.mov"), "FAKEVIDEO 0,4 clip")
+	e, s := &fakeEnc{}, &taggedSampler{}
+	if _, err := Build(context.Background(), db, []string{dir}, videoOpts(e, s)); err != nil {
+		t.Fatal(err)
+	}
+	// The still arrives (its movie untouched); the index is aged to what an
+	// older clipidx wrote.
+	write(t, still, fakeStill(id, "one"))
+	stale := store.Meta{Taken: 1672536600, TakenSource: store.TakenVideo, HasOffset: true, Width: 4, Height: 4}
+	ageVideoMeta(t, db, map[string]store.Meta{mov: stale, filepath.Join(dir, "clip.mov"): stale})
+	sum, err := Build(context.Background(), db, []string{dir}, videoOpts(e, s))
+	if err != nil {
+		t.Fatalf("the upgrade build: %v", err)
+	}
+	if sum.LiveVideos != 1 {
+		t.Errorf("summary %+v, want the movie found a Live Photo's", sum)
+	}
+	wantRecords(t, db, dir, "IMG_0001.JPG", "IMG_0001.MOV!", "clip.mov#t=0", "clip.mov#t=4")
+	if err := store.Check(db); err != nil {
+		t.Fatal(err)
+	}
+}
