@@ -367,11 +367,45 @@ func syncLiveMeta(tx *bolt.Tx) error {
 		return nil // not an index yet
 	}
 	if v := m.Get(kLiveStamp); len(v) != 8 || getU64(v) != uint64(tx.ID()-1) {
+		if err := dropStaleMeta(tx); err != nil {
+			return err
+		}
 		if err := relinkLive(tx); err != nil {
 			return err
 		}
 	}
 	return m.Put(kLiveStamp, u64(uint64(tx.ID())))
+}
+
+// dropStaleMeta drops the metadata left by a writer that keeps none (a
+// clipidx from before metadata, which removes a file's record alone, or
+// records a failure over it): that of a path with no file record, or with
+// a failure's. Check would call the index damaged for it, and nothing else
+// would ever remove it.
+func dropStaleMeta(tx *bolt.Tx) error {
+	bk := tx.Bucket(bPhotoMeta)
+	if bk == nil {
+		return nil
+	}
+	files := tx.Bucket(bFiles)
+	var stale []string
+	if err := bk.ForEach(func(k, _ []byte) error {
+		if fv := files.Get(k); fv == nil {
+			stale = append(stale, string(k))
+		} else if f, err := decodeFile(fv); err == nil && f.Failed() {
+			stale = append(stale, string(k))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	w := newWtx(tx, 0)
+	for _, p := range stale {
+		if err := w.deleteMeta(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // relinkLive sets the Live flag of every still's metadata from the movie

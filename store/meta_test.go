@@ -511,3 +511,55 @@ func TestMetaCounts(t *testing.T) {
 		return nil
 	})
 }
+
+// TestStaleMetaAfterOlderWriter: a clipidx from before metadata removes a
+// file's record alone, or records a failure over it, and leaves its
+// metadata; the next write of this one drops it, so that Check passes
+// (before, it called the index damaged for good).
+func TestStaleMetaAfterOlderWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "i.db")
+	w := openW(t, path)
+	var b Batch
+	for i, p := range []string{"/p/a.jpg", "/p/gone.jpg", "/p/failed.jpg"} {
+		b.Put(p, File{Size: int64(i + 1), Hash: hashOf(p)}, vec(uint64(i+1), 8))
+		b.PutMeta(p, metaSamples[1])
+	}
+	commit(t, w, &b)
+	// What the older writer does to the records (as this one would), and
+	// leaves of the metadata: put back by bbolt directly, with no stamp.
+	var old Batch
+	old.Delete("/p/gone.jpg")
+	old.Put("/p/failed.jpg", File{Size: 3, Err: "decode: truncated"}, nil)
+	commit(t, w, &old)
+	closeW(t, w)
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bPhotoMeta)
+		if err := bk.Put([]byte("/p/gone.jpg"), encodeMeta(metaSamples[1])); err != nil {
+			return err
+		}
+		return bk.Put([]byte("/p/failed.jpg"), encodeMeta(metaSamples[1]))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := Check(path); err == nil {
+		t.Fatal("Check after the older writer: nil, want the stale metadata reported")
+	}
+	w = openW(t, path)
+	var b2 Batch
+	b2.Put("/p/new.jpg", File{Size: 9, Hash: hashOf("new")}, vec(9, 8))
+	commit(t, w, &b2)
+	closeW(t, w)
+	if err := Check(path); err != nil {
+		t.Errorf("Check after a write of this clipidx: %v, want nil", err)
+	}
+	view(t, path, func(s *Snapshot) {
+		if _, ok, _ := s.Meta("/p/a.jpg"); !ok {
+			t.Error("the metadata of a file still indexed was dropped")
+		}
+	})
+}
