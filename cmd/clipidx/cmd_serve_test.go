@@ -3,13 +3,17 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"image"
+	"image/png"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,5 +149,84 @@ func TestServeToken(t *testing.T) {
 		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: %q, %v; want %q, error with %q", tc.name, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// TestServeStopsDuringDownload: SIGTERM while a download is still running
+// (a browser playing a video, here a large image read slowly) ends serve
+// with exit 0 after its grace period, not "context deadline exceeded" and
+// exit 1 (which systemd counts as a failed unit).
+func TestServeStopsDuringDownload(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	bin := e2eBinary(t)
+	root := t.TempDir()
+	photos, db := filepath.Join(root, "photos"), filepath.Join(root, "index.db")
+	if err := os.MkdirAll(photos, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// 36 MB, more than the sockets buffer: the handler is still writing.
+	img := image.NewRGBA(image.Rect(0, 0, 3000, 3000))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(rng.Uint32())
+	}
+	f, err := os.Create(filepath.Join(photos, "big.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&png.Encoder{CompressionLevel: png.NoCompression}).Encode(f, img); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	g := []string{"--db", db, "--model", model, "--device", "cpu"}
+	if _, errs, code := e2eRun(t, bin, append(g, "build", photos)...); code != 0 {
+		t.Fatalf("build: %d %s", code, errs)
+	}
+	cmd := exec.Command(bin, append(g, "serve", "--addr", "127.0.0.1:0")...)
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(root, "cache"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	f2 := strings.Fields(line)
+	base := strings.TrimSuffix(f2[len(f2)-1], "/")
+	resp, err := http.Get(base + "/api/search?q=" + url.QueryEscape("year:1900..9999"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct{ Results []struct{ Image string } }
+	err = json.NewDecoder(resp.Body).Decode(&a)
+	resp.Body.Close()
+	if err != nil || len(a.Results) != 1 {
+		t.Fatalf("listing: %v, %+v", err, a)
+	}
+	dl, err := http.Get(base + a.Results[0].Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dl.Body.Close()
+	if _, err := dl.Body.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve stopped during a download: %v, stderr %q; want exit 0", err, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop within 30 s of SIGTERM")
 	}
 }
