@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/web"
+	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
 )
 
@@ -89,13 +91,17 @@ and runs the query shown again when new results land.`,
 					m.Close()
 				}
 			}()
+			still := frameStill(ffmpegDir)
+			if still == nil {
+				noteNoFFmpeg(cmd.ErrOrStderr(), g.db)
+			}
 			srv, err := web.New(web.Options{
 				DB:         g.db,
 				Addr:       served,
 				Token:      token,
 				ThumbDir:   thumbDir,
 				Threads:    g.threads,
-				FrameStill: frameStill(ffmpegDir),
+				FrameStill: still,
 				Meta:       metaSource,
 				OpenModel: func() (web.Model, error) {
 					var err error
@@ -203,4 +209,20 @@ func openBrowser(cmd *cobra.Command, u string) {
 	if err := exec.Command(name, args...).Start(); err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: could not open a browser (%v): open %s yourself\n", err, u)
 	}
+}
+
+// noteNoFFmpeg says, when the index at db holds video frames, that serve
+// shows them without pictures for want of ffmpeg.
+func noteNoFFmpeg(w io.Writer, db string) {
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		return // web.New says what is wrong with the index
+	}
+	defer r.Close()
+	var videos, frames int
+	if r.View(func(s *store.Snapshot) error { videos, frames = s.VideoCounts(); return nil }) != nil || frames == 0 {
+		return
+	}
+	fmt.Fprintf(w, "note: ffmpeg was not found: the %d %s of %d %s show without pictures (the videos play); install ffmpeg or give --ffmpeg DIR\n",
+		frames, plural(frames, "frame", "frames"), videos, plural(videos, "video", "videos"))
 }

@@ -103,7 +103,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // goneReason is the errGone err wraps, without what else it holds (a
 // path, which an answer never names).
 func goneReason(err error) error {
-	for _, e := range []error{errRemoved, errChanged, errOutside, errAway, errDenied} {
+	for _, e := range []error{errRemoved, errChanged, errOutside, errAway, errDenied, errNoFFmpeg} {
 		if errors.Is(err, e) {
 			return e
 		}

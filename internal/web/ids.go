@@ -30,11 +30,12 @@ const idLen = 16 // base64url characters (96 bits)
 var errGone = errors.New("no such image in the index")
 
 var (
-	errRemoved = fmt.Errorf("%w: the file was removed or moved since it was indexed (a build of its folder updates the index)", errGone)
-	errChanged = fmt.Errorf("%w: the file changed since it was indexed (a build of its folder indexes it again)", errGone)
-	errOutside = fmt.Errorf("%w: the file now lies outside the indexed folders", errGone)
-	errAway    = fmt.Errorf("%w: the file's folder is away (its disk unplugged or unmounted, as the last build found it); it is kept in the index and served again when the folder is back", errGone)
-	errDenied  = fmt.Errorf("%w: the file cannot be read (permission denied)", errGone)
+	errRemoved  = fmt.Errorf("%w: the file was removed or moved since it was indexed (a build of its folder updates the index)", errGone)
+	errChanged  = fmt.Errorf("%w: the file changed since it was indexed (a build of its folder indexes it again)", errGone)
+	errOutside  = fmt.Errorf("%w: the file now lies outside the indexed folders", errGone)
+	errNoFFmpeg = fmt.Errorf("%w: the picture of a video frame needs ffmpeg, which this server did not find (install it or give serve --ffmpeg DIR, then start serve again); the video itself plays", errGone)
+	errAway     = fmt.Errorf("%w: the file's folder is away (its disk unplugged or unmounted, as the last build found it); it is kept in the index and served again when the folder is back", errGone)
+	errDenied   = fmt.Errorf("%w: the file cannot be read (permission denied)", errGone)
 )
 
 // missing is the reason a file of record p cannot be found or opened (err

@@ -30,7 +30,7 @@ var videoTypes = map[string]string{
 // decoder.
 func (s *Server) still(ctx context.Context, f indexedFile) ([]byte, string, error) {
 	if s.o.FrameStill == nil {
-		return nil, "", errGone
+		return nil, "", errNoFFmpeg
 	}
 	b, err := s.o.FrameStill(ctx, f.real, f.t)
 	if err != nil {

@@ -75,6 +75,23 @@ func TestVideoServing(t *testing.T) {
 	if code, _, hdr = e.get(t, r.Image); code != http.StatusOK || hdr.Get("Content-Type") != "image/png" {
 		t.Errorf("frame picture: %d %s", code, hdr.Get("Content-Type"))
 	}
+	// The same index served without ffmpeg: the frame's pictures are a
+	// 404 that names ffmpeg, the video still plays.
+	e2 := &env{dir: dir, db: e.db}
+	e2.start(t, nil)
+	a2 := e2.search(t, "/api/search?q=a+colour")
+	if len(a2.Results) != 1 {
+		t.Fatalf("without ffmpeg: results %+v, want the frame", a2.Results)
+	}
+	r2 := a2.Results[0]
+	for _, u := range []string{r2.Thumb, r2.Image} {
+		if code, body, _ := e2.get(t, u); code != http.StatusNotFound || !strings.Contains(string(body), "needs ffmpeg") {
+			t.Errorf("without ffmpeg, %s: %d %s; want a 404 naming ffmpeg", u, code, body)
+		}
+	}
+	if code, _, _ := e2.get(t, r2.Video); code != http.StatusOK {
+		t.Errorf("without ffmpeg, the video: %d, want 200", code)
+	}
 	sim := e.search(t, "/api/similar?id="+r.ID)
 	if len(sim.Results) == 0 || sim.Results[0].ID != r.ID {
 		t.Errorf("similar from a frame: %+v", sim.Results)
