@@ -223,6 +223,6 @@ func noteNoFFmpeg(w io.Writer, db string) {
 	if r.View(func(s *store.Snapshot) error { videos, frames = s.VideoCounts(); return nil }) != nil || frames == 0 {
 		return
 	}
-	fmt.Fprintf(w, "note: ffmpeg was not found: the %d %s of %d %s show without pictures (the videos play); install ffmpeg or give --ffmpeg DIR\n",
-		frames, plural(frames, "frame", "frames"), videos, plural(videos, "video", "videos"))
+	fmt.Fprintf(w, "note: ffmpeg was not found: the %d %s of %d %s %s without pictures (the videos play); install ffmpeg or give --ffmpeg DIR\n",
+		frames, plural(frames, "frame", "frames"), videos, plural(videos, "video", "videos"), plural(frames, "shows", "show"))
 }
