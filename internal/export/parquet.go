@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -24,7 +26,19 @@ const (
 	// these say which video and when, null on other rows.
 	colVideo     = "video_path" // the video file
 	colVideoTime = "video_time" // seconds from its start
+	// A path whose bytes are not UTF-8 shows U+FFFD in its STRING column
+	// (which must hold UTF-8: pyarrow, polars and arrow-rs refuse or fail
+	// on another); its exact bytes are here (BYTE_ARRAY, no annotation),
+	// null on other rows.
+	colPathBytes  = "image_path_bytes"
+	colVideoBytes = "video_path_bytes"
 )
+
+// text is s as the value of a STRING column: valid UTF-8, each invalid
+// byte sequence as U+FFFD.
+func text(s string) parquet.Value {
+	return parquet.ByteArrayValue([]byte(strings.ToValidUTF8(s, "\uFFFD")))
+}
 
 // kind is the Parquet type chosen for a JSON field from the values seen.
 type kind uint8
@@ -95,7 +109,7 @@ func decodeJSON(b []byte) map[string]any {
 func fixedColumn(name string) bool {
 	_, photo := photoColumns[name]
 	return name == colPath || name == colCaption || name == colSHA256 || name == colMtime ||
-		name == colVideo || name == colVideoTime || photo
+		name == colVideo || name == colVideoTime || name == colPathBytes || name == colVideoBytes || photo
 }
 
 // observe adds the fields of one sample's JSON.
@@ -118,6 +132,9 @@ func (m *metaSchema) build() {
 
 		colVideo:     parquet.Optional(parquet.String()),
 		colVideoTime: parquet.Optional(parquet.Leaf(parquet.DoubleType)),
+
+		colPathBytes:  parquet.Optional(parquet.Leaf(parquet.ByteArrayType)),
+		colVideoBytes: parquet.Optional(parquet.Leaf(parquet.ByteArrayType)),
 	}
 	addPhotoColumns(g) // photometa.go
 	for k, kd := range m.fields {
@@ -180,7 +197,10 @@ func (mw *metaWriter) add(path string, f store.File, smp *store.Sample, pm *stor
 		}
 		row[i] = v.Level(0, def, i)
 	}
-	set(colPath, parquet.ByteArrayValue([]byte(path)), false)
+	set(colPath, text(path), false)
+	if !utf8.ValidString(path) {
+		set(colPathBytes, parquet.ByteArrayValue([]byte(path)), true)
+	}
 	set(colSHA256, parquet.ByteArrayValue([]byte(hex.EncodeToString(f.Hash[:]))), false)
 	set(colMtime, parquet.Int64Value(f.MtimeNs), false)
 	setPhoto(set, pm)
@@ -188,11 +208,14 @@ func (mw *metaWriter) add(path string, f store.File, smp *store.Sample, pm *stor
 		// A plain file's record, or a video's frame (a sample's key is no
 		// frame time, whatever it reads).
 		if video, t, ok := store.SplitFrame(path); ok {
-			set(colVideo, parquet.ByteArrayValue([]byte(video)), true)
+			set(colVideo, text(video), true)
+			if !utf8.ValidString(video) {
+				set(colVideoBytes, parquet.ByteArrayValue([]byte(video)), true)
+			}
 			set(colVideoTime, parquet.DoubleValue(t), true)
 		}
 	} else {
-		set(colCaption, parquet.ByteArrayValue([]byte(smp.Caption)), true)
+		set(colCaption, text(smp.Caption), true)
 		for k, v := range decodeJSON(smp.JSON) {
 			kd, ok := m.fields[k]
 			if !ok || v == nil {
@@ -233,7 +256,7 @@ func toValue(v any, kd kind) (parquet.Value, bool) {
 		return parquet.DoubleValue(x), err == nil
 	}
 	if s, ok := v.(string); ok {
-		return parquet.ByteArrayValue([]byte(s)), true
+		return text(s), true
 	}
 	js, err := json.Marshal(v)
 	return parquet.ByteArrayValue(js), err == nil

@@ -51,7 +51,7 @@ func setPhoto(set func(name string, v parquet.Value, optional bool), m *store.Me
 	}
 	str := func(col, s string) {
 		if s != "" {
-			set(col, parquet.ByteArrayValue([]byte(s)), true)
+			set(col, text(s), true)
 		}
 	}
 	str(colTaken, m.TakenText())
