@@ -2,8 +2,10 @@ package web
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,10 +36,26 @@ func (s *Server) still(ctx context.Context, f indexedFile) ([]byte, string, erro
 	}
 	b, err := s.o.FrameStill(ctx, f.real, f.t)
 	if err != nil {
-		return nil, "", err
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		// The video replaced or renamed while ffmpeg read it, or bytes it
+		// cannot read: said without the path (an answer names none).
+		fi, serr := os.Stat(f.real)
+		switch {
+		case serr != nil:
+			return nil, "", errRemoved
+		case fi.Size() != f.rec.Size || fi.ModTime().UnixNano() != f.rec.MtimeNs:
+			return nil, "", errChanged
+		}
+		return nil, "", errNoStill
 	}
 	return b, f.path + ".png", nil
 }
+
+// errNoStill is a frame's picture that ffmpeg could not make from a video
+// whose size and mtime are those recorded.
+var errNoStill = errors.New("ffmpeg could not make the picture of this video frame (the video's bytes changed, keeping its size and time?); a build of its folder indexes it again")
 
 // stillImage answers /image/ID for a frame with its picture.
 func (s *Server) stillImage(w http.ResponseWriter, r *http.Request, f indexedFile) {

@@ -92,6 +92,17 @@ func TestVideoServing(t *testing.T) {
 	if code, _, _ := e2.get(t, r2.Video); code != http.StatusOK {
 		t.Errorf("without ffmpeg, the video: %d, want 200", code)
 	}
+	// ffmpeg failing on the recorded video: an answer that names no path.
+	e3 := &env{dir: dir, db: e.db}
+	e3.start(t, func(o *Options) {
+		o.FrameStill = func(ctx context.Context, p string, at float64) ([]byte, error) {
+			return nil, errors.New("ffmpeg failed: still of " + p)
+		}
+	})
+	r3 := e3.search(t, "/api/search?q=a+colour").Results[0]
+	if code, body, _ := e3.get(t, r3.Image); code != http.StatusInternalServerError || strings.Contains(string(body), dir) || !strings.Contains(string(body), "ffmpeg could not make") {
+		t.Errorf("a still that fails: %d %s; want a 500 naming no path", code, body)
+	}
 	sim := e.search(t, "/api/similar?id="+r.ID)
 	if len(sim.Results) == 0 || sim.Results[0].ID != r.ID {
 		t.Errorf("similar from a frame: %+v", sim.Results)
