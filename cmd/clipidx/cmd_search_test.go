@@ -369,16 +369,7 @@ func TestForgetAndMergeWaitForBuild(t *testing.T) {
 	if err := copyIndex(db, part); err != nil {
 		t.Fatal(err)
 	}
-	r, err := store.OpenReader(db, store.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id store.Identity
-	err = r.View(func(s *store.Snapshot) error { id = s.Identity(); return nil })
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := identityOf(t, db)
 	for _, args := range [][]string{{"forget", filepath.Join(images, "noise_257x231.png")}, {"merge", db, part}} {
 		w, err := store.OpenWriter(db, id, store.WriterOptions{Command: "clipidx watch (test)"})
 		if err != nil {

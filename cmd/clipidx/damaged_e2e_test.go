@@ -274,16 +274,7 @@ func TestBuildInterruptedWhileWaiting(t *testing.T) {
 	if _, errs, code := e2eRun(t, bin, append(slices.Clone(g), "build", filepath.Join(model, "images"))...); code != 0 {
 		t.Fatalf("build: exit %d %s", code, errs)
 	}
-	r, err := store.OpenReader(db, store.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id store.Identity
-	err = r.View(func(s *store.Snapshot) error { id = s.Identity(); return nil })
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := identityOf(t, db)
 	w, err := store.OpenWriter(db, id, store.WriterOptions{Command: "clipidx build (test)"})
 	if err != nil {
 		t.Fatal(err)
@@ -311,4 +302,19 @@ func TestBuildInterruptedWhileWaiting(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(got.String(), "interrupted") || strings.Contains(got.String(), "context canceled") {
 		t.Errorf("build stopped while waiting: %v, stderr:\n%s\nwant exit 130 and the interrupted message", err, got.String())
 	}
+}
+
+// identityOf is the identity of the index at db.
+func identityOf(t *testing.T, db string) store.Identity {
+	t.Helper()
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var id store.Identity
+	if err := r.View(func(s *store.Snapshot) error { id = s.Identity(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

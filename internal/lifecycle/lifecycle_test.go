@@ -874,16 +874,7 @@ func (l *lab) freedAll() {
 // index holds (after it, no vector without a file is kept).
 func (l *lab) coversIndex(rel string) bool {
 	l.t.Helper()
-	r, err := store.OpenReader(l.db, store.ReaderOptions{})
-	if err != nil {
-		l.fatalf("open index: %v", err)
-	}
-	defer r.Close()
-	var roots []string
-	if err := r.View(func(s *store.Snapshot) (err error) { roots, err = s.Roots(); return err }); err != nil {
-		l.fatalf("read index: %v", err)
-	}
-	for _, root := range roots {
+	for _, root := range l.roots() {
 		if !store.Within(root, l.path(rel)) || index.Skips(l.path(rel), root) || root != l.path(rel) && index.IsShardName(root) {
 			return false
 		}
