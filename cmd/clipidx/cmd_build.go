@@ -307,8 +307,14 @@ func usageError(format string, a ...any) error {
 
 func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d\n",
+	line := fmt.Sprintf("added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d",
 		s.Added, s.Updated, s.Unchanged, s.Reused, s.Removed, s.Failed)
+	// The walk's own problems (a folder or link not read) are listed with
+	// the files' failures but are not files that failed: say they follow.
+	if n := len(s.Failures) - s.Failed; n > 0 {
+		line += fmt.Sprintf(" (and %d %s not read, listed below)", n, plural(n, "path", "paths"))
+	}
+	fmt.Fprintln(out, line)
 	printOffline(out, s.Offline)
 	printVideoNotes(out, s)
 	errw := cmd.ErrOrStderr()

@@ -58,6 +58,28 @@ func TestBuildSummarySaysWhatIsRetried(t *testing.T) {
 	}
 }
 
+// TestBuildSummaryCountsPathsNotRead: a folder or link the walk could
+// not read is listed with the failures but is no failed file: the summary
+// line says it follows, so "failed 1" does not stand above two lines.
+func TestBuildSummaryCountsPathsNotRead(t *testing.T) {
+	c := newBuildCmd()
+	var out, errw bytes.Buffer
+	c.SetOut(&out)
+	c.SetErr(&errw)
+	printBuildSummary(c, &index.Summary{Added: 3, Failed: 1, Failures: []index.Failure{
+		{Path: "/p/b.jpg", Error: "decode /p/b.jpg: corrupt image"},
+		{Path: "/p/locked", Error: "unreachable; its entries are kept"},
+	}})
+	if want := "added 3, updated 0, unchanged 0, reused 0, removed 0, failed 1 (and 1 path not read, listed below)\n"; out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	printBuildSummary(c, &index.Summary{Added: 3})
+	if want := "added 3, updated 0, unchanged 0, reused 0, removed 0, failed 0\n"; out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+}
+
 // TestInterruptedMessage: a stopped build says its finished work is
 // saved, unless its last commit failed, which it then names.
 func TestInterruptedMessage(t *testing.T) {
