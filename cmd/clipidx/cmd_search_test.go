@@ -366,9 +366,7 @@ func TestForgetAndMergeWaitForBuild(t *testing.T) {
 		t.Fatalf("build: exit %d %s", code, errs)
 	}
 	part := filepath.Join(t.TempDir(), "part.db")
-	if err := copyIndex(db, part); err != nil {
-		t.Fatal(err)
-	}
+	copyFile(t, db, part)
 	id := identityOf(t, db)
 	for _, args := range [][]string{{"forget", filepath.Join(images, "noise_257x231.png")}, {"merge", db, part}} {
 		w, err := store.OpenWriter(db, id, store.WriterOptions{Command: "clipidx watch (test)"})
@@ -402,13 +400,4 @@ func TestForgetAndMergeWaitForBuild(t *testing.T) {
 			t.Errorf("%s after the build ended: exit %d, %q; want success after one waiting line naming the holder", args[0], res.code, res.errs)
 		}
 	}
-}
-
-// copyIndex copies the index file at from to to.
-func copyIndex(from, to string) error {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, b, 0o644)
 }
