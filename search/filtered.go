@@ -123,7 +123,7 @@ func searchFiltered(s *store.Snapshot, chunks []store.Chunk, q []float32, k int,
 			return nil, err
 		}
 		if ok {
-			out := list(rerank(chunks, q, matched, k, window, opts.Exact), k, opts.Threshold, r.paths)
+			out := list(rerank(chunks, q, matched, k, window, opts.Exact, opts.damaged(s)), k, opts.Threshold, r.paths)
 			return sortByDate(s, out, opts)
 		}
 	}
@@ -135,7 +135,7 @@ func searchFiltered(s *store.Snapshot, chunks []store.Chunk, q []float32, k int,
 		return nil, err
 	}
 	cands, _ := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
-	cands = rerank(chunks, q, cands, k, window, opts.Exact)
+	cands = rerank(chunks, q, cands, k, window, opts.Exact, opts.damaged(s))
 	if fromColumn {
 		// The column kept the vectors; their matching paths come from the
 		// records, for the few listed.

@@ -123,7 +123,9 @@ func NewPlan(terms []Term) (*Plan, error) {
 func (p *Plan) Read(s *store.Snapshot) error {
 	p.Identity = s.Identity()
 	for path, h := range p.hashes {
-		if _, v := s.VectorByHash(h); v != nil {
+		// A stored vector damaged on disk is not taken: the model
+		// embeds the file instead.
+		if _, v := s.VectorByHash(h); v != nil && store.IsUnit(v) {
 			p.stored[path] = v
 		}
 	}

@@ -45,6 +45,12 @@ type Options struct {
 	// Meta gives the metadata of the snapshot searched, for Filter and
 	// Order; nil = no record has metadata.
 	Meta func(*store.Snapshot) Metadata
+	// Damaged, when set, is told the paths of every stored vector that
+	// would have been among the results but is not a unit vector (the
+	// index file was damaged on disk; store.Check finds them all). Such
+	// vectors are left out of the results, which may then number fewer
+	// than K; it may be called more than once for one vector.
+	Damaged func(paths []string)
 }
 
 // Result is one matching file.
@@ -115,7 +121,7 @@ func searchFiles(s *store.Snapshot, q []float32, opts Options) ([]Result, error)
 		return searchFiltered(s, chunks, q, k, window, allow, opts)
 	}
 	cands, _ := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
-	cands = rerank(chunks, q, cands, k, window, opts.Exact)
+	cands = rerank(chunks, q, cands, k, window, opts.Exact, opts.damaged(s))
 	out := list(cands, k, opts.Threshold, func(id store.VecID) []string {
 		var ps []string
 		for _, p := range s.Paths(id) {
@@ -161,10 +167,11 @@ func sortCands(cands []cand) {
 
 // rerank re-scores exactly every candidate that may belong to the top k
 // (within window of the k-th best 16-bit score) and returns them best
-// first.
-func rerank(chunks []store.Chunk, q []float32, cands []cand, k int, window float32, exact bool) []cand {
+// first; those whose vector is not a unit vector (damaged on disk) are
+// left out and given to damaged.
+func rerank(chunks []store.Chunk, q []float32, cands []cand, k int, window float32, exact bool, damaged func(store.VecID)) []cand {
 	sortCands(cands)
-	if exact || len(cands) == 0 {
+	if len(cands) == 0 {
 		return cands
 	}
 	floor := cands[min(k, len(cands))-1].score - window
@@ -175,11 +182,27 @@ func rerank(chunks []store.Chunk, q []float32, cands []cand, k int, window float
 			break
 		}
 		unpack(v, chunks[c.chunk], c.slot, len(q))
-		c.score = dot32(q, v)
+		if !store.IsUnit(v) {
+			damaged(c.id)
+			continue
+		}
+		if !exact {
+			c.score = dot32(q, v)
+		}
 		keep = append(keep, c)
 	}
 	sortCands(keep)
 	return keep
+}
+
+// damaged is what rerank tells of a damaged vector: its paths, to
+// o.Damaged.
+func (o Options) damaged(s *store.Snapshot) func(store.VecID) {
+	return func(id store.VecID) {
+		if o.Damaged != nil {
+			o.Damaged(s.Paths(id))
+		}
+	}
 }
 
 // list turns ranked candidates into at most k results, a vector's listed

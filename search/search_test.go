@@ -1,10 +1,12 @@
 package search
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -388,4 +390,61 @@ func TestSearchUnderShard(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSearchLeavesOutDamagedVector: a bit flipped in the index file where
+// a vector's upper halves lie made that vector score 57 against a query
+// near it, first of every search, until status --check was run. Now it is
+// left out of the results and its path is told to Options.Damaged, in
+// every way a search ranks: plain, exact, filtered, and by video.
+func TestSearchLeavesOutDamagedVector(t *testing.T) {
+	const dim = 32
+	path := fill(t, 300, dim, 9)
+	const victim = store.VecID(7)
+	var hi []byte
+	var q []float32
+	within(t, path, func(s *store.Snapshot) {
+		h, _, ok := s.VectorHalves(victim)
+		if !ok {
+			t.Fatal("no vector 7")
+		}
+		hi = slices.Clone(h)
+		q = s.Vector(victim)
+	})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(data, hi)
+	if at < 0 || bytes.Index(data[at+1:], hi) >= 0 {
+		t.Fatal("the vector's upper halves are not once in the file")
+	}
+	data[at+1] = 0x60 // component 0's exponent: about 2^65, of q[0]'s sign
+	if q[0] < 0 {
+		data[at+1] |= 0x80
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []Options{{}, {Exact: true}, {Frames: true}, {Filter: Filter{Kinds: KindPhoto}}} {
+		var told []string
+		o.Damaged = func(paths []string) { told = append(told, paths...) }
+		within(t, path, func(s *store.Snapshot) {
+			res, err := Search(s, q, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) == 0 {
+				t.Fatalf("%+v: no results", o)
+			}
+			for _, r := range res {
+				if r.ID == victim || r.Score > 1.001 {
+					t.Errorf("%+v: result %s (vector %d) scored %g", o, r.Path, r.ID, r.Score)
+				}
+			}
+		})
+		if !slices.Contains(told, "/d0/f6.jpg") {
+			t.Errorf("%+v: Damaged was told %q, want the damaged vector's file", o, told)
+		}
+	}
 }

@@ -303,6 +303,17 @@ func Normalize(v []float32) ([]float32, error) {
 	return out, nil
 }
 
+// IsUnit reports whether v has norm 1 within float32 rounding, as every
+// vector the index stores has (Normalize); a stored vector that is not
+// was damaged on disk (a flipped bit), and Check reports it.
+func IsUnit(v []float32) bool {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Abs(s-1) <= 1e-4 // false for NaN too
+}
+
 // alloc takes a freed slot if there is one, else a fresh id.
 func (w *wtx) alloc() (VecID, error) {
 	if k, _ := w.free.Cursor().First(); k != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/clipidx/clipidx/clipnpu"
@@ -142,7 +143,7 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 				}
 			}
 			opts := search.Options{K: k, Under: dirs, Threads: g.threads, Exact: exact, Frames: frames,
-				Filter: req.Filter, Order: order, Meta: metaSource}
+				Filter: req.Filter, Order: order, Meta: metaSource, Damaged: tellDamaged(cmd.ErrOrStderr())}
 			if cmd.Flags().Changed("threshold") {
 				opts.Threshold = &threshold
 			}
@@ -207,6 +208,23 @@ is still found; its line ends with <TAB>(offline), and --json marks it
 	f.BoolVar(&exact, "exact", false, "scan the full float32 vectors (slower; same results)")
 	f.MarkHidden("exact")
 	return c
+}
+
+// tellDamaged returns a search.Options.Damaged that names each damaged
+// vector's files on w, once, with what to do.
+func tellDamaged(w io.Writer) func(paths []string) {
+	var mu sync.Mutex
+	told := map[string]bool{}
+	return func(paths []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range paths {
+			if !told[p] {
+				told[p] = true
+				fmt.Fprintf(w, "clipidx: the index's vector of %s is damaged (not a unit vector) and was left out of the results: `clipidx status --check` lists the damage, `clipidx build --reindex` starts the index over\n", shown(p))
+			}
+		}
+	}
 }
 
 // outputFlags refuses flags that ask for different outputs: --json,

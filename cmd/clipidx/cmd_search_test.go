@@ -401,3 +401,42 @@ func TestForgetAndMergeWaitForBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchLeavesOutDamagedVector: with a bit flipped in the index where
+// a photo's vector lies, `search --image PHOTO` listed that photo first
+// at a score near 1000 (its stored vector the query and the result).
+// Now the model embeds the photo, the damaged vector is left out, and
+// stderr names its file and what to do.
+func TestSearchLeavesOutDamagedVector(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	photos := filepath.Join(t.TempDir(), "photos")
+	if err := os.CopyFS(photos, os.DirFS(filepath.Join(model, "images"))); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "i.db")
+	g := []string{"--db", db, "--model", model, "--device", "reference"}
+	if _, errs, code := runCLI(t, append(slices.Clone(g), "build", photos)...); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	p := filepath.Join(photos, "wide_300x200.png")
+	fixtures.DamageVector(t, db, p)
+	out, errs, code := runCLI(t, append(slices.Clone(g), "search", "--json", "--image", p)...)
+	var hits []struct {
+		Path  string  `json:"path"`
+		Score float32 `json:"score"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &hits) != nil || len(hits) == 0 {
+		t.Fatalf("search: exit %d, %s, stderr %s", code, out, errs)
+	}
+	for _, h := range hits {
+		if h.Path == p || h.Score > 1.001 {
+			t.Errorf("result %s scored %v", h.Path, h.Score)
+		}
+	}
+	if !strings.Contains(errs, p+" is damaged") || !strings.Contains(errs, "--reindex") {
+		t.Errorf("stderr %q, want the damaged file named and --reindex", errs)
+	}
+	if _, errs, code := runCLI(t, append(slices.Clone(g), "status", "--check")...); code == 0 || !strings.Contains(errs, "want 1") {
+		t.Errorf("status --check: exit %d, stderr %q; want the damaged vector reported", code, errs)
+	}
+}

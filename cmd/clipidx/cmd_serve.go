@@ -103,6 +103,7 @@ and runs the query shown again when new results land.`,
 				Threads:    g.threads,
 				FrameStill: still,
 				Meta:       metaSource,
+				Damaged:    tellDamaged(cmd.ErrOrStderr()),
 				OpenModel: func() (web.Model, error) {
 					var err error
 					m, err = openFace(clipnpu.TextTower, true)

@@ -146,7 +146,7 @@ func badf(format string, a ...any) error { return &badRequest{fmt.Sprintf(format
 // options reads k, under, threshold and sort from the URL, and checks a
 // query line (q) against the limits wherever it comes.
 func (s *Server) options(r *http.Request) (search.Options, error) {
-	opts := search.Options{K: 50, Threads: s.o.Threads, Meta: s.o.Meta}
+	opts := search.Options{K: 50, Threads: s.o.Threads, Meta: s.o.Meta, Damaged: s.o.Damaged}
 	// URL.Query drops what it cannot decode: q=%zz would be an empty query.
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -442,6 +442,12 @@ func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
 		if v == nil {
 			return errGone
 		}
+		if !store.IsUnit(v) {
+			if opts.Damaged != nil {
+				opts.Damaged(snap.Paths(rec.Vec))
+			}
+			return errDamaged
+		}
 		if rk.res, err = search.Search(snap, v, opts); err != nil {
 			return err
 		}
@@ -488,6 +494,9 @@ func (s *Server) apiSearchImage(w http.ResponseWriter, r *http.Request) {
 	err = s.view(func(snap *store.Snapshot) error {
 		have = snap.Identity()
 		_, v = snap.VectorByHash(sha256.Sum256(data))
+		if v != nil && !store.IsUnit(v) {
+			v = nil // damaged on disk: the model embeds the upload
+		}
 		return nil
 	})
 	if err == nil && v == nil {

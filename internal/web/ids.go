@@ -29,6 +29,10 @@ const idLen = 16 // base64url characters (96 bits)
 // listed by a search, but what is on disk is no longer what was indexed.
 var errGone = errors.New("no such image in the index")
 
+// errDamaged is a similar-images request for a file whose stored vector is
+// damaged on disk: 500, as nothing the client sends mends it.
+var errDamaged = errors.New("the index's vector of this image is damaged (not a unit vector): `clipidx status --check` lists the damage, `clipidx build --reindex` starts the index over")
+
 var (
 	errRemoved  = fmt.Errorf("%w: the file was removed or moved since it was indexed (a build of its folder updates the index)", errGone)
 	errChanged  = fmt.Errorf("%w: the file changed since it was indexed (a build of its folder indexes it again)", errGone)

@@ -78,6 +78,10 @@ type Options struct {
 	// Meta gives the records' metadata in a read session, for the
 	// qualifiers of a query (search.Options.Meta); nil = none.
 	Meta func(*store.Snapshot) search.Metadata
+	// Damaged is told the paths of a stored vector a search left out
+	// because it is not a unit vector (search.Options.Damaged); it may be
+	// called from many requests at once. nil = not told.
+	Damaged func(paths []string)
 }
 
 // MaxUpload is the largest image body POST /api/search/image accepts.

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/index"
+	"github.com/clipidx/clipidx/internal/fixtures"
 	"github.com/clipidx/clipidx/search"
 	"github.com/clipidx/clipidx/store"
 )
@@ -535,5 +537,48 @@ func TestUnderThroughLink(t *testing.T) {
 	}
 	if a := e2.search(t, "/api/search?k=100&q=x&under="+url.QueryEscape(filepath.Join(t.TempDir(), "elsewhere"))); len(a.Results) != 0 {
 		t.Errorf("under another folder: %d results, want none", len(a.Results))
+	}
+}
+
+// TestDamagedVector: a vector damaged on disk (a flipped bit) scored about
+// 1000 against queries near its photo: first of every search by that
+// photo, and the query of similar images and of an upload of the same
+// file. Now similar images of it is a 500 naming the damage, an upload is
+// embedded by the model, and searches leave the vector out and tell
+// Options.Damaged.
+func TestDamagedVector(t *testing.T) {
+	var mu sync.Mutex
+	var told []string
+	e := newEnv(t, func(o *Options) {
+		o.Damaged = func(paths []string) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, paths...)
+		}
+	})
+	p := filepath.Join(e.dir, "wide_300x200.png")
+	id := e.idOf(t, p)
+	fixtures.DamageVector(t, e.db, p)
+	if code, body, _ := e.get(t, "/api/similar?id="+id); code != http.StatusInternalServerError || !contains(body, "damaged") {
+		t.Errorf("similar to the damaged photo: %d %s, want 500 naming the damage", code, body)
+	}
+	req, err := http.NewRequest("POST", e.ts.URL+"/api/search/image?k=10", bytes.NewReader(mustRead(t, p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := do(t, req)
+	var a Answer
+	if code != 200 || json.Unmarshal(body, &a) != nil || len(a.Results) == 0 {
+		t.Fatalf("upload of the damaged photo: %d %s", code, body)
+	}
+	for _, r := range a.Results {
+		if r.Path == p || r.Score > 1.001 {
+			t.Errorf("upload of the damaged photo: result %s scored %v", r.Path, r.Score)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(told, p) {
+		t.Errorf("Damaged told %q, want %s", told, p)
 	}
 }
