@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -45,4 +46,41 @@ func limitAdvice() string {
 		cur = strings.TrimSpace(string(b))
 	}
 	return fmt.Sprintf("the system's limit on watched folders is reached (fs.inotify.max_user_watches = %s); raise it with `sudo sysctl fs.inotify.max_user_watches=1048576` (and a line in /etc/sysctl.d/ to keep it)", cur)
+}
+
+// mountPoints lists the mount points of this process's mount namespace
+// (/proc/self/mountinfo, its fifth field, octal escapes undone); none when
+// it cannot be read.
+func mountPoints() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			out = append(out, unescapeMount(f[4]))
+		}
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's escapes: \040 (space), \011 (tab),
+// \012 (newline), \134 (backslash).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -19,3 +19,7 @@ func isLimit(err error) bool { return errors.Is(err, syscall.EMFILE) }
 func limitAdvice() string {
 	return "the system's limit on open files is reached (each watched folder holds one); raise it with `ulimit -n`"
 }
+
+// mountPoints lists no mount points here: a disk mounted or unmounted
+// below a root is found by the rescan.
+func mountPoints() []string { return nil }

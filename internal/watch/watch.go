@@ -79,6 +79,13 @@ type Options struct {
 	// FSType names the network filesystem a folder is on ("" = local, or
 	// not known); nil = the system's (statfs on Linux).
 	FSType func(dir string) string
+	// Mounts lists the system's mount points, looked at with the roots
+	// (RootPoll): a disk mounted or unmounted below a root raises no event
+	// in the folders watched, so one that comes or goes is built and
+	// watched like a root that changed. nil = the system's
+	// (/proc/self/mountinfo on Linux; none elsewhere, where the rescan
+	// finds them).
+	Mounts func() []string
 }
 
 // Note is something the watcher tells its caller. Kind is one of:
@@ -176,12 +183,20 @@ type watcher struct {
 	// when they are looked at again (zero: never).
 	roots    map[string]rootID
 	nextPoll time.Time
-	// polled brings a poll's findings, one per root in Options.Roots
-	// order, from the goroutine that looked (a root on a network
-	// filesystem that hangs must not stop the loop); polling is set
-	// while one is out.
-	polled  chan []rootID
+	// polled brings a poll's findings from the goroutine that looked (a
+	// root on a network filesystem that hangs must not stop the loop);
+	// polling is set while one is out.
+	polled  chan looked
 	polling bool
+	// mounts holds each mount point below a root as last looked at.
+	mounts map[string]rootID
+}
+
+// looked is what one poll found: each root (in Options.Roots order) and
+// each mount point below a root.
+type looked struct {
+	roots  []rootID
+	mounts map[string]rootID
 }
 
 func (o *Options) defaults() error {
@@ -206,6 +221,9 @@ func (o *Options) defaults() error {
 	if o.FSType == nil {
 		o.FSType = networkFS
 	}
+	if o.Mounts == nil {
+		o.Mounts = mountPoints
+	}
 	if o.NoEvents && o.Rescan < 0 {
 		return errors.New("watch: with events off, a rescan interval is needed")
 	}
@@ -228,7 +246,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	w := &watcher{o: o, watched: map[string]bool{}, pending: map[string]*pend{}, told: map[string]bool{}, roots: map[string]rootID{},
-		polled: make(chan []rootID, 1)}
+		polled: make(chan looked, 1)}
 	if !o.NoEvents {
 		w.src = o.Source
 		if w.src == nil {
@@ -243,6 +261,7 @@ func Run(ctx context.Context, o Options) error {
 			w.roots[r] = rootOf(r)
 			w.watchTree(r)
 		}
+		w.mounts = w.lookMounts()
 		if o.RootPoll > 0 {
 			w.nextPoll = o.Clock.Now().Add(o.RootPoll)
 		}
@@ -300,9 +319,9 @@ func (w *watcher) loop(ctx context.Context) error {
 				// come back): a full build sees every change.
 				w.full, w.nextFull = false, w.o.Clock.Now().Add(retryAfter)
 			}
-		case ids := <-w.polled:
+		case l := <-w.polled:
 			w.polling = false
-			w.rootsLooked(ids)
+			w.rootsLooked(l)
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -410,33 +429,71 @@ func (w *watcher) pollRoots() {
 	w.polling = true
 	roots := slices.Clone(w.o.Roots)
 	go func() {
-		ids := make([]rootID, len(roots))
+		l := looked{roots: make([]rootID, len(roots))}
 		for i, r := range roots {
-			ids[i] = lookRoot(r)
+			l.roots[i] = lookRoot(r)
 		}
-		w.polled <- ids
+		l.mounts = w.lookMounts()
+		w.polled <- l
 	}()
+}
+
+// lookMounts looks at each mount point below a root (the roots
+// themselves are looked at as roots), except in folders a build skips.
+// It reads only Options (safe on the poll's goroutine).
+func (w *watcher) lookMounts() map[string]rootID {
+	out := map[string]rootID{}
+	for _, m := range w.o.Mounts() {
+		for _, r := range w.o.Roots {
+			if m != r && store.Within(m, r) && !index.Skips(r, m) {
+				out[m] = lookRoot(m)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // lookRoot is rootOf, for pollRoots: a hook for the tests.
 var lookRoot = rootOf
 
-// rootsLooked takes a poll's findings (pollRoots).
-func (w *watcher) rootsLooked(ids []rootID) {
-	now := w.o.Clock.Now()
+// rootsLooked takes a poll's findings (pollRoots). A mount point below a
+// root that came, went or changed is, like a root that changed, watched
+// again and built: a disk mounted there is indexed, one taken away is
+// kept offline.
+func (w *watcher) rootsLooked(l looked) {
 	for i, r := range w.o.Roots {
-		id := ids[i]
+		id := l.roots[i]
 		if id == w.roots[r] {
 			continue
 		}
 		w.roots[r] = id
-		w.unwatch(r)
-		if id.dir {
-			w.watchTree(r)
-		}
-		w.lastEvent = now
-		w.pending[r] = &pend{stat: statOf(r), changed: now}
+		w.changedUnder(r, id)
 	}
+	for m, id := range l.mounts {
+		if old, ok := w.mounts[m]; !ok || old != id {
+			w.changedUnder(m, id)
+		}
+	}
+	for m := range w.mounts {
+		if _, ok := l.mounts[m]; !ok { // unmounted: the folder beneath shows
+			w.changedUnder(m, lookRoot(m))
+		}
+	}
+	w.mounts = l.mounts
+}
+
+// changedUnder drops the watches on dir, a root or mount point that is
+// another folder than before (id), sets them again when it is a folder,
+// and has it built once it settles.
+func (w *watcher) changedUnder(dir string, id rootID) {
+	now := w.o.Clock.Now()
+	w.unwatch(dir)
+	if id.dir {
+		w.watchTree(dir)
+	}
+	w.lastEvent = now
+	w.pending[dir] = &pend{stat: statOf(dir), changed: now}
 }
 
 // settle looks at every pending path again: one whose stat changed waits

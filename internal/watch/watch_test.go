@@ -882,3 +882,81 @@ func TestWatchRootPollHangs(t *testing.T) {
 		t.Error("the new photo is not indexed while the root poll hangs")
 	}
 }
+
+// A disk mounted below a root, and taken away again, raises no event in
+// the folders watched (inotify watches the folder beneath a mount, and
+// fsnotify drops IN_UNMOUNT): once it was seen only by the rescan, ten
+// minutes later, its photos unsearchable and its changes unseen until
+// then. Now the mount table is looked at with the roots: the mount point
+// is built within RootPoll and its folders watched, and when the disk
+// goes the mount point is built again (the build keeps a lost disk's
+// photos offline) and the watches on the disk's folders are dropped.
+func TestWatchMountBelowRoot(t *testing.T) {
+	src := newSource()
+	r := newRig(t, Options{Rescan: time.Hour}, src)
+	var mu sync.Mutex
+	var mounted []string
+	r.opts.Mounts = func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(mounted)
+	}
+	r.write("a/one.jpg", "IMG one")
+	mp := filepath.Join(r.root, "usb")
+	if err := os.Mkdir(mp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	r.nextBuild(maxBatchWait)
+
+	// "Mount" a disk holding a folder of photos: another folder at the
+	// mount point, and the mount table says so. No event.
+	disk := filepath.Join(t.TempDir(), "disk")
+	if err := os.MkdirAll(filepath.Join(disk, "trip"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(disk, "trip", "two.jpg"), []byte("IMG two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	beneath := filepath.Join(t.TempDir(), "beneath")
+	if err := os.Rename(mp, beneath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(disk, mp); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	mounted = []string{"/proc", mp, filepath.Join(r.root, ".hidden")}
+	mu.Unlock()
+	if w, _ := r.nextBuild(DefaultRootPoll + maxBatchWait); len(w) != 1 || w[0] != mp {
+		t.Fatalf("a disk mounted below the root: build within %v, want %s", w, mp)
+	}
+	if !r.has("usb/trip/two.jpg") {
+		t.Error("the mounted disk's photo is not indexed")
+	}
+	if !src.watching(filepath.Join(mp, "trip")) {
+		t.Fatal("the mounted disk's folder is not watched")
+	}
+	r.write("usb/trip/three.jpg", "IMG three")
+	r.event(fsnotify.Create, filepath.Join(mp, "trip", "three.jpg"))
+	if w, _ := r.nextBuild(maxBatchWait); len(w) != 1 || !r.has("usb/trip/three.jpg") {
+		t.Fatalf("a photo added to the mounted disk: build within %v, indexed %v", w, r.has("usb/trip/three.jpg"))
+	}
+
+	// "Unmount": the folder beneath shows again.
+	if err := os.Rename(mp, disk); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(beneath, mp); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	mounted = []string{"/proc"}
+	mu.Unlock()
+	if w, _ := r.nextBuild(DefaultRootPoll + maxBatchWait); len(w) != 1 || w[0] != mp {
+		t.Fatalf("the disk taken away: build within %v, want %s", w, mp)
+	}
+	if src.watching(filepath.Join(mp, "trip")) {
+		t.Error("the watch on the disk's folder is kept after it went")
+	}
+}
