@@ -119,8 +119,11 @@ func readMeta(tx *bolt.Tx) (Identity, error) {
 	if m == nil {
 		return id, ErrSchema
 	}
-	if v := getU64(append(make([]byte, 4), m.Get(kSchema)...)); v != SchemaVersion {
-		return id, fmt.Errorf("%w: file has version %d, this clipidx writes %d; rebuild with `clipidx build --reindex DIR...`", ErrSchema, v, SchemaVersion)
+	switch v := getU64(append(make([]byte, 4), m.Get(kSchema)...)); {
+	case v > SchemaVersion:
+		return id, fmt.Errorf("%w (index schema %d; this clipidx reads %d): upgrade clipidx; `clipidx build --reindex DIR...` would start over, keeping this file beside it as .newer-TIME", ErrNewerSchema, v, SchemaVersion)
+	case v != SchemaVersion:
+		return id, fmt.Errorf("%w: file has version %d, this clipidx writes %d; `clipidx build --reindex DIR...` starts over, keeping this file beside it as .corrupt-TIME", ErrSchema, v, SchemaVersion)
 	}
 	for _, b := range allBuckets {
 		if tx.Bucket(b) == nil {
@@ -277,6 +280,14 @@ func (w *Writer) open() error {
 	id, opts := w.id, w.opts
 	err := w.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bMeta) == nil {
+			var other []string
+			tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+				other = append(other, fmt.Sprintf("%q", name))
+				return nil
+			})
+			if len(other) > 0 { // another program's bbolt file: never write into it
+				return fmt.Errorf("%w: not a clipidx index (it holds the buckets %s)", ErrSchema, strings.Join(other, ", "))
+			}
 			return initialize(tx, id, false)
 		}
 		have, err := readMeta(tx)
@@ -291,29 +302,34 @@ func (w *Writer) open() error {
 				err = repairColumn(tx)
 			}
 		}
-		if err != nil && opts.Reindex && !errors.Is(err, ErrCorrupt) {
-			return initialize(tx, id, true)
+		if err != nil && opts.Reindex && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrSchema) {
+			return initialize(tx, id, true) // another model's index: its vectors go
 		}
 		return err
 	})
-	if errors.Is(err, ErrCorrupt) && opts.Reindex {
-		err = w.startOver()
+	switch {
+	case !opts.Reindex:
+	case errors.Is(err, ErrNewerSchema):
+		err = w.startOver(".newer-")
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrSchema):
+		err = w.startOver(".corrupt-")
 	}
 	return err
 }
 
-// startOver moves a damaged index aside (path.corrupt-TIME, never deleted)
-// and creates an empty one in its place.
-func (w *Writer) startOver() error {
-	backup := w.path + ".corrupt-" + time.Now().UTC().Format("20060102T150405.000Z")
+// startOver moves a damaged index, or one this clipidx cannot read, aside
+// (path+suffix+TIME, never deleted) and creates an empty one in its place.
+func (w *Writer) startOver(suffix string) error {
+	backup := w.path + suffix + time.Now().UTC().Format("20060102T150405.000Z")
 	if err := os.Rename(w.path, backup); err != nil {
-		return fmt.Errorf("move the damaged index aside: %w", err)
+		return fmt.Errorf("move the index aside: %w", err)
 	}
 	w.backup = backup
 	return w.update(func(tx *bolt.Tx) error { return initialize(tx, w.id, false) })
 }
 
-// Backup is where OpenWriter with Reindex moved a damaged index, or "".
+// Backup is where OpenWriter with Reindex moved a damaged index, or one
+// this clipidx cannot read, or "".
 func (w *Writer) Backup() string { return w.backup }
 
 func (w *Writer) update(fn func(tx *bolt.Tx) error) error {

@@ -44,6 +44,10 @@ var (
 	// ErrSchema is returned when the file was written with another schema
 	// version (or is not a clipidx index).
 	ErrSchema = errors.New("index schema version mismatch")
+	// ErrNewerSchema is the ErrSchema of an index a newer clipidx wrote:
+	// this one must not touch it (upgrade, or start over with --reindex,
+	// which keeps the file beside it as .newer-TIME).
+	ErrNewerSchema = fmt.Errorf("%w: written by a newer clipidx", ErrSchema)
 	// ErrModelMismatch is returned when the index was built with another model,
 	// dimension, preprocessing version or EXIF setting than the one in use.
 	ErrModelMismatch = errors.New("index was built with a different model or settings")

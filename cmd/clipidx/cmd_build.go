@@ -209,7 +209,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 				return err
 			}
 			if sum.Backup != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "the damaged index was moved to %s; a new one was built\n", sum.Backup)
+				fmt.Fprintf(cmd.ErrOrStderr(), "the index was moved to %s (%s); a new one was built\n", sum.Backup, backupWhy(sum.Backup))
 			}
 			// Folders and files the walk could not read are not in the
 			// summary (which counts files handled): list them with it.

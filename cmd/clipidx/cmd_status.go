@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -230,4 +231,12 @@ func listFailures(r *store.Reader, cmd *cobra.Command, asJSON bool) error {
 		fmt.Fprintf(out, "%s\t%s\n", f.Path, f.Error)
 	}
 	return nil
+}
+
+// backupWhy says why build --reindex moved an index aside to backup.
+func backupWhy(backup string) string {
+	if strings.Contains(filepath.Base(backup), ".newer-") {
+		return "a newer clipidx wrote it"
+	}
+	return "it was damaged, or not an index this clipidx reads"
 }

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// rewrite runs fn in a write transaction of the bbolt file at path.
+func rewrite(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(db.Update(fn), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNewerSchema: an index a newer clipidx wrote was met by "rebuild with
+// clipidx build --reindex", and --reindex then wiped it in place, with no
+// copy: hours of model work lost to an old binary left in a service. Now
+// every command says a newer clipidx wrote it and to upgrade, and
+// --reindex keeps it whole beside the new index as .newer-TIME.
+func TestNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "i.db")
+	w := openW(t, path)
+	var b Batch
+	b.Put("/p/a.jpg", File{Hash: hashOf("a")}, vec(1, 8))
+	commit(t, w, &b)
+	closeW(t, w)
+	rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(kSchema, []byte{0, 0, 0, SchemaVersion + 1}) })
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReader(path, ReaderOptions{}); !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "upgrade clipidx") {
+		t.Errorf("OpenReader: %v, want ErrNewerSchema saying to upgrade", err)
+	}
+	if _, err := OpenWriter(path, Identity{Model: "m", Dim: 8}, WriterOptions{NoSync: true}); !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("OpenWriter: %v, want ErrNewerSchema", err)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
+		t.Error("OpenWriter without Reindex changed the newer index")
+	}
+	w, err = OpenWriter(path, Identity{Model: "m", Dim: 8}, WriterOptions{NoSync: true, Reindex: true})
+	if err != nil {
+		t.Fatalf("OpenWriter with Reindex: %v", err)
+	}
+	backup := w.Backup()
+	closeW(t, w)
+	if !strings.HasPrefix(backup, path+".newer-") {
+		t.Fatalf("Backup() = %q, want %s.newer-TIME", backup, path)
+	}
+	if kept, _ := os.ReadFile(backup); !bytes.Equal(kept, orig) {
+		t.Error("the newer index was not kept whole")
+	}
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		t.Fatalf("the new index: %v", err)
+	}
+	defer r.Close()
+	r.View(func(s *Snapshot) error {
+		if st, _ := s.Stats(); st.Images != 0 {
+			t.Errorf("the new index holds %d images, want 0", st.Images)
+		}
+		return nil
+	})
+}
+
+// TestForeignBoltFile: a bbolt file of another program given as the index
+// got clipidx's buckets written into it. Now it is refused, untouched, and
+// --reindex moves it aside.
+func TestForeignBoltFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.db")
+	rewrite(t, path, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("users"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("alice"), []byte("1"))
+	})
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenWriter(path, Identity{Model: "m", Dim: 8}, WriterOptions{NoSync: true}); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), `"users"`) {
+		t.Errorf("OpenWriter: %v, want ErrSchema naming the file's buckets", err)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
+		t.Error("OpenWriter wrote into another program's file")
+	}
+	w, err := OpenWriter(path, Identity{Model: "m", Dim: 8}, WriterOptions{NoSync: true, Reindex: true})
+	if err != nil {
+		t.Fatalf("OpenWriter with Reindex: %v", err)
+	}
+	backup := w.Backup()
+	closeW(t, w)
+	if kept, _ := os.ReadFile(backup); !strings.HasPrefix(backup, path+".corrupt-") || !bytes.Equal(kept, orig) {
+		t.Errorf("Backup() = %q: want the file kept whole as .corrupt-TIME", backup)
+	}
+}
