@@ -82,6 +82,11 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 func validatePath(path string, readOnly bool, timeout time.Duration) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
+		if target, lerr := os.Readlink(path); lerr == nil {
+			// A link to an index on a disk not mounted now: never create
+			// a new, empty index where it leads.
+			return fmt.Errorf("%s is a link to %s, which does not exist (its disk not mounted?); not created there", path, target)
+		}
 		if readOnly {
 			return fmt.Errorf("%s: %w", path, ErrNoIndex)
 		}

@@ -106,3 +106,31 @@ func TestForeignBoltFile(t *testing.T) {
 		t.Errorf("Backup() = %q: want the file kept whole as .corrupt-TIME", backup)
 	}
 }
+
+// TestIndexLinkDangling: an index path that is a link to a disk not
+// mounted now said "no index yet: run clipidx build", and a build made a
+// new, empty index where the link led (then embedded every photo again).
+// Now both name the link and create nothing.
+func TestIndexLinkDangling(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "usb", "index.db")
+	path := filepath.Join(dir, "index.db")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Dir(target), 0o755); err != nil { // the bare mount point
+		t.Fatal(err)
+	}
+	if _, err := OpenReader(path, ReaderOptions{}); err == nil || errors.Is(err, ErrNoIndex) || !strings.Contains(err.Error(), "link to "+target) {
+		t.Errorf("OpenReader: %v, want the link named", err)
+	}
+	if w, err := OpenWriter(path, testID, WriterOptions{NoSync: true}); err == nil || !strings.Contains(err.Error(), "link to "+target) {
+		t.Errorf("OpenWriter: %v, want the link named", err)
+		if w != nil {
+			w.Close()
+		}
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an index was created where the link leads: %v", err)
+	}
+}
