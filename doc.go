@@ -40,6 +40,8 @@
 //     that the model loaders (clipnpu/core, clipnpu/bundle) share.
 //     internal/geo, the embedded place table (GPS → city, region, country),
 //     is a leaf that index uses at build time.
+//     internal/userdir, which names the user's cache and data folders (XDG),
+//     is a leaf.
 //   - clipnpu's runtime packages take a model folder, token ids and pixel
 //     tensors, never paths of images or strings of text: core is a leaf; hf
 //     (the loader) imports only core; cpu imports core and internal/gemm, never the NPU

@@ -1,8 +1,9 @@
 package clipnpu
 
 import (
-	"os"
 	"path/filepath"
+
+	"github.com/clipidx/clipidx/internal/userdir"
 )
 
 // DefaultRepo is the checkpoint clipidx uses unless told otherwise.
@@ -12,7 +13,7 @@ const DefaultRepo = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
 // the user's cache folder (./clipidx-models where the system names none).
 // A downloaded repository lives in ModelsDir()/OWNER/NAME.
 func ModelsDir() string {
-	dir, err := os.UserCacheDir()
+	dir, err := userdir.Cache()
 	if err != nil {
 		return filepath.Join(".", "clipidx-models")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/hub"
+	"github.com/clipidx/clipidx/internal/userdir"
 )
 
 // defaultRepo is the checkpoint `clipidx model pull` fetches by default; its
@@ -318,7 +319,7 @@ the files are rebuilt at the next start that needs them.`,
 // clipidx/packed in the user's cache folder, "" (pack at every start)
 // where the system names none.
 func packCacheDir() string {
-	dir, err := os.UserCacheDir()
+	dir, err := userdir.Cache()
 	if err != nil {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clipidx/clipidx/internal/damage"
 	"github.com/clipidx/clipidx/internal/fixtures"
 	"github.com/clipidx/clipidx/internal/video/videotest"
 	"github.com/clipidx/clipidx/search"
@@ -419,7 +420,7 @@ func TestSearchLeavesOutDamagedVector(t *testing.T) {
 		t.Fatalf("build: exit %d %s", code, errs)
 	}
 	p := filepath.Join(photos, "wide_300x200.png")
-	fixtures.DamageVector(t, db, p)
+	damage.Vector(t, db, p)
 	out, errs, code := runCLI(t, append(slices.Clone(g), "search", "--json", "--image", p)...)
 	var hits []struct {
 		Path  string  `json:"path"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clipidx/clipidx/clipnpu"
 	"github.com/clipidx/clipidx/internal/gemm"
+	"github.com/clipidx/clipidx/internal/userdir"
 	"github.com/clipidx/clipidx/search"
 )
 
@@ -43,7 +44,7 @@ func kernelOverride() string {
 
 // chooseKernels reads this CPU's kept kernel choice or, the first time,
 // measures it (a fraction of a second) and keeps it in
-// os.UserCacheDir()/clipidx; it applies the choice to the float32, bf16
+// userdir.Cache()/clipidx; it applies the choice to the float32, bf16
 // and search kernels. Once per command; nil when CLIPIDX_GEMM_KERNEL or
 // CLIPIDX_BF16_KERNEL chooses instead (nothing is measured then).
 func chooseKernels() *gemm.Choice { return kernels.choose(false) }
@@ -82,10 +83,10 @@ func (k *kernelRun) choose(keptOnly bool) *gemm.Choice {
 	return k.choice
 }
 
-// cacheDir is where the kernel choice is kept: os.UserCacheDir()/clipidx,
+// cacheDir is where the kernel choice is kept: userdir.Cache()/clipidx,
 // or "" (nothing kept) when the system has no cache folder.
 func cacheDir() string {
-	d, err := os.UserCacheDir()
+	d, err := userdir.Cache()
 	if err != nil {
 		return ""
 	}

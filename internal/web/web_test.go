@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/index"
-	"github.com/clipidx/clipidx/internal/fixtures"
+	"github.com/clipidx/clipidx/internal/damage"
 	"github.com/clipidx/clipidx/search"
 	"github.com/clipidx/clipidx/store"
 )
@@ -558,7 +558,7 @@ func TestDamagedVector(t *testing.T) {
 	})
 	p := filepath.Join(e.dir, "wide_300x200.png")
 	id := e.idOf(t, p)
-	fixtures.DamageVector(t, e.db, p)
+	damage.Vector(t, e.db, p)
 	if code, body, _ := e.get(t, "/api/similar?id="+id); code != http.StatusInternalServerError || !contains(body, "damaged") {
 		t.Errorf("similar to the damaged photo: %d %s, want 500 naming the damage", code, body)
 	}
