@@ -268,6 +268,13 @@ func (m *Model) Prepare(ctx context.Context, text, image, exif bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if image {
+		// A preprocessing this clipidx cannot do leaves the identity's
+		// preprocessing empty: say why, not that the index differs.
+		if _, err := m.preprocessing(); err != nil {
+			return err
+		}
+	}
 	if err := m.Load(t); err != nil {
 		return err
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"image"
 	"image/jpeg"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -439,5 +441,40 @@ func TestSearchLeavesOutDamagedVector(t *testing.T) {
 	}
 	if _, errs, code := runCLI(t, append(slices.Clone(g), "status", "--check")...); code == 0 || !strings.Contains(errs, "want 1") {
 		t.Errorf("status --check: exit %d, stderr %q; want the damaged vector reported", code, errs)
+	}
+}
+
+// TestSearchImageUnsupportedPreprocessing: a model folder whose
+// preprocessor_config.json asks for a resampling clipidx does not do was
+// reported, on a search by an image not in the index, as "index was built
+// with a different model or settings ... rebuild with --reindex" (and
+// --reindex then failed on the real error). Now the real error is said.
+func TestSearchImageUnsupportedPreprocessing(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	db := filepath.Join(t.TempDir(), "i.db")
+	if _, errs, code := runCLI(t, "--db", db, "--model", model, "--device", "reference", "build", filepath.Join(model, "images")); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	edited := filepath.Join(t.TempDir(), "m")
+	if err := os.CopyFS(edited, os.DirFS(model)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(edited, "preprocessor_config.json")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := regexp.MustCompile(`"resample":\s*3`).ReplaceAll(b, []byte(`"resample": 2`))
+	if bytes.Equal(b, b2) {
+		t.Fatal("no resample 3 in the fixture's preprocessor_config.json")
+	}
+	if err := os.WriteFile(cfg, b2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q := filepath.Join(t.TempDir(), "q.jpg")
+	writeJPEG(t, q)
+	_, errs, code := runCLI(t, "--db", db, "--model", edited, "--device", "reference", "search", "--image", q)
+	if code == 0 || !strings.Contains(errs, "resample 2 is not supported") || strings.Contains(errs, "different model") {
+		t.Errorf("search --image: exit %d, stderr %q; want the resampling named", code, errs)
 	}
 }
