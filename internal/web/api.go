@@ -220,7 +220,14 @@ func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk
 // text; "double quotes" keep a phrase together as text, words in it that
 // start with + or - or look like qualifiers (year:2019) included.
 func SplitQuery(line string) []string {
-	var args []string
+	args, _ := splitQuery(line)
+	return args
+}
+
+// splitQuery is SplitQuery, and the phrase whose quote is not closed
+// ("" when none): a shell would refuse the line, and the page's chips
+// could not agree with it.
+func splitQuery(line string) (args []string, open string) {
 	cur := ""
 	flush := func() {
 		if strings.TrimSpace(cur) != "" {
@@ -241,6 +248,9 @@ func SplitQuery(line string) []string {
 				j++
 			}
 			raw := string(rs[i+1 : min(j, len(rs))])
+			if j >= len(rs) {
+				open = `"` + raw
+			}
 			// A phrase in quotes is text, a key:value word in it too.
 			word := search.EscapeQualifiers(raw)
 			if cur == "" && (strings.HasPrefix(raw, "+") || strings.HasPrefix(raw, "-") || strings.HasPrefix(raw, "@") || strings.HasPrefix(raw, `\`)) {
@@ -271,16 +281,21 @@ func SplitQuery(line string) []string {
 		i = j
 	}
 	flush()
-	return args
+	return args, open
 }
 
-// checkQuery refuses a query line over MaxQueryBytes or MaxTerms: each
-// term is a prompt in the model run that holds the only model slot.
+// checkQuery refuses a query line over MaxQueryBytes or MaxTerms (each
+// term is a prompt in the model run that holds the only model slot), and
+// one with a phrase whose quote is not closed.
 func checkQuery(line string) error {
 	if len(line) > MaxQueryBytes {
 		return badf("the query is %d bytes long: at most %d bytes are taken", len(line), MaxQueryBytes)
 	}
-	if n := len(SplitQuery(line)); n > MaxTerms {
+	args, open := splitQuery(line)
+	if open != "" {
+		return badf("the quote in %s is not closed: close it (a phrase in quotes is text)", strconv.Quote(open))
+	}
+	if n := len(args); n > MaxTerms {
 		return badf("the query has %d terms: at most %d terms are taken", n, MaxTerms)
 	}
 	return nil

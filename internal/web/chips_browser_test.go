@@ -120,6 +120,19 @@ func TestBrowserChips(t *testing.T) {
 	similarSettled("✕ on place:chamonix", first.ID, "")
 	do("reload", chromedp.Navigate(e.ts.URL+"/?similar="+first.ID+"&q="+url.QueryEscape("year:2019 place:chamonix")))
 	similarSettled("a shared similar-images URL", first.ID, "year:2019 place:chamonix")
+
+	// A key:value in a phrase in quotes is text, as the server reads it:
+	// no chip for it, and a chip's ✕ leaves the phrase whole. (Once the
+	// page showed a place:chamonix" chip that filtered nothing, and its ✕
+	// cut the phrase open.)
+	phrase := `"a photo of place:chamonix" year:2019`
+	do("a phrase in quotes", chromedp.Navigate(e.ts.URL+"/?q="+url.QueryEscape(phrase)), chromedp.WaitVisible(chromedp.ID("q")))
+	settled("a phrase in quotes", phrase, "")
+	if c := eval(`[...document.querySelectorAll('#active .qual')].map(c => c.firstChild.textContent).join(',')`); c != "year:2019" {
+		t.Errorf("chips of %s: %q, want year:2019", phrase, c)
+	}
+	do("remove year beside a phrase", chromedp.Click(chromedp.CSS(`#active .qual button[aria-label="Remove year:2019"]`)))
+	settled("✕ on year:2019 beside a phrase", `"a photo of place:chamonix"`, "")
 }
 
 func jsString(s string) string {

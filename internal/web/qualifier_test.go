@@ -251,3 +251,20 @@ func (e *env) post(t testing.TB, path string, body []byte) (int, []byte, http.He
 	}
 	return do(t, req)
 }
+
+// TestUnclosedPhrase: a quote left open made the rest of the line one
+// phrase of text on the server, while the page showed its qualifiers as
+// chips and `clipidx search` applied them. The server now refuses the
+// line, naming the quote, as a shell would.
+func TestUnclosedPhrase(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, q := range []string{`"photo year:2019`, `cat "photo`, `year:2019 "`} {
+		code, body, _ := e.get(t, "/api/search?q="+url.QueryEscape(q))
+		if code != http.StatusBadRequest || !contains(body, "not closed") {
+			t.Errorf("q=%s: %d %s, want 400 naming the open quote", q, code, body)
+		}
+	}
+	if code, body, _ := e.get(t, "/api/search?q="+url.QueryEscape(`"photo year:2019" a"b`)); code != http.StatusOK {
+		t.Errorf("a closed phrase and a quote inside a word: %d %s, want 200", code, body)
+	}
+}

@@ -23,11 +23,16 @@ function filters() {
 }
 
 // Qualifiers live in the query line (q), so the URL is the whole state:
-// the chips only read and edit them there.
-const QUAL = /(^|\s)(after|before|year|place|near|camera|lens|kind):("[^"]*"|\S+)/gi;
+// the chips only read and edit them there. A phrase in double quotes at
+// the start of a word is text, key:value words in it too, as the server
+// reads the line (SplitQuery): QUAL matches such a phrase whole (m[2]) so
+// that no qualifier is read inside it, or a qualifier (m[4], m[5]).
+const QUAL = /(^|\s)("[^"]*"?)|(^|\s)(after|before|year|place|near|camera|lens|kind):("[^"]*"|\S+)/gi;
 
 function qualifiers(line) {
-  return [...line.matchAll(QUAL)].map((m) => ({ key: m[2].toLowerCase(), value: m[3].replace(/^"|"$/g, ""), text: m[0].trim() }));
+  return [...line.matchAll(QUAL)]
+    .filter((m) => m[4] !== undefined)
+    .map((m) => ({ key: m[4].toLowerCase(), value: m[5].replace(/^"|"$/g, ""), text: m[0].trim() }));
 }
 
 // qualifiersOnly is the qualifiers of line, without its words: what a
@@ -45,7 +50,7 @@ function byImage() {
 // withQualifier sets key: in line to value (none when value is empty),
 // dropping the key's other occurrences.
 function withQualifier(line, key, value) {
-  let out = line.replace(QUAL, (m, sp, k) => (k.toLowerCase() === key ? sp : m)).replace(/\s+/g, " ").trim();
+  let out = line.replace(QUAL, (m, sp1, phrase, sp, k) => (k !== undefined && k.toLowerCase() === key ? sp : m)).replace(/\s+/g, " ").trim();
   if (value) out = (out + " " + key + ":" + (/\s/.test(value) ? '"' + value + '"' : value)).trim();
   return out;
 }
