@@ -283,9 +283,11 @@ func readGPS(w *tiffWalker, gps []tiffEntry, m *Meta) {
 			lonRef = w.ascii(e)
 		case 4:
 			lon = w.dms(e)
-		case 5:
-			if e.typ == 1 && len(e.val) >= 1 {
+		case 5: // a BYTE by the standard; some writers store a SHORT or UNDEFINED
+			if (e.typ == 1 || e.typ == 6 || e.typ == 7) && len(e.val) >= 1 {
 				altRef = int(e.val[0])
+			} else if v, ok := w.uint(e, 0); ok {
+				altRef = int(v)
 			}
 		case 6:
 			alt, hasAlt = w.rational(e, 0)
@@ -295,10 +297,12 @@ func readGPS(w *tiffWalker, gps []tiffEntry, m *Meta) {
 		return
 	}
 	la, lo := lat[0]+lat[1]/60+lat[2]/3600, lon[0]+lon[1]/60+lon[2]/3600
-	if latRef == "S" {
+	// The references by their first letter in any case, as exiftool
+	// reads them ("S", "s", "South").
+	if refIs(latRef, 'S') {
 		la = -la
 	}
-	if lonRef == "W" {
+	if refIs(lonRef, 'W') {
 		lo = -lo
 	}
 	if math.IsNaN(la) || math.IsNaN(lo) || math.Abs(la) > 90 || math.Abs(lo) > 180 {
@@ -311,6 +315,13 @@ func readGPS(w *tiffWalker, gps []tiffEntry, m *Meta) {
 		}
 		m.HasAlt, m.Alt = true, alt
 	}
+}
+
+// refIs reports whether a GPS reference starts with the letter c (upper
+// case), in either case, after any spaces.
+func refIs(ref string, c byte) bool {
+	ref = strings.TrimLeft(ref, " ")
+	return ref != "" && (ref[0] == c || ref[0] == c+'a'-'A')
 }
 
 // dms reads degrees, minutes and seconds (missing trailing parts are 0).

@@ -312,6 +312,18 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 		}
 		paths = append(paths, c.path)
 	}
+	// References as some writers store them: lower case, and the altitude's
+	// as a SHORT (exiftool writes "S", "W" and a BYTE; the entries are
+	// patched in place). Once read as north, east and above the sea.
+	odd := cases[len(cases)-1].path
+	odd = odd[:len(odd)-len(filepath.Base(odd))] + "lowercase.jpg"
+	jpg("lowercase.jpg")
+	if b, err := exec.Command(tool, "-q", "-overwrite_original", "-GPSLatitude=33.8688", "-GPSLatitudeRef=S", "-GPSLongitude=70.5", "-GPSLongitudeRef=W",
+		"-GPSAltitude=430", "-GPSAltitudeRef#=1", odd).CombinedOutput(); err != nil {
+		t.Fatalf("exiftool writing %s: %v\n%s", odd, err, b)
+	}
+	patchGPSRefs(t, odd)
+	paths = append(paths, odd)
 	heifs := map[string]bool{}
 	for _, c := range cases {
 		heifs[c.path] = c.heif
@@ -367,6 +379,33 @@ func TestReadMetaMatchesExiftool(t *testing.T) {
 	}
 	if withGPS < 6 || withDate < 6 {
 		t.Errorf("only %d files with GPS and %d with a date: the corpus was not written", withGPS, withDate)
+	}
+}
+
+// patchGPSRefs rewrites, in the file at path, the GPS references exiftool
+// wrote ("S", "W", altitude reference 1 as a BYTE) as "s", "w" and a SHORT 1,
+// in either byte order.
+func patchGPSRefs(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ from, to []byte }{
+		{[]byte{0, 1, 0, 2, 0, 0, 0, 2, 'S', 0}, []byte{0, 1, 0, 2, 0, 0, 0, 2, 's', 0}},
+		{[]byte{0, 3, 0, 2, 0, 0, 0, 2, 'W', 0}, []byte{0, 3, 0, 2, 0, 0, 0, 2, 'w', 0}},
+		{[]byte{0, 5, 0, 1, 0, 0, 0, 1, 1, 0}, []byte{0, 5, 0, 3, 0, 0, 0, 1, 0, 1}},
+		{[]byte{1, 0, 2, 0, 2, 0, 0, 0, 'S', 0}, []byte{1, 0, 2, 0, 2, 0, 0, 0, 's', 0}},
+		{[]byte{3, 0, 2, 0, 2, 0, 0, 0, 'W', 0}, []byte{3, 0, 2, 0, 2, 0, 0, 0, 'w', 0}},
+		{[]byte{5, 0, 1, 0, 1, 0, 0, 0, 1, 0}, []byte{5, 0, 3, 0, 1, 0, 0, 0, 1, 0}},
+	} {
+		data = bytes.Replace(data, p.from, p.to, 1)
+	}
+	if bytes.Count(data, []byte{'s', 0}) == 0 || bytes.Contains(data, []byte{0, 1, 0, 2, 0, 0, 0, 2, 'S', 0}) || bytes.Contains(data, []byte{1, 0, 2, 0, 2, 0, 0, 0, 'S', 0}) {
+		t.Fatal("the GPS references were not found to patch")
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
