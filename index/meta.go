@@ -55,7 +55,7 @@ func fileMeta(data []byte, mtimeNs int64) *store.Meta {
 		if pm.HasOffset {
 			m.Offset, m.HasOffset = int16(pm.Offset), true
 		}
-	case mtimeNs != 0:
+	default: // the file's time, even the epoch (mtime 0: a date, not a missing one)
 		t := time.Unix(0, mtimeNs).In(time.Local)
 		_, off := t.Zone()
 		m.Taken, m.TakenNs, m.TakenSource = t.Unix()+int64(off), int32(t.Nanosecond()), store.TakenMtime

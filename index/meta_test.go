@@ -391,3 +391,25 @@ func TestMetaUpgradeInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestMetaMtimeEpoch: a file whose modification time is the epoch itself
+// (mtime 0, as some archivers and reproducible builds leave) had no date,
+// where a second later it had the file's time.
+func TestMetaMtimeEpoch(t *testing.T) {
+	d := t.TempDir()
+	db := filepath.Join(t.TempDir(), "i.db")
+	a := filepath.Join(d, "a.png")
+	write(t, a, png+"plain")
+	epoch := time.Unix(0, 0)
+	if err := os.Chtimes(a, epoch, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(context.Background(), db, []string{d}, opts(&fakeEnc{})); err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := readMetas(t, db)
+	_, off := epoch.In(time.Local).Zone()
+	if m := ms[a]; m.TakenSource != store.TakenMtime || m.Taken != int64(off) || !m.HasOffset {
+		t.Errorf("a file of mtime 0: %+v, want the epoch, from the mtime", m)
+	}
+}
