@@ -78,3 +78,24 @@ func TestBadFlagValues(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvValueNamed: a bad value of CLIPIDX_THREADS, CLIPIDX_DEVICE,
+// CLIPIDX_WEIGHTS or CLIPIDX_PRECISION was reported as the flag's
+// ("--threads takes a count ≥ 0"), which the user never gave; the
+// variable is named now, and the flag when both are given.
+func TestEnvValueNamed(t *testing.T) {
+	for env, bad := range map[string]string{"CLIPIDX_THREADS": "-1", "CLIPIDX_DEVICE": "gpu", "CLIPIDX_WEIGHTS": "f8", "CLIPIDX_PRECISION": "fp64"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, bad)
+			_, errs, code := runCLI(t, "status")
+			if code != 2 || !strings.Contains(errs, env+" takes") {
+				t.Errorf("%s=%s: exit %d, stderr %q; want exit 2 naming %s", env, bad, code, errs, env)
+			}
+			flag := "--" + strings.ToLower(strings.TrimPrefix(env, "CLIPIDX_"))
+			_, errs, code = runCLI(t, flag+"="+bad, "status")
+			if code != 2 || !strings.Contains(errs, flag+" takes") {
+				t.Errorf("%s=%s and %s=%s: exit %d, stderr %q; want the flag named", env, bad, flag, bad, code, errs)
+			}
+		})
+	}
+}

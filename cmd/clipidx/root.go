@@ -59,22 +59,22 @@ func newRoot() *cobra.Command {
 			return usageError("%v", envErr)
 		}
 		if g.threads < 0 {
-			return usageError("--threads takes a count ≥ 0 (0 = all cores), not %d", g.threads)
+			return usageError("%s takes a count ≥ 0 (0 = all cores), not %d", given(cmd, "threads", "CLIPIDX_THREADS"), g.threads)
 		}
 		switch g.device {
 		case "auto", "cpu", "npu", "reference":
 		default:
-			return usageError("--device takes auto, cpu, npu or reference, not %q", g.device)
+			return usageError("%s takes auto, cpu, npu or reference, not %q", given(cmd, "device", "CLIPIDX_DEVICE"), g.device)
 		}
 		switch g.weights {
 		case "stored", "f16":
 		default:
-			return usageError("--weights takes stored or f16, not %q", g.weights)
+			return usageError("%s takes stored or f16, not %q", given(cmd, "weights", "CLIPIDX_WEIGHTS"), g.weights)
 		}
 		switch g.precision {
 		case "auto", "f32", "bf16":
 		default:
-			return usageError("--precision takes auto, f32 or bf16, not %q", g.precision)
+			return usageError("%s takes auto, f32 or bf16, not %q", given(cmd, "precision", "CLIPIDX_PRECISION"), g.precision)
 		}
 		// Kernel overrides, for measuring one kernel against another (and
 		// for a CPU where the default choice is wrong): the float32 GEMM
@@ -200,3 +200,15 @@ func modelsRoot() string { return clipnpu.ModelsDir() }
 
 // defaultModelDir is where `clipidx model pull` puts the default checkpoint.
 func defaultModelDir() string { return clipnpu.DefaultDir() }
+
+// given names where a global flag's value came from: --flag when given,
+// else the environment variable env that set its default.
+func given(cmd *cobra.Command, flag, env string) string {
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return "--" + flag
+	}
+	if os.Getenv(env) != "" {
+		return env
+	}
+	return "--" + flag
+}
