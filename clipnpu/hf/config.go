@@ -54,7 +54,7 @@ func LoadConfig(dir string) (core.Config, error) {
 	path := filepath.Join(dir, "config.json")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return core.Config{}, fmt.Errorf("%w: %s is missing", core.ErrBadModel, path)
+		return core.Config{}, errMissing(path)
 	}
 	if err != nil {
 		return core.Config{}, fmt.Errorf("read %s: %w", path, err)

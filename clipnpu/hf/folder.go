@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/clipidx/clipidx/clipnpu/core"
 )
@@ -21,4 +22,13 @@ func CheckFolder(dir string) error {
 		return fmt.Errorf("%w: folder %s is empty", core.ErrNoModel, dir)
 	}
 	return nil
+}
+
+// errMissing is the error of a model file that is not there, with what to
+// do when a download of it was cut short (its .part is beside it).
+func errMissing(path string) error {
+	if _, err := os.Stat(path + ".part"); err == nil {
+		return fmt.Errorf("%w: %s is missing: its download was cut short (%s.part); run `clipidx model pull` again to finish it", core.ErrBadModel, path, filepath.Base(path))
+	}
+	return fmt.Errorf("%w: %s is missing", core.ErrBadModel, path)
 }

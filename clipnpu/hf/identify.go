@@ -47,7 +47,7 @@ func IdentifyFolder(dir string, towers core.Towers, conv core.Dtype, device stri
 	path := filepath.Join(dir, "model.safetensors")
 	mp, err := core.MapFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return core.Info{}, fmt.Errorf("%w: %s is missing", core.ErrBadModel, path)
+		return core.Info{}, errMissing(path)
 	}
 	if err != nil {
 		return core.Info{}, fmt.Errorf("open %s: %w", path, err)

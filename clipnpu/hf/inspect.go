@@ -38,7 +38,7 @@ func InspectWeights(dir string) (WeightsSummary, error) {
 	path := filepath.Join(dir, "model.safetensors")
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		return WeightsSummary{}, fmt.Errorf("%w: %s is missing", core.ErrBadModel, path)
+		return WeightsSummary{}, errMissing(path)
 	}
 	if err != nil {
 		return WeightsSummary{}, err
