@@ -71,6 +71,9 @@ func (k *kernelRun) choose(keptOnly bool) *gemm.Choice {
 			return
 		}
 		c, err := gemm.Choose(gemm.ChooseOptions{Dir: cacheDir(), Threads: g.threads, Extra: []gemm.Contest{searchContest()}})
+		if cacheDir() == "" {
+			k.note = "no user cache folder to keep it in: set HOME, or XDG_CACHE_HOME to an absolute path"
+		}
 		if err != nil {
 			k.note = err.Error()
 			fmt.Fprintf(os.Stderr, "clipidx: %v (measured again next time)\n", err)

@@ -229,3 +229,21 @@ func TestKernelChoicePerThreads(t *testing.T) {
 		t.Errorf("--threads 1 again: cached %v, path %q, want %q", again.Cached, again.Path, one.Path)
 	}
 }
+
+// TestInfoKernelChoiceNoCacheFolder: with no user cache folder, info said
+// the choice was "not kept ()", giving no reason.
+func TestInfoKernelChoiceNoCacheFolder(t *testing.T) {
+	t.Setenv("HOME", "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	prev := kernels
+	kernels = &kernelRun{} // measured in this command, as in a new process
+	t.Cleanup(func() { kernels = prev })
+	out, errs, code := runCLI(t, "--model", fixtures.TinyModel(t), "info", "--json")
+	var r infoJSON
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("info: exit %d %s %s", code, out, errs)
+	}
+	if r.CPU.Choice == nil || r.CPU.Choice.Path != "" || !strings.Contains(r.CPU.ChoiceNote, "no user cache folder") {
+		t.Errorf("choice %+v, note %q; want it not kept, saying why", r.CPU.Choice, r.CPU.ChoiceNote)
+	}
+}
