@@ -379,7 +379,7 @@ func (r *filterRun) listDated(cands []dated, exact []exactRec, k int, order Orde
 			}
 		}
 		slices.SortFunc(recs, func(a, b rec) int {
-			return cmp.Or(byDate(a.meta, b.meta, order), cmp.Compare(a.path, b.path))
+			return cmp.Or(byDate(a.meta, b.meta, order), byPath(a.path, b.path))
 		})
 		for _, x := range recs {
 			if len(out) == k {

@@ -727,3 +727,44 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestListFramesInTimeOrder: the frames of a video share its date, and a
+// listing ordered them by their path's text: #t=0, #t=16, #t=8.
+func TestListFramesInTimeOrder(t *testing.T) {
+	path := t.TempDir() + "/s.db"
+	w, err := store.OpenWriter(path, store.Identity{Model: "fake", Dim: 8}, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	md := fakeMeta{}
+	var b store.Batch
+	var want []string
+	for i, at := range []string{"0", "8", "16", "24.5", "100"} {
+		p := "/v/clip.mp4" + store.FrameSep + at
+		b.Put(p, store.File{Hash: [32]byte{byte(i), 7}}, randVec(r, 8, 1))
+		md[p] = store.Meta{Taken: day("2021-03-03"), TakenSource: store.TakenVideo}
+		want = append(want, p)
+	}
+	if err := w.Commit(&b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	rd, err := store.OpenReader(path, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	rd.View(func(s *store.Snapshot) error {
+		for _, order := range []Order{ByDate, ByDateDesc} {
+			got, err := List(s, Options{K: 10, Frames: true, Filter: parseFilter(t, "kind:video"), Order: order, Meta: md.source()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(resultPaths(got), want) {
+				t.Errorf("%v: %v, want %v", order, resultPaths(got), want)
+			}
+		}
+		return nil
+	})
+}

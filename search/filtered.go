@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/clipidx/clipidx/store"
 )
@@ -294,6 +295,18 @@ func byDate(a, b *store.Meta, o Order) int {
 	return cmp.Or(cmp.Compare(a.Taken, b.Taken), cmp.Compare(a.TakenNs, b.TakenNs))
 }
 
+// byPath orders paths of records whose dates tie: by path, except the
+// frames of one video, which share its date, by their time (#t=8 before
+// #t=16).
+func byPath(a, b string) int {
+	if va, ta, ok := store.SplitFrame(a); ok {
+		if vb, tb, ok := store.SplitFrame(b); ok && va == vb {
+			return cmp.Compare(ta, tb)
+		}
+	}
+	return strings.Compare(a, b)
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -359,7 +372,7 @@ func List(s *store.Snapshot, opts Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(recs, func(a, b rec) int { return byDate(a.meta, b.meta, order) })
+	slices.SortStableFunc(recs, func(a, b rec) int { return cmp.Or(byDate(a.meta, b.meta, order), byPath(a.path, b.path)) })
 	var out []Result
 	seen := map[string]bool{} // videos listed (by their first frame in this order), unless opts.Frames
 	for _, x := range recs {
