@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/internal/userdir"
 	"github.com/clipidx/clipidx/internal/web"
 	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
@@ -77,7 +78,7 @@ and runs the query shown again when new results land.`,
 			defer ln.Close()
 			served := ln.Addr().String()
 			thumbDir := ""
-			if d, err := os.UserCacheDir(); err == nil {
+			if d, err := userdir.Cache(); err == nil {
 				thumbDir = filepath.Join(d, "clipidx", "thumbs")
 			}
 			if modelOnCPU() {
@@ -115,6 +116,9 @@ and runs the query shown again when new results land.`,
 			})
 			if err != nil {
 				return err
+			}
+			if err := srv.ThumbCacheErr(); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: thumbnails are not kept, so each is made again on every request: %v (to keep them, set XDG_CACHE_HOME to a writable folder)\n", err)
 			}
 			u := url.URL{Scheme: "http", Host: served, Path: "/"}
 			if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {

@@ -31,6 +31,9 @@ const ThumbSize = 256
 type thumbs struct {
 	dir string
 	cap int64
+	// off is why dir cannot be used (see thumbsOrNone); when set the cache
+	// keeps nothing.
+	off error
 
 	mu    sync.Mutex
 	total int64
@@ -38,12 +41,12 @@ type thumbs struct {
 
 func openThumbs(dir string, capBytes int64) (*thumbs, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("thumbnail cache: %w", err)
+		return nil, fmt.Errorf("thumbnail cache %s: %w", dir, err)
 	}
 	t := &thumbs{dir: dir, cap: capBytes}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("thumbnail cache: %w", err)
+		return nil, fmt.Errorf("thumbnail cache %s: %w", dir, err)
 	}
 	for _, e := range ents {
 		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
@@ -57,7 +60,35 @@ func (t *thumbs) file(h store.Hash) string {
 	return filepath.Join(t.dir, hex.EncodeToString(h[:])+".jpg")
 }
 
+// thumbsOrNone opens the cache in dir, or, when dir cannot be made or read
+// (a read-only home, a file in the way), returns a cache that keeps
+// nothing and holds the reason: without a cache each thumbnail is made on
+// every request, slower but working, so it never stops the server.
+func thumbsOrNone(dir string, capBytes int64) *thumbs {
+	t, err := openThumbs(dir, capBytes)
+	if err != nil {
+		return &thumbs{dir: dir, cap: capBytes, off: err}
+	}
+	return t
+}
+
+// ThumbCacheErr returns why thumbnails are not kept on disk: the error
+// that made Options.ThumbDir unusable when New opened it. It is nil when
+// they are kept or when no ThumbDir was given. The server works either
+// way; the caller decides whether to tell the user.
+func (s *Server) ThumbCacheErr() error {
+	if s.th == nil {
+		return nil
+	}
+	return s.th.off
+}
+
+// get returns the bytes stored for h, nil for a miss, unchecked: the
+// server reads through getWhole.
 func (t *thumbs) get(h store.Hash) []byte {
+	if t.off != nil {
+		return nil
+	}
 	b, err := os.ReadFile(t.file(h))
 	if err != nil {
 		return nil
@@ -65,10 +96,49 @@ func (t *thumbs) get(h store.Hash) []byte {
 	return b
 }
 
+// getWhole is get for serving: an entry that fails thumbOK (a 0-byte or
+// cut file that a power cut left after put's unsynced rename, or any
+// damage) is removed and counts as a miss, so the caller makes the
+// thumbnail again and stores it again instead of serving the damage for
+// ever. Checking on read costs less than an fsync on every put.
+func (t *thumbs) getWhole(h store.Hash) []byte {
+	b := t.get(h)
+	if b == nil || thumbOK(b) {
+		return b
+	}
+	if os.Remove(t.file(h)) == nil {
+		t.mu.Lock()
+		t.total = max(0, t.total-int64(len(b)))
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+// minThumbBytes is well below the smallest thumbnail that thumbnail
+// writes (about 600 bytes for one pixel: its quantisation and Huffman
+// tables), and above any file too short to be one.
+const minThumbBytes = 128
+
+// thumbOK reports whether b looks like a whole thumbnail as thumbnail
+// writes it: a JPEG from its start of image (FF D8 FF) to its end of image
+// (FF D9), whose headers parse and give a size within ThumbSize. It reads
+// only the headers, not the pixels, so it costs little on every hit.
+func thumbOK(b []byte) bool {
+	if len(b) < minThumbBytes || !bytes.HasPrefix(b, []byte{0xff, 0xd8, 0xff}) || !bytes.HasSuffix(b, []byte{0xff, 0xd9}) {
+		return false
+	}
+	cfg, err := jpeg.DecodeConfig(bytes.NewReader(b))
+	return err == nil && cfg.Width >= 1 && cfg.Height >= 1 && cfg.Width <= ThumbSize && cfg.Height <= ThumbSize
+}
+
 // put stores a thumbnail (written aside and renamed, so a reader never sees
-// half a file) and evicts the oldest when over the cap. Errors are dropped:
-// the cache only saves work.
+// half a file being written) and evicts the oldest when over the cap.
+// Errors are dropped: the cache only saves work. It does not sync: after a
+// power cut an entry may be empty or cut, which getWhole catches.
 func (t *thumbs) put(h store.Hash, b []byte) {
+	if t.off != nil {
+		return
+	}
 	tmp, err := os.CreateTemp(t.dir, ".tmp-*")
 	if err != nil {
 		return
@@ -298,7 +368,7 @@ func (s *Server) cachedThumb(h store.Hash) []byte {
 	if s.th == nil {
 		return nil
 	}
-	return s.th.get(h)
+	return s.th.getWhole(h)
 }
 
 // contentType is the Content-Type of an indexed file, by content first;

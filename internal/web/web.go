@@ -178,9 +178,9 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	if o.ThumbDir != "" {
-		if s.th, err = openThumbs(o.ThumbDir, o.ThumbCacheBytes); err != nil {
-			return nil, err
-		}
+		// A cache that cannot be opened costs speed only; ThumbCacheErr
+		// tells the caller why.
+		s.th = thumbsOrNone(o.ThumbDir, o.ThumbCacheBytes)
 	}
 	return s, nil
 }
