@@ -857,7 +857,11 @@ func (b *builder) prepare(j job) result {
 		return r
 	}
 	r.hash = sha256.Sum256(data)
-	r.meta = fileMeta(data, j.mtimeNs)
+	mtimeNs := j.mtimeNs
+	if j.tar != nil {
+		mtimeNs = j.tar.mtimeNs
+	}
+	r.meta = fileMeta(data, mtimeNs)
 	if j.tar == nil { // a shard's sample plays no video of its own: serve reads files
 		readMotion(r.meta, bytes.NewReader(data), int64(len(data)))
 	}

@@ -189,6 +189,9 @@ type tarSample struct {
 	image   []byte // the image member's bytes (nil with err)
 	caption *string
 	json    []byte
+	// mtimeNs is the image member's own modification time (the tar
+	// header's), which dates a sample whose image carries no date.
+	mtimeNs int64
 	err     error // the sample cannot be indexed (recorded as its failure)
 }
 
@@ -328,7 +331,7 @@ func readShard(ctx context.Context, shard string, maxBytes int64, emit func(tarS
 		switch kind {
 		case "image":
 			if len(images) == 1 {
-				cur.image = data
+				cur.image, cur.mtimeNs = data, hdr.ModTime.UnixNano()
 			}
 		case "caption":
 			c := strings.TrimRight(string(data), "\r\n")

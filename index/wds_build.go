@@ -246,7 +246,7 @@ func (b *builder) feedShards(ctx context.Context, seq int, tokens chan struct{},
 		err := readShard(ctx, ss.path, b.opts.MaxFileBytes, func(s tarSample) error {
 			p := samplePath(ss.path, s.key)
 			j := job{seq: seq, found: found{path: p, size: int64(len(s.image)), mtimeNs: ss.mtimeNs}, old: b.tar.old[p],
-				tar: &tarJob{shard: ss.path, data: s.image, err: s.err}}
+				tar: &tarJob{shard: ss.path, data: s.image, mtimeNs: s.mtimeNs, err: s.err}}
 			if s.caption != nil || s.json != nil {
 				smp := store.Sample{JSON: s.json}
 				if s.caption != nil {
@@ -270,11 +270,15 @@ func (b *builder) feedShards(ctx context.Context, seq int, tokens chan struct{},
 
 // tarJob is what a job from a shard carries beyond a file's job.
 type tarJob struct {
-	shard  string
-	data   []byte        // the image member (nil with err)
-	sample *store.Sample // caption and JSON, or nil
-	err    error         // the sample cannot be indexed
-	end    *shardEnd     // set on the shard's last job instead of a sample
+	shard string
+	data  []byte // the image member (nil with err)
+	// mtimeNs is the image member's modification time, which dates the
+	// sample when its image carries no date (the shard's own time, which
+	// the record keeps, changes whenever the shard is written again).
+	mtimeNs int64
+	sample  *store.Sample // caption and JSON, or nil
+	err     error         // the sample cannot be indexed
+	end     *shardEnd     // set on the shard's last job instead of a sample
 }
 
 // recordTar handles a shard's job in record: a shard's end, or the

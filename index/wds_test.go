@@ -484,3 +484,27 @@ func TestBuildKeepsSamplesOfUnreachableShard(t *testing.T) {
 		t.Errorf("build with the disk back: %+v, %v; want 4 unchanged", sum, err)
 	}
 }
+
+// TestSampleDatedByItsMember: a sample whose image carries no date was
+// dated by the shard's modification time, so writing the shard again
+// (re-packing it) re-dated every such sample. The image member's own time,
+// from the tar header, dates it now.
+func TestSampleDatedByItsMember(t *testing.T) {
+	dir := t.TempDir()
+	shard := filepath.Join(dir, "00000.tar")
+	writeTar(t, shard, []member{{name: "000000000.png", data: png + "sample"}, {name: "000000000.txt", data: "a caption"}})
+	later := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(shard, later, later); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "i.db")
+	if _, err := Build(context.Background(), db, []string{shard}, opts(&fakeEnc{})); err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := readMetas(t, db)
+	member := time.Unix(1700000000, 0) // writeTar's member time
+	_, off := member.In(time.Local).Zone()
+	if m := ms[shard+SampleSep+"000000000"]; m.TakenSource != store.TakenMtime || m.Taken != member.Unix()+int64(off) {
+		t.Errorf("sample's metadata %+v: want taken %v (its member's time), not the shard's %v", m, member, later)
+	}
+}
