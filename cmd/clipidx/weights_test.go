@@ -130,7 +130,7 @@ func TestWeightsFlagErrors(t *testing.T) {
 		}
 	}
 	t.Setenv("CLIPIDX_WEIGHTS", "f8")
-	if _, errs, code := runCLI(t, "embed", "--text", "x"); code != 2 || !strings.Contains(errs, "--weights") {
+	if _, errs, code := runCLI(t, "embed", "--text", "x"); code != 2 || !strings.Contains(errs, "CLIPIDX_WEIGHTS takes") {
 		t.Errorf("CLIPIDX_WEIGHTS=f8: exit %d, %q", code, errs)
 	}
 }
