@@ -99,6 +99,11 @@ type Options struct {
 	// record of the build (see store.LastBuild).
 	Device, DeviceNote string
 	Weights, Precision string
+	// DeviceAtEnd, when set, is asked for Device and DeviceNote as the
+	// build ends, and what it says replaces them in the record: a model
+	// that loads when the build meets work (Ready) only then knows where
+	// it runs and what it could not do (packed weights not kept, say).
+	DeviceAtEnd func() (device, note string)
 
 	// Progress, when set, is called from the goroutine that called Build.
 	Progress func(Event)
@@ -1239,8 +1244,12 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 	b.w.StageProgress(b.progress(phase))
 	js, _ := json.Marshal(map[string]int{"added": b.sum.Added, "updated": b.sum.Updated, "unchanged": b.sum.Unchanged,
 		"reused": b.sum.Reused, "removed": b.sum.Removed, "failed": b.sum.Failed})
+	device, note := b.opts.Device, b.opts.DeviceNote
+	if b.opts.DeviceAtEnd != nil {
+		device, note = b.opts.DeviceAtEnd()
+	}
 	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Within: b.within(), Complete: complete, Summary: js,
-		Device: b.opts.Device, DeviceNote: b.opts.DeviceNote, Weights: b.opts.Weights, Precision: b.opts.Precision})
+		Device: device, DeviceNote: note, Weights: b.opts.Weights, Precision: b.opts.Precision})
 	b.sum.Complete = complete
 	b.event(Event{Phase: "done", Done: b.done, Total: b.total})
 	if err != nil {

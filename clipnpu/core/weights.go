@@ -125,6 +125,11 @@ type Model struct {
 	Dtype      Dtype          // dtype of the matrices
 	Rounded    bool           // float32 matrices were rounded to dtype at load (Options.Weights)
 	Mapping    *Mapping       // nil for random models
+	// Source is the weights file as the filesystem saw it at load (its
+	// size, modification time and inode), "" for weights made in memory.
+	// Work kept across starts (the packed weights) is keyed by it too:
+	// Hash samples the file and misses a change between its samples.
+	Source string
 }
 
 // Describe describes the model for a backend running on device.

@@ -21,13 +21,21 @@ import (
 // and use the panels in place, with no packing and no copy into the heap.
 //
 // A file holds one tower, one precision and one kernel layout, under a key
-// naming all that the panels depend on: PackVersion, the weights' hash and
-// how they are held (dtype, rounded at load), the tower, the precision, the
-// kernel's panel layout (gemm.BF16Layout, gemm.PackLayout) and the
-// architecture. Any change gives another key, so another file name and a
-// rebuild; writing it removes the files of the same model, tower and
-// precision made under other keys. A file whose header does not match its
-// key exactly is never used (packfile.go).
+// naming all that the panels depend on: PackVersion, the weights' hash,
+// the weights file as the filesystem sees it (core.Model.Source: size,
+// modification time, inode; the hash only samples the file, so a file
+// damaged and copied back keeps its hash but not its modification time)
+// and how the weights are held (dtype, rounded at load), the tower, the
+// precision, the kernel's panel layout (gemm.BF16Layout, gemm.PackLayout)
+// and the architecture. Any change gives another key, so another file name
+// and a rebuild. A file whose header does not match its key exactly is
+// never used (packfile.go).
+//
+// Files of other keys are not removed for that: another clipidx version,
+// another kernel layout or another machine sharing the home folder uses
+// them. Each start that maps a file marks it used (touchPackFile), and a
+// write sweeps the folder of files unused for a month and keeps a few per
+// model, tower and precision (removeStale).
 
 // PackVersion is clipidx's version of its packed weights, part of every
 // key: raise it whenever packing changes in a way the layout names do not
@@ -109,13 +117,13 @@ func (f *fastCPU) packKey(t *fastTower, precision, layout string) string {
 	if !core.LittleEndian {
 		order = "be"
 	}
-	return fmt.Sprintf("%s|weights %s|held %s rounded=%v|tower %s|precision %s|layout %s|arch %s-%s",
-		packVersion, f.m.Hash, f.m.Dtype, f.m.Rounded, f.towerName(t), precision, layout, runtime.GOARCH, order)
+	return fmt.Sprintf("%s|weights %s|file %s|held %s rounded=%v|tower %s|precision %s|layout %s|arch %s-%s",
+		packVersion, f.m.Hash, f.m.Source, f.m.Dtype, f.m.Rounded, f.towerName(t), precision, layout, runtime.GOARCH, order)
 }
 
 // packPath is the file of key for tower t in precision, and its group
 // (the prefix shared by the files of the same model, tower, precision and
-// rounding at load: writing one removes the others).
+// rounding at load, of which removeStale keeps a few).
 func (f *fastCPU) packPath(t *fastTower, precision, key string) (path, group string) {
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' {
@@ -161,13 +169,37 @@ func (f *fastCPU) mapPacked(t *fastTower, precision, layout string, sh []packSha
 	if err != nil {
 		return nil, nil
 	}
+	touchPackFile(path)
 	// Every pass reads all of it: map it in at once rather than by faults.
 	mp.Populate()
 	return parts, mp
 }
 
+// notSaved is the note of packed weights that could not be kept.
+func notSaved(err error) string { return fmt.Sprintf("packed weights not saved: %v", err) }
+
+// probe tries to make the folder and a file in it for path before a tower
+// packs for it at its first pass, so that a folder that cannot be written
+// is told at load (Info.DeviceNote), where a build takes the note it
+// records, and not only once a pass has packed.
+func (c *packCache) probe(path string) {
+	err := os.MkdirAll(c.dir, 0o755)
+	if err == nil {
+		var tmp *os.File
+		// Named as writePackFile's temporary files, which removeStale
+		// sweeps should this one stay.
+		if tmp, err = os.CreateTemp(c.dir, filepath.Base(path)+".tmp*"); err == nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}
+	if err != nil {
+		c.setNote(notSaved(err))
+	}
+}
+
 // savePacked writes tower t's packed matrices (data(i) for the i-th of sh)
-// to its file, and removes the group's other files. A failure only costs
+// to its file, and sweeps the folder (removeStale). A failure only costs
 // the packing at the next start; Info says why.
 func (f *fastCPU) savePacked(t *fastTower, precision, layout string, sh []packShape, data func(i int) []byte) {
 	key := f.packKey(t, precision, layout)
@@ -177,7 +209,7 @@ func (f *fastCPU) savePacked(t *fastTower, precision, layout string, sh []packSh
 		err = writePackFile(path, key, sh, data)
 	}
 	if err != nil {
-		f.cache.setNote(fmt.Sprintf("packed weights not saved: %v", err))
+		f.cache.setNote(notSaved(err))
 		return
 	}
 	removeStale(f.cache.dir, group, path)
@@ -252,6 +284,8 @@ func (f *fastCPU) mapF32(t *fastTower) bool {
 	ws := f.towerLins(t)
 	parts, mp := f.mapPacked(t, "f32", gemm.PackLayout(), f32Shapes(ws))
 	if parts == nil {
+		path, _ := f.packPath(t, "f32", f.packKey(t, "f32", gemm.PackLayout()))
+		f.cache.probe(path)
 		return false
 	}
 	ms := make([]gemm.Matrix, len(ws))

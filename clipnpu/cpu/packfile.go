@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -221,28 +222,92 @@ func packParts(data []byte, key string, shapes []packShape) ([][]byte, error) {
 	return parts, nil
 }
 
-// removeStale deletes the packed files in dir of group (the same model,
-// tower and precision) other than keep, and temporary files of the group
-// left more than an hour ago by a writer that did not finish.
+// How long packed files stay. A file of another key than this start's is
+// no stale copy: another clipidx version, another kernel layout or another
+// machine sharing the home folder may use it, and removing it would have
+// them rebuild it at each start, in turn. So files go for want of use: a
+// start that maps one marks it used (touchPackFile), and each write sweeps
+// the folder of the files unused for packUnusedFor, whatever their model
+// (that of a renamed model folder, or of replaced weights, is never used
+// again), and keeps packKeepGroup files of a model, tower and precision,
+// those used last (each holds the tower's weights: 2.5 GB for
+// ViT-H/14's image tower in float32).
+const (
+	packTouchEvery = 24 * time.Hour      // at most one write to mark a file used
+	packUnusedFor  = 30 * 24 * time.Hour // unused this long: removed
+	packKeepGroup  = 3                   // files kept per model, tower and precision
+	packTmpAge     = time.Hour           // a temporary file this old was left by a writer that did not finish
+)
+
+// touchPackFile marks the packed file at path used now, for removeStale:
+// its modification time, moved at most once in packTouchEvery. A failure
+// (a folder of another user's) only makes it look unused sooner.
+func touchPackFile(path string) {
+	st, err := os.Stat(path)
+	if err != nil || time.Since(st.ModTime()) < packTouchEvery {
+		return
+	}
+	now := time.Now()
+	_ = os.Chtimes(path, now, now)
+}
+
+// removeStale sweeps dir once keep, a file of group (the same model, tower
+// and precision), has been written: it removes the packed files of any
+// group unused (not modified) for packUnusedFor, the group's files but
+// keep and the packKeepGroup-1 used last, and temporary files older than
+// packTmpAge. Other files are left alone; a file mapped by a running start
+// stays readable to it once removed.
 func removeStale(dir, group, keep string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
+	type packUse struct {
+		name string
+		used time.Time
+	}
+	var mine []packUse
+	now := time.Now()
 	for _, e := range ents {
 		name := e.Name()
-		rest, ok := strings.CutPrefix(name, group+"-")
-		if !ok || name == filepath.Base(keep) || !isKeyHash(rest[:strings.IndexByte(rest+".", '.')]) {
-			continue // another group's, or the one kept
-		}
-		if strings.HasSuffix(name, packExt) {
-			os.Remove(filepath.Join(dir, name))
+		st, err := e.Info()
+		if err != nil || !st.Mode().IsRegular() || name == filepath.Base(keep) {
 			continue
 		}
-		if st, err := e.Info(); err == nil && strings.Contains(name, packExt+".tmp") && time.Since(st.ModTime()) > time.Hour {
+		age := now.Sub(st.ModTime())
+		switch {
+		case isPackName(name) && age > packUnusedFor:
+			os.Remove(filepath.Join(dir, name))
+		case isPackName(name) && inPackGroup(name, group):
+			mine = append(mine, packUse{name, st.ModTime()})
+		case isPackTemp(name) && age > packTmpAge:
 			os.Remove(filepath.Join(dir, name))
 		}
 	}
+	slices.SortFunc(mine, func(a, b packUse) int { return b.used.Compare(a.used) })
+	for _, u := range mine[min(len(mine), packKeepGroup-1):] {
+		os.Remove(filepath.Join(dir, u.name))
+	}
+}
+
+// isPackName reports whether name is a packed file's (packPath: a group,
+// "-", the key's hash, packExt).
+func isPackName(name string) bool {
+	base, ok := strings.CutSuffix(name, packExt)
+	i := strings.LastIndexByte(base, '-')
+	return ok && i > 0 && isKeyHash(base[i+1:])
+}
+
+// isPackTemp reports whether name is a temporary file of writePackFile.
+func isPackTemp(name string) bool {
+	i := strings.Index(name, packExt+".tmp")
+	return i > 0 && isPackName(name[:i+len(packExt)])
+}
+
+// inPackGroup reports whether name, a packed file's, is of group.
+func inPackGroup(name, group string) bool {
+	rest, ok := strings.CutPrefix(name, group+"-")
+	return ok && isKeyHash(strings.TrimSuffix(rest, packExt))
 }
 
 // isKeyHash reports whether s is the key part of a packed file's name (16

@@ -23,9 +23,13 @@ func LoadModel(dir string, towers core.Towers, conv core.Dtype, threads int) (*c
 		return nil, err
 	}
 	path := filepath.Join(dir, "model.safetensors")
-	mp, err := core.MapFile(path)
+	fi, err := os.Stat(path) // before mapping: see weightsSource
+	var mp *core.Mapping
+	if err == nil {
+		mp, err = core.MapFile(path)
+	}
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s is missing", core.ErrBadModel, path)
+		return nil, errMissing(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -35,7 +39,20 @@ func LoadModel(dir string, towers core.Towers, conv core.Dtype, threads int) (*c
 		mp.Close()
 		return nil, err
 	}
+	m.Source = weightsSource(fi)
 	return m, nil
+}
+
+// weightsSource is core.Model.Source for the weights file's stat: its
+// size, modification time in nanoseconds and inode (0 where the system
+// has none). Any write gives the file a new modification time, so a file
+// damaged and then copied back (whose sampled hash stays the same) is
+// another source, and work kept for the damaged one is not used again.
+// It is taken before the file is mapped: were the file replaced in
+// between, work from the new bytes would be kept under the old version's
+// name, which no later start sees, rather than old bytes under the new.
+func weightsSource(fi os.FileInfo) string {
+	return fmt.Sprintf("%d bytes, mtime %d, inode %d", fi.Size(), fi.ModTime().UnixNano(), fileIno(fi))
 }
 
 // modelFromSafetensors builds the model from a mapped safetensors file.

@@ -168,6 +168,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 				PixelsPerImage:  3 * info.ImageSize * info.ImageSize,
 				Device:          info.Device,
 				DeviceNote:      info.DeviceNote,
+				DeviceAtEnd:     deviceNow(m),
 				Weights:         info.Rounded,
 				Precision:       g.precision,
 				Shard:           shardI,
@@ -426,4 +427,13 @@ func interrupted(err error) *exitError {
 		return &exitError{code: 130, err: errors.New("interrupted: finished work is saved; run the same command again to continue")}
 	}
 	return &exitError{code: 130, err: fmt.Errorf("interrupted, and the work finished since the last save was not saved (%s); run the same command again to redo it", msg)}
+}
+
+// deviceNow is index.Options.DeviceAtEnd for m: where it ran and its
+// note as the build ends (set when a tower loaded, after the build began).
+func deviceNow(m *clipnpu.Model) func() (string, string) {
+	return func() (string, string) {
+		i := m.Info()
+		return i.Device, i.DeviceNote
+	}
 }

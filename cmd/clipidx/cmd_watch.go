@@ -325,6 +325,7 @@ func watchBuild(ctx context.Context, im *idleModel, roots, within []string, wf w
 		PixelsPerImage:  3 * info.ImageSize * info.ImageSize,
 		Device:          info.Device,
 		DeviceNote:      info.DeviceNote,
+		DeviceAtEnd:     deviceNow(m),
 		Weights:         info.Rounded,
 		Precision:       g.precision,
 		Within:          within,
