@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,16 @@ type Snapshot struct {
 
 // Identity is the model identity recorded in the index.
 func (s *Snapshot) Identity() Identity { return s.id }
+
+// Generation tells this snapshot's index apart from any other state of
+// it, or from another file put at its path: the transaction id of its
+// last commit, the file's size and the last build's record, all as this
+// snapshot sees them (a stat of the path may already see a file moved
+// there since the snapshot began).
+func (s *Snapshot) Generation() string {
+	lb := s.tx.Bucket(bMeta).Get(kLastBuild)
+	return fmt.Sprintf("%d/%d/%x", s.tx.ID(), s.tx.Size(), sha256.Sum256(lb))
+}
 
 // Dim is the vector dimension.
 func (s *Snapshot) Dim() int { return s.id.Dim }

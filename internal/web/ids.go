@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
@@ -63,14 +62,8 @@ type idMap struct {
 	key []byte
 
 	mu    sync.Mutex
-	stamp dbStamp           // the index file when paths was built
+	stamp string            // the index (Snapshot.Generation) paths was built from
 	paths map[string]string // id -> path
-}
-
-// dbStamp tells when the index file changed (a build committed).
-type dbStamp struct {
-	size  int64
-	mtime time.Time
 }
 
 func (m *idMap) id(path string) string {
@@ -98,11 +91,10 @@ func (m *idMap) lookup(db string, s *store.Snapshot, id string) (string, error) 
 	if !validID(id) {
 		return "", errGone
 	}
-	fi, err := os.Stat(db)
-	if err != nil {
-		return "", err
-	}
-	st := dbStamp{fi.Size(), fi.ModTime()}
+	// The snapshot's own state, not a stat of the path: a file moved to
+	// the path after the snapshot began (merge, mv) would stamp the map
+	// built from the old one as the new one's, for good.
+	st := s.Generation()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.paths == nil || st != m.stamp {

@@ -582,3 +582,36 @@ func TestDamagedVector(t *testing.T) {
 		t.Errorf("Damaged told %q, want %s", told, p)
 	}
 }
+
+// TestIDsAfterIndexMovedInDuringRead: an index moved onto the served path
+// (merge's replace, or mv) between a request's snapshot and its stat of the
+// path stamped the id map built from the old index with the new file's
+// size and time: every file the new index added answered 404, for good.
+func TestIDsAfterIndexMovedInDuringRead(t *testing.T) {
+	e := newEnv(t, nil)
+	extra := filepath.Join(e.dir, "extra.png")
+	copyFile(t, filepath.Join(e.dir, "wide_300x200.png"), extra)
+	next := filepath.Join(t.TempDir(), "next.db")
+	copyFile(t, e.db, next)
+	build(t, next, index.Options{}, e.dir) // the old index's files and extra.png
+	id := e.srv.ids.id(extra)
+	rd, err := store.OpenReader(e.db, store.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rd.View(func(s *store.Snapshot) error {
+		if err := os.Rename(next, e.db); err != nil { // while this request reads the old one
+			return err
+		}
+		if _, err := e.srv.ids.lookup(e.db, s, id); !errors.Is(err, errGone) {
+			t.Errorf("extra.png in the old index: %v, want errGone", err)
+		}
+		return nil
+	})
+	if err := errors.Join(err, rd.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := e.get(t, "/thumb/"+id); code != http.StatusOK {
+		t.Errorf("thumbnail of a file the index moved in holds: %d, want 200", code)
+	}
+}
