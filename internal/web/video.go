@@ -179,10 +179,13 @@ func (s *Server) motionVideo(w http.ResponseWriter, r *http.Request, still index
 }
 
 // notModified sets the caching headers of a response whose content has
-// the ETag tag, and answers 304 (true) to a client that holds it.
+// the ETag tag, and answers 304 (true) to a client that holds it. The
+// browser must ask each time (no-cache): an id names a path, and the file
+// at a path can change (replaced, two names swapped, a root replaced),
+// which a max-age kept showing the old picture for.
 func notModified(w http.ResponseWriter, r *http.Request, tag string) bool {
 	w.Header().Set("ETag", tag)
-	w.Header().Set("Cache-Control", "private, max-age=300")
+	w.Header().Set("Cache-Control", "private, no-cache")
 	if noneMatch(r.Header.Values("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return true
