@@ -272,7 +272,15 @@ func OpenWriter(path string, id Identity, opts WriterOptions) (*Writer, error) {
 		w.Close()
 		return nil, fmt.Errorf("lock %s.lock: %w", path, err)
 	}
+	_, serr := os.Lstat(path)
+	created := errors.Is(serr, fs.ErrNotExist)
 	if err := w.open(); err != nil {
+		if created {
+			// A new index whose first write failed (a full disk) would be
+			// a file of a few pages that later runs call damaged: it was
+			// never an index, and the build lock keeps others off it.
+			os.Remove(path)
+		}
 		w.Close()
 		return nil, err
 	}
