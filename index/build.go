@@ -205,6 +205,10 @@ type Summary struct {
 	// out, their stills being indexed (live.go); those recorded before
 	// count as unchanged.
 	LiveVideos int `json:"live_videos,omitempty"`
+	// Unsaved counts the records of the counts above that a failed commit
+	// (a full disk) did not save: they are not in the index, and the next
+	// build does that work again.
+	Unsaved int `json:"unsaved,omitempty"`
 	// Complete is false when the build was cancelled: nothing was removed.
 	Complete bool `json:"-"`
 	// Backup is where a damaged index was moved when Options.Reindex
@@ -1128,10 +1132,12 @@ func (b *builder) maybeCommit(force bool) error {
 	b.w.StageProgress(b.progress("index"))
 	if b.opts.commitFails != nil {
 		if err := b.opts.commitFails(); err != nil {
+			b.sum.Unsaved = b.pending
 			return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
 		}
 	}
 	if err := b.w.Commit(&b.batch); err != nil {
+		b.sum.Unsaved = b.pending
 		return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
 	}
 	b.batch.Reset()

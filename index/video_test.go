@@ -589,3 +589,31 @@ func TestBuildVideoWithoutSampler(t *testing.T) {
 	}
 	checkMeta("g.mp4#t=3", store.TakenMtime, copied)
 }
+
+// TestBuildCommitFailsCountsUnsaved: a build whose commit failed (a full
+// disk) reported "added 960" of which 896 were in the index, and nothing
+// said the rest were not. Summary.Unsaved counts them now, and the counts
+// less it are what the index holds.
+func TestBuildCommitFailsCountsUnsaved(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "idx.db")
+	for i := range 12 {
+		write(t, filepath.Join(dir, fmt.Sprintf("p%02d.png", i)), png+fmt.Sprint(i))
+	}
+	o := opts(&fakeEnc{})
+	commits := 0
+	o.commitFails = func() error {
+		if commits++; commits == 2 {
+			return errors.New("no space left on device")
+		}
+		return nil
+	}
+	sum, err := Build(context.Background(), db, []string{dir}, o)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("build whose second commit failed: %v", err)
+	}
+	held := len(records(t, db))
+	if sum == nil || sum.Unsaved == 0 || sum.Added-sum.Unsaved != held {
+		t.Errorf("summary %+v with %d records in the index: want Unsaved = added - held", sum, held)
+	}
+}

@@ -242,7 +242,7 @@ indexes. A --shard build refuses an index that holds records of other shares
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}],"offline":[{"dir","since","reason","entries"}],"frames","videos_skipped","live_videos"} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build; "live_videos" counts the Live Photo movies found and left out, their stills indexed; "path_bytes" and "dir_bytes" give a path's bytes in base64 when they are not UTF-8)`)
+	f.BoolVar(&asJSON, "json", false, `print one summary object {"added","updated","unchanged","reused","removed","failed","failures":[{"path","error","transient"}],"offline":[{"dir","since","reason","entries"}],"frames","videos_skipped","live_videos"} (failures also lists folders that could not be read; "transient": true marks an error that is not the file's, not recorded and retried next build; "live_videos" counts the Live Photo movies found and left out, their stills indexed; "unsaved" counts the records of these a failed save (a full disk) did not keep, which the next build redoes; "path_bytes" and "dir_bytes" give a path's bytes in base64 when they are not UTF-8)`)
 	f.BoolVar(&reindex, "reindex", false, "start over when the index was built with another model or settings (its vectors are dropped), or is damaged (the damaged file is kept as DB.corrupt-TIME)")
 	f.BoolVar(&exif, "exif", true, "turn photos upright by their EXIF orientation (changing it needs --reindex)")
 	f.IntVar(&batch, "batch", 0, "images per model pass (0 = what the device prefers)")
@@ -316,6 +316,9 @@ func printBuildSummary(cmd *cobra.Command, s *index.Summary) {
 		line += fmt.Sprintf(" (and %d %s not read, listed below)", n, plural(n, "path", "paths"))
 	}
 	fmt.Fprintln(out, line)
+	if s.Unsaved > 0 {
+		fmt.Fprintf(out, "not saved: %s of these (the save failed, below); run the same command again to redo them\n", unsavedText(s.Unsaved))
+	}
 	printOffline(out, s.Offline)
 	printVideoNotes(out, s)
 	errw := cmd.ErrOrStderr()
@@ -427,6 +430,11 @@ func interrupted(err error) *exitError {
 		return &exitError{code: 130, err: errors.New("interrupted: finished work is saved; run the same command again to continue")}
 	}
 	return &exitError{code: 130, err: fmt.Errorf("interrupted, and the work finished since the last save was not saved (%s); run the same command again to redo it", msg)}
+}
+
+// unsavedText is Summary.Unsaved in words.
+func unsavedText(n int) string {
+	return fmt.Sprintf("the last %d %s", n, plural(n, "record", "records"))
 }
 
 // deviceNow is index.Options.DeviceAtEnd for m: where it ran and its

@@ -261,6 +261,9 @@ func runWatch(ctx context.Context, roots []string, wf watchFlags, command string
 				}
 				say(out, "%s: added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d (%.1f s)", what,
 					sum.Added, sum.Updated, sum.Unchanged, sum.Reused, sum.Removed, sum.Failed, time.Since(start).Seconds())
+				if sum.Unsaved > 0 {
+					say(out, "not saved: %s of these (the save failed); the next build redoes them", unsavedText(sum.Unsaved))
+				}
 				for _, f := range sum.Failures {
 					say(errw, "failed: %s", shown(namedError(f.Path, f.Error)))
 				}
