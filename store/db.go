@@ -32,6 +32,15 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	if readOnly {
+		// Pass the gate (a commit waiting has priority: lock_unix.go),
+		// and leave it once this reader holds its own lock on the index.
+		gate, err := enterGate(path, false, time.Now().Add(timeout))
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w (a commit held it for %v)", path, err, timeout)
+		}
+		defer leaveGate(gate)
+	}
 	if err := validatePath(path, readOnly, timeout); err != nil {
 		return nil, err
 	}
@@ -341,6 +350,42 @@ func (w *Writer) startOver(suffix string) error {
 	return w.update(func(tx *bolt.Tx) error { return initialize(tx, w.id, false) })
 }
 
+// gateHold bounds how long a commit keeps new readers waiting at the gate
+// while readers inside still hold the index (a foreign reader that never
+// lets go must not stop serve): it then lets them through and queues again.
+const gateHold = 10 * time.Second
+
+// openForCommit opens the index for a write within timeout, with the gate
+// taken (lock_unix.go), which the caller leaves when the write is done.
+func (w *Writer) openForCommit(timeout time.Duration) (*bolt.DB, *os.File, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		gate, err := enterGate(w.path, true, deadline)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open %s: %w (waited %v)", w.path, err, timeout)
+		}
+		slice := min(gateHold, time.Until(deadline))
+		if slice < 10*time.Millisecond {
+			slice = 10 * time.Millisecond
+		}
+		db, err := openBolt(w.path, false, slice)
+		if err == nil {
+			return db, gate, nil
+		}
+		leaveGate(gate)
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			os.Remove(w.path + ".gate")
+		}
+		if !errors.Is(err, ErrBusy) {
+			return nil, nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("open %s: %w (waited %v for readers to let go of it)", w.path, ErrBusy, timeout)
+		}
+		time.Sleep(20 * time.Millisecond) // readers waiting at the gate go in
+	}
+}
+
 // Backup is where OpenWriter with Reindex moved a damaged index, or one
 // this clipidx cannot read, or "".
 func (w *Writer) Backup() string { return w.backup }
@@ -350,10 +395,19 @@ func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
 	if timeout <= 0 {
 		timeout = DefaultWriteTimeout
 	}
-	db, err := openBolt(w.path, false, timeout)
+	db, gate, err := w.openForCommit(timeout)
 	if err != nil {
 		return err
 	}
+	// The gate goes with the commit (no file is left beside a temporary
+	// index): readers waiting on it pass it once it is let go, and the
+	// next commit makes a new one.
+	defer func() {
+		if gate != nil {
+			os.Remove(gate.Name())
+		}
+		leaveGate(gate)
+	}()
 	db.NoSync = w.opts.NoSync
 	err = guard(func() error {
 		return db.Update(func(tx *bolt.Tx) error {
@@ -375,33 +429,79 @@ func (w *Writer) update(fn func(tx *bolt.Tx) error) error {
 	return err
 }
 
+// ErrFault is returned when reading the index's memory map faulted: the
+// file was cut short or rewritten in place under the reader (a backup
+// restored with cp onto it), or its disk could not supply a page (an I/O
+// error, a sparse copy on a full tmpfs). The next read may well succeed.
+// The error also matches ErrCorrupt (see faultError).
+var ErrFault = errors.New("the index file was changed in place or is damaged: search again; if it persists, clipidx status --check")
+
+// faultError is a memory fault reading the index: ErrFault, and ErrCorrupt
+// too, for the code that closes or moves aside a file that does not read.
+type faultError struct {
+	fault any    // what the runtime panicked with
+	where string // the function that read, "search.unpack"
+}
+
+func (e *faultError) Error() string { return fmt.Sprintf("%v (%s: %v)", ErrFault, e.where, e.fault) }
+
+func (e *faultError) Unwrap() []error { return []error{ErrFault, ErrCorrupt} }
+
+// Guard runs fn as View runs its callback, for code that reads the slices
+// a Snapshot hands out on goroutines of its own (View protects its own
+// goroutine only): a memory fault reading the mapped file returns an error
+// matching ErrFault instead of killing the process, a panic of bbolt or of
+// this package on a damaged page one matching ErrCorrupt. Any other panic
+// propagates. It costs two defers: call it once per goroutine, not per read.
+func Guard(fn func() error) error { return guard(fn) }
+
 // guard turns a panic of bbolt (or of this package's reading code) on a
 // damaged page into ErrCorrupt. A panic raised by a caller's code, such as
 // a View callback or a Files visitor, is no sign of a damaged index: it
 // propagates unchanged.
 //
-// It also turns a memory fault into such a panic (debug.SetPanicOnFault):
-// bbolt reads the file through a memory map, and a page past the end of a
-// damaged file faults instead of failing a bounds check. That covers reads
-// on this goroutine only; validateFile keeps bbolt's own goroutines (Tx.Check)
+// It also turns a memory fault into such a panic (debug.SetPanicOnFault),
+// and that into ErrFault: bbolt reads the file through a memory map, and a
+// page past the end of a file cut short under the reader faults instead of
+// failing a bounds check. That covers reads on this goroutine only (Guard
+// covers others); validateFile keeps bbolt's own goroutines (Tx.Check)
 // within the file.
 func guard(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if !panickedInStore() {
+			where, ok := panickedInStore(r)
+			switch {
+			case !ok:
 				panic(r)
+			case isFault(r):
+				err = &faultError{fault: r, where: where}
+			default:
+				err = fmt.Errorf("%w: %v", ErrCorrupt, r)
 			}
-			err = fmt.Errorf("%w: %v", ErrCorrupt, r)
 		}
 	}()
 	return fn()
 }
 
-// panickedInStore reports whether the panic being recovered was raised in
-// bbolt or in this package's non-test code. Called from guard's deferred
-// function: the stack still holds the frames down to the panic.
-func panickedInStore() bool {
+// isFault reports whether r, recovered, is a memory fault that
+// debug.SetPanicOnFault turned into a panic: only those carry the faulting
+// address (a nil dereference does not).
+func isFault(r any) bool {
+	_, rt := r.(runtime.Error)
+	_, addr := r.(interface{ Addr() uintptr })
+	return rt && addr
+}
+
+// panickedInStore reports whether the panic being recovered, r, was raised
+// reading the index: anywhere in bbolt or in this package's non-test code,
+// or, for a memory fault only, in package search's, which reads the
+// vectors straight from the map (a bounds error or a nil dereference there
+// is a bug, not damage: store checked the lengths of what it handed out).
+// It also returns that function, without its import path. Called from
+// guard's deferred function: the stack still holds the frames down to the
+// panic.
+func panickedInStore(r any) (where string, ok bool) {
 	pc := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pc[:runtime.Callers(1, pc)])
 	inPanic := false
@@ -414,11 +514,20 @@ func panickedInStore() bool {
 			// The first frame below the runtime and the standard library
 			// (fmt formatting a key of garbage length, bytes comparing
 			// one) raised the panic.
-			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt") ||
-				strings.HasPrefix(f.Function, "github.com/clipidx/clipidx/store.") && !strings.HasSuffix(f.File, "_test.go")
+			where = f.Function[strings.LastIndex(f.Function, "/")+1:]
+			ours := !strings.HasSuffix(f.File, "_test.go")
+			switch {
+			case strings.HasPrefix(f.Function, "go.etcd.io/bbolt"):
+				return where, true
+			case strings.HasPrefix(f.Function, "github.com/clipidx/clipidx/store."):
+				return where, ours
+			case strings.HasPrefix(f.Function, "github.com/clipidx/clipidx/search."):
+				return where, ours && isFault(r)
+			}
+			return where, false
 		}
 		if !more {
-			return false
+			return "", false
 		}
 	}
 }

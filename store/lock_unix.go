@@ -52,3 +52,53 @@ func lockShared(f *os.File, timeout time.Duration) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The gate gives a commit priority over readers. flock is not fair: were
+// a commit only to wait for the index's exclusive lock, readers that
+// overlap (a busy serve: a page of thumbnails, clients searching) could
+// hold their shared locks without a gap for minutes. So a writer first
+// takes PATH.gate exclusively, and a reader passes the gate (a shared lock
+// on it, held only while it takes its own lock on the index): while a
+// commit waits, new readers wait at the gate, those inside finish, and the
+// commit gets the index.
+
+// enterGate takes the gate of the index at path: exclusively for a
+// writer (creating the gate file), shared for a reader (no gate file, or
+// one that cannot be opened, is no gate). It waits until deadline and then
+// returns ErrBusy. The caller passes leaveGate what it returns.
+func enterGate(path string, writer bool, deadline time.Time) (*os.File, error) {
+	var f *os.File
+	var err error
+	how := unix.LOCK_SH
+	if writer {
+		f, err = os.OpenFile(path+".gate", os.O_RDWR|os.O_CREATE, 0o644)
+		how = unix.LOCK_EX
+	} else {
+		f, err = os.Open(path + ".gate")
+	}
+	if err != nil {
+		return nil, nil // no gate here (a read-only folder, an older index)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, ErrBusy
+			}
+			return nil, nil // a filesystem without flock: no gate
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// leaveGate releases a gate enterGate took (nil: none).
+func leaveGate(f *os.File) {
+	if f != nil {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}
+}
