@@ -125,8 +125,15 @@ func fail(w http.ResponseWriter, err error) {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// The client has gone: this answer is for the log only.
 		httpError(w, http.StatusServiceUnavailable, "search cancelled: "+err.Error())
-	case errors.Is(err, search.ErrIndexChanged):
+	case errors.Is(err, search.ErrIndexChanged), errors.Is(err, store.ErrModelMismatch):
+		// The index is for another model than the server's: a conflict
+		// between the two, not a failure of the server.
 		httpError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, store.ErrNoIndex):
+		// No index yet (removed, or the first build still running): the
+		// server is up, the index is not there yet.
+		w.Header().Set("Retry-After", "10")
+		httpError(w, http.StatusServiceUnavailable, err.Error())
 	case errors.Is(err, search.ErrEmptyQuery), errors.Is(err, search.ErrBadWeight), errors.Is(err, search.ErrQualifier), errors.Is(err, preprocess.ErrUnknownFormat),
 		errors.Is(err, preprocess.ErrUnsupported), errors.Is(err, preprocess.ErrCorrupt):
 		httpError(w, http.StatusBadRequest, err.Error())

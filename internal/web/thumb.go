@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -140,6 +141,16 @@ func (t *thumbs) put(h store.Hash, b []byte) {
 		return
 	}
 	tmp, err := os.CreateTemp(t.dir, ".tmp-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// The folder was removed while serving (the README says that is
+		// safe): make it again, and count from nothing.
+		if os.MkdirAll(t.dir, 0o755) == nil {
+			t.mu.Lock()
+			t.total = 0
+			t.mu.Unlock()
+			tmp, err = os.CreateTemp(t.dir, ".tmp-*")
+		}
+	}
 	if err != nil {
 		return
 	}

@@ -207,3 +207,25 @@ func decodeThumb(t *testing.T, b []byte) image.Rectangle {
 	}
 	return img.Bounds()
 }
+
+// TestThumbCacheFolderRemoved: removing the thumbnail folder while serve
+// runs (safe, says the README) turned the cache off until a restart:
+// every thumbnail was made again at every request. The folder is made
+// again and thumbnails are kept as before.
+func TestThumbCacheFolderRemoved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "thumbs")
+	e := newEnv(t, func(o *Options) { o.ThumbDir = dir })
+	id := e.idOf(t, filepath.Join(e.dir, "wide_300x200.png"))
+	if code, _, _ := e.get(t, "/thumb/"+id); code != 200 {
+		t.Fatalf("thumb: %d", code)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := e.get(t, "/thumb/"+id); code != 200 {
+		t.Fatalf("thumb after the folder was removed: %d", code)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 {
+		t.Errorf("thumbnail folder after a thumbnail was made: %v (%v), want the folder with it", ents, err)
+	}
+}

@@ -615,3 +615,32 @@ func TestIDsAfterIndexMovedInDuringRead(t *testing.T) {
 		t.Errorf("thumbnail of a file the index moved in holds: %d, want 200", code)
 	}
 }
+
+// TestNoIndexAndOtherModel: with the index removed under the server, a
+// search or a thumbnail answered 500, as did a text search on an index of
+// another model: the server had not failed. Now 503 (with Retry-After)
+// and 409.
+func TestNoIndexAndOtherModel(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.idOf(t, filepath.Join(e.dir, "wide_300x200.png"))
+	other := filepath.Join(t.TempDir(), "other.db")
+	w, err := store.OpenWriter(other, store.Identity{Model: "another", Dim: 32, Preprocess: "x"}, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := os.Rename(other, e.db); err != nil {
+		t.Fatal(err)
+	}
+	if code, body, _ := e.get(t, "/api/search?q=a+photo"); code != http.StatusConflict {
+		t.Errorf("text search on another model's index: %d %s, want 409", code, body)
+	}
+	if err := os.Remove(e.db); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/api/search?q=a+photo", "/thumb/" + id} {
+		if code, body, h := e.get(t, p); code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+			t.Errorf("%s with no index: %d %s, want 503 with Retry-After", p, code, body)
+		}
+	}
+}
