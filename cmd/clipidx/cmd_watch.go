@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -206,6 +207,10 @@ func runWatch(ctx context.Context, roots []string, wf watchFlags, command string
 	defer im.close()
 	var mu sync.Mutex   // out and errw are written from the watcher and its builds
 	var toldVideos bool // the note on videos skipped for want of ffmpeg, said once
+	// built is set once a build registered the roots in the index; then
+	// forgotten holds the roots the index no longer has (told once).
+	var built bool
+	forgotten := map[string]bool{}
 	say := func(w io.Writer, format string, a ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -240,7 +245,41 @@ func runWatch(ctx context.Context, roots []string, wf watchFlags, command string
 		},
 		Build: func(ctx context.Context, within []string) error {
 			start := time.Now()
-			sum, err := watchBuild(ctx, im, roots, within, wf, command, func(e error) {
+			live := roots
+			if built {
+				// What the index holds now decides: a root forgotten
+				// beside the watcher stays forgotten (once every batch put
+				// it back, and a root forgotten because it was gone failed
+				// every rescan); an index removed is built again whole.
+				var gone []string
+				var missing bool
+				live, gone, missing = stillIndexed(g.db, roots)
+				for _, r := range gone {
+					if !forgotten[r] {
+						forgotten[r] = true
+						say(errw, "%s is no longer in the index (forgotten, or the index was replaced): not built again; give it to clipidx build or watch to index it again", shown(r))
+					}
+				}
+				if missing {
+					say(errw, "the index is gone: building it again")
+					live, within = nil, nil
+					for _, r := range roots {
+						if !forgotten[r] {
+							live = append(live, r)
+						}
+					}
+				}
+				if len(live) == 0 {
+					return nil
+				}
+				if within != nil {
+					within = withinRoots(within, live)
+					if len(within) == 0 {
+						return nil
+					}
+				}
+			}
+			sum, err := watchBuild(ctx, im, live, within, wf, command, func(e error) {
 				say(errw, "waiting: %v", e)
 			})
 			line := watchLine{Time: time.Now().UTC().Format(time.RFC3339), Changed: len(within)}
@@ -249,6 +288,9 @@ func runWatch(ctx context.Context, roots []string, wf watchFlags, command string
 			}
 			if err != nil && !errors.Is(err, context.Canceled) {
 				line.Error = err.Error()
+			}
+			if err == nil {
+				built = true // the roots are the index's from now on
 			}
 			if wf.asJSON {
 				mu.Lock()
@@ -390,4 +432,49 @@ func indexEXIF(def bool) bool {
 		return nil
 	})
 	return exif
+}
+
+// stillIndexed splits roots into those the index at db registers now and
+// those it does not (forgotten since, or the index replaced); missing is
+// true when there is no index any more. An index that cannot be read
+// keeps every root: the build says what is wrong.
+func stillIndexed(db string, roots []string) (live, gone []string, missing bool) {
+	r, err := store.OpenReader(db, store.ReaderOptions{})
+	if errors.Is(err, store.ErrNoIndex) {
+		return roots, nil, true
+	}
+	if err != nil {
+		return roots, nil, false
+	}
+	defer r.Close()
+	var have []string
+	if err := r.View(func(s *store.Snapshot) error {
+		var err error
+		have, err = s.Roots()
+		return err
+	}); err != nil {
+		return roots, nil, false
+	}
+	for _, root := range roots {
+		if slices.Contains(have, root) {
+			live = append(live, root)
+		} else {
+			gone = append(gone, root)
+		}
+	}
+	return live, gone, false
+}
+
+// withinRoots keeps the paths that lie within one of roots.
+func withinRoots(paths, roots []string) []string {
+	var out []string
+	for _, p := range paths {
+		for _, r := range roots {
+			if store.Within(p, r) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
