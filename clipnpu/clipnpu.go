@@ -90,12 +90,6 @@ func LoadConfig(dir string) (Config, error) { return hf.LoadConfig(dir) }
 // InspectWeights summarises dir/model.safetensors from its header.
 func InspectWeights(dir string) (WeightsSummary, error) { return hf.InspectWeights(dir) }
 
-// WriteRandom writes a Hugging Face folder of random weights (see
-// hf.WriteRandom).
-func WriteRandom(dir string, cfg Config, seed uint64, dt string, threads int) error {
-	return hf.WriteRandom(dir, cfg, seed, dt, threads)
-}
-
 // Logits returns the CLIP logits [nImg, nTxt] of unnormalised embeddings.
 func Logits(img, txt []float32, nImg, nTxt, dim int, logitScale float32) []float32 {
 	return core.Logits(img, txt, nImg, nTxt, dim, logitScale)

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/clipidx/clipidx/internal/export"
 	"github.com/clipidx/clipidx/store"
@@ -40,7 +45,13 @@ path order, for the tools that take over from clipidx:
 
 OUT must be new or empty. A machine of a split build (build --shard I/N) writes
 its own partition with --partition I --partitions N into a shared folder that
-holds the others' partitions; no existing file is ever overwritten.`,
+holds the others' partitions; no existing file is ever overwritten.
+
+An export that fails (a full disk) or is stopped (Ctrl-C, SIGTERM: exit 130,
+143) removes the files and folders it wrote, so OUT is as it was. What a
+killed export leaves (hidden .NAME.tmp-* files, empty img_emb/, metadata/,
+text_emb/ folders) does not count as OUT's content: the next export removes
+it and says so.`,
 		Example: `  clipidx export --format clip-retrieval /data/emb
   clipidx --db part-3.db export --format clip-retrieval --partition 3 --partitions 8 /shared/emb
   clipidx export --format faiss-flat --under ~/Photos/2024 photos.index`,
@@ -75,24 +86,29 @@ holds the others' partitions; no existing file is ever overwritten.`,
 				return err
 			}
 			defer r.Close()
+			ctx, stop := stopContext(cmd.Context())
+			defer stop()
 			bar := newProgress("exporting", "rows", -1)
 			opts.Progress = func(n int) { bar.set(n) }
 			var res *export.Result
 			err = r.View(func(s *store.Snapshot) error {
 				var err error
 				if format == "faiss-flat" {
-					res, err = export.FaissFlat(s, args[0], opts)
+					res, err = export.FaissFlat(ctx, s, args[0], opts)
 				} else {
-					res, err = export.ClipRetrieval(s, args[0], opts)
+					res, err = export.ClipRetrieval(ctx, s, args[0], opts)
 				}
 				return err
 			})
 			bar.done()
+			if res != nil {
+				noteLeftovers(cmd.ErrOrStderr(), res.Leftovers, "export")
+			}
 			if errors.Is(err, export.ErrNoRows) && under != "" {
 				return fmt.Errorf("%w under %s", err, opts.Under)
 			}
 			if err != nil {
-				return err
+				return exportFailed(ctx, err, res, args[0])
 			}
 			if n := len(res.Skipped); n > 0 {
 				// A note on stderr in either mode: --json lists them too.
@@ -122,4 +138,71 @@ holds the others' partitions; no existing file is ever overwritten.`,
 	f.IntVar(&partitions, "partitions", 0, "the number N of partitions of a split export (one per machine)")
 	f.BoolVar(&asJSON, "json", false, `print {"rows","dim","partitions","bytes","files","text_rows"}`)
 	return c
+}
+
+// exportFailed says what a failed or stopped export left: nothing it
+// wrote is kept (the library removed it, listed in res.Removed).
+func exportFailed(ctx context.Context, err error, res *export.Result, out string) error {
+	kept := fmt.Sprintf("nothing was written to %s", out)
+	if res != nil && len(res.Removed) > 0 {
+		kept = fmt.Sprintf("removed the %d %s this export had written: %s is as it was", len(res.Removed), plural(len(res.Removed), "file or folder", "files and folders"), out)
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return &exitError{code: interruptCode(ctx), err: fmt.Errorf("interrupted: %s", kept)}
+	}
+	if res == nil {
+		return err
+	}
+	return fmt.Errorf("%w\n%s", err, kept)
+}
+
+// noteLeftovers tells on w which leftovers of a killed run of cmd were
+// removed.
+func noteLeftovers(w io.Writer, paths []string, cmd string) {
+	if len(paths) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "note: removed what an interrupted %s had left:\n", cmd)
+	for _, p := range paths {
+		fmt.Fprintf(w, "  %s\n", p)
+	}
+}
+
+// caughtSignal is the cause of a context that stopContext cancelled.
+type caughtSignal struct{ sig os.Signal }
+
+func (c caughtSignal) Error() string { return "interrupted by " + c.sig.String() }
+
+// stopContext is signal.NotifyContext(parent, SIGINT, SIGTERM) whose
+// cause names the signal (see interruptCode). After the first signal the
+// default action is back, so a second one kills at once.
+func stopContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-ch:
+			signal.Stop(ch)
+			cancel(caughtSignal{sig})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(context.Canceled)
+	}
+}
+
+// interruptCode is the exit code of a command stopped through ctx: 128
+// plus the signal's number as shells report it (SIGINT 130, SIGTERM 143),
+// 130 when it was stopped otherwise.
+func interruptCode(ctx context.Context) int {
+	var c caughtSignal
+	if errors.As(context.Cause(ctx), &c) {
+		if s, ok := c.sig.(syscall.Signal); ok {
+			return 128 + int(s)
+		}
+	}
+	return 130
 }

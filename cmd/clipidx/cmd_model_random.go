@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -45,7 +44,12 @@ speed without a download:
 
 No tokenizer or preprocessing files are written, and its embeddings mean
 nothing. DIR must be new or empty. Each tensor is generated as it is
-written, so memory stays near 0.3 GB whatever the model's size.`,
+written, so memory stays near 0.3 GB whatever the model's size.
+
+A run that fails (a full disk) or is stopped (Ctrl-C, SIGTERM: exit 130,
+143) removes what it wrote, and DIR when it created it. What a killed run
+leaves in DIR (a hidden .random-model.tmp-N folder or .model.safetensors.tmpN
+file) does not count as DIR's content: the next run removes it and says so.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cfg clipnpu.Config
@@ -64,15 +68,37 @@ written, so memory stays near 0.3 GB whatever the model's size.`,
 			}
 			dir := args[1]
 			path := filepath.Join(dir, "model.safetensors")
-			if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-				return fmt.Errorf("%s is not empty (it holds %s): choose a new or empty folder, so no model is overwritten", dir, ents[0].Name())
-			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			_, err := os.Stat(dir)
+			existed := err == nil
+			left, others, err := clipnpu.RandomLeftovers(dir)
+			if err != nil {
 				return err
 			}
+			if len(others) > 0 {
+				return fmt.Errorf("%s is not empty (it holds %s): choose a new or empty folder, so no model is overwritten", dir, others[0])
+			}
+			var removed []string
+			for _, name := range left {
+				p := filepath.Join(dir, name)
+				if err := os.RemoveAll(p); err != nil {
+					return fmt.Errorf("remove %s, left by an interrupted model random: %w", p, err)
+				}
+				removed = append(removed, p)
+			}
+			noteLeftovers(cmd.ErrOrStderr(), removed, "model random")
 			cfg.Name = fmt.Sprintf("random-%s-seed%d-%s", args[0], seed, dtype)
+			ctx, stop := stopContext(cmd.Context())
+			defer stop()
 			t0 := time.Now()
-			if err := clipnpu.WriteRandom(dir, cfg, seed, dtype, g.threads); err != nil {
-				return err
+			if err := clipnpu.WriteRandomContext(ctx, dir, cfg, seed, dtype, g.threads); err != nil {
+				kept := "removed the files this run wrote"
+				if !existed {
+					kept = "removed " + dir + ", which this run created"
+				}
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					return &exitError{code: interruptCode(ctx), err: fmt.Errorf("interrupted: %s; nothing of the model is left", kept)}
+				}
+				return fmt.Errorf("%w\nnothing of the model is left: %s", err, kept)
 			}
 			st, err := os.Stat(path)
 			if err != nil {

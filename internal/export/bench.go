@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -79,7 +80,7 @@ func Bench(work string, rows, dim int) (*BenchResult, error) {
 	t0 = time.Now()
 	err = r.View(func(s *store.Snapshot) error {
 		var err error
-		res, err = ClipRetrieval(s, filepath.Join(work, "export"), Options{})
+		res, err = ClipRetrieval(context.Background(), s, filepath.Join(work, "export"), Options{})
 		return err
 	})
 	secs := time.Since(t0).Seconds()

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -24,7 +25,7 @@ func BenchmarkClipRetrieval(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		out := filepath.Join(b.TempDir(), "emb")
 		err := r.View(func(s *store.Snapshot) error {
-			_, err := ClipRetrieval(s, out, Options{})
+			_, err := ClipRetrieval(context.Background(), s, out, Options{})
 			return err
 		})
 		if err != nil {

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,8 +22,9 @@ import (
 const DefaultRowsPerPartition = 1_000_000
 
 var (
-	// ErrNotEmpty is returned when the output folder holds files other
-	// than partitions of the same export.
+	// ErrNotEmpty is returned when the output folder holds anything but
+	// what a killed export left (its temporary files and empty folders)
+	// or, in partition mode, partitions of the same export.
 	ErrNotEmpty = errors.New("output folder is not empty")
 	// ErrNoRows is returned when nothing is indexed (under Options.Under).
 	ErrNoRows = errors.New("no indexed image to export")
@@ -70,6 +72,13 @@ type Result struct {
 	// those whose path holds a line break, which its paths file (one
 	// path a line) cannot hold.
 	Skipped []string `json:"skipped,omitempty"`
+	// Leftovers lists what a killed earlier export had left in the output
+	// (its temporary files and the empty folders it made), removed before
+	// writing.
+	Leftovers []string `json:"leftovers,omitempty"`
+	// Removed lists, when the export fails or is stopped, the files and
+	// folders it had created and removed again (Files is then empty).
+	Removed []string `json:"removed,omitempty"`
 }
 
 // row is one exported file.
@@ -145,8 +154,16 @@ func encodeRow(dst []byte, v []float32, size int) []byte {
 // clip-retrieval's inference does (see the package doc). dir must be
 // absent or empty, except in partition mode (Options.Partitions > 0)
 // where it may hold other partitions of the same export (the same digits,
-// dtype and dimension); no existing file is ever overwritten.
-func ClipRetrieval(s *store.Snapshot, dir string, opts Options) (*Result, error) {
+// dtype and dimension); no existing file is ever overwritten. What a
+// killed export left in dir (temporary files, the empty folders it makes)
+// does not count: it is removed and listed in Result.Leftovers.
+//
+// ctx is checked between blocks of rows. When the export fails or ctx is
+// done, it removes the files and folders it created, so dir is as it was
+// (in partition mode the folders are kept: other machines write there),
+// and returns a Result listing them in Removed with the error (ctx's
+// error when stopped).
+func ClipRetrieval(ctx context.Context, s *store.Snapshot, dir string, opts Options) (*Result, error) {
 	descr, size, err := dtype(opts.DType)
 	if err != nil {
 		return nil, err
@@ -194,30 +211,50 @@ func ClipRetrieval(s *store.Snapshot, dir string, opts Options) (*Result, error)
 		first, count, rpp = opts.Partition, opts.Partitions, len(rows)
 	}
 	digits := len(strconv.Itoa(count))
-	if err := checkFolder(dir, digits, descr, dim, opts.Partitions > 0); err != nil {
+	left, err := checkFolder(dir, digits, descr, dim, opts.Partitions > 0)
+	if err != nil {
 		return nil, err
+	}
+	if err := removeLeftovers(left); err != nil {
+		return nil, err
+	}
+	res.Leftovers = left
+	// made lists the folders this export creates, for undo.
+	var made []string
+	fail := func(err error) (*Result, error) {
+		if opts.Partitions > 0 {
+			made = nil // shared with the other machines' partitions
+		}
+		res.Removed, err = undo(res.Files, made, err)
+		res.Files, res.Partitions, res.Bytes = nil, 0, 0
+		return res, err
 	}
 	subdirs := []string{"img_emb", "metadata"}
 	if res.TextRows > 0 {
 		subdirs = append(subdirs, "text_emb")
 	}
 	for _, sd := range subdirs {
-		if err := os.MkdirAll(filepath.Join(dir, sd), 0o755); err != nil {
-			return nil, err
+		m, err := mkdirAll(filepath.Join(dir, sd))
+		made = append(made, m...)
+		if err != nil {
+			return fail(err)
 		}
 	}
 	done := 0
 	for lo := 0; lo < len(rows); lo += rpp {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
 		p := first + lo/rpp
 		name := fmt.Sprintf("%0*d", digits, p)
 		part := rows[lo:min(lo+rpp, len(rows))]
-		n, files, err := writePartition(s, part, dir, name, descr, size, ms, res.TextRows > 0, opts.NoSync, func(k int) {
+		n, files, err := writePartition(ctx, s, part, dir, name, descr, size, ms, res.TextRows > 0, opts.NoSync, func(k int) {
 			if opts.Progress != nil {
 				opts.Progress(done + k)
 			}
 		})
 		if err != nil {
-			return res, err
+			return fail(err)
 		}
 		done += len(part)
 		res.Bytes += n
@@ -229,23 +266,34 @@ func ClipRetrieval(s *store.Snapshot, dir string, opts Options) (*Result, error)
 
 var partName = regexp.MustCompile(`^(img_emb|text_emb|metadata)_([0-9]+)\.(npy|parquet)$`)
 
-// checkFolder refuses an output folder holding anything but (in partition
-// mode) partitions of the same export: the same number of digits, dtype
-// and dimension.
-func checkFolder(dir string, digits int, descr string, dim int, partitions bool) error {
+// checkFolder refuses an output folder holding anything but what a killed
+// export left, which it returns (see leftovers), or, in partition mode,
+// partitions of the same export: the same number of digits, dtype and
+// dimension. In partition mode a temporary file may be another machine's
+// partition being written: it is neither counted nor removed.
+func checkFolder(dir string, digits int, descr string, dim int, partitions bool) ([]string, error) {
 	top, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
-	}
-	if len(top) == 0 {
-		return nil
+		return nil, err
 	}
 	if !partitions {
-		return fmt.Errorf("%s: %w; export into a new folder (or, for one partition of a split export, pass --partition I --partitions N)", dir, ErrNotEmpty)
+		left, other, err := leftovers(dir, top)
+		if err != nil {
+			return nil, err
+		}
+		if other != "" {
+			return nil, fmt.Errorf("%s: %w (it holds %s); export into a new folder (or, for one partition of a split export, pass --partition I --partitions N)", dir, ErrNotEmpty, other)
+		}
+		return left, nil
 	}
+	return nil, checkPartitions(dir, top, digits, descr, dim)
+}
+
+// checkPartitions is checkFolder in partition mode.
+func checkPartitions(dir string, top []os.DirEntry, digits int, descr string, dim int) error {
 	foreign := func(p, why string) error {
 		return fmt.Errorf("%s: %w: %s %s, not a partition of this export; export into a new folder", dir, ErrNotEmpty, p, why)
 	}
@@ -297,7 +345,7 @@ func sameNPY(path, descr string, dim int) error {
 }
 
 // writePartition writes the three files of one partition, all or none.
-func writePartition(s *store.Snapshot, rows []row, dir, name, descr string, size int, ms *metaSchema, text, noSync bool, progress func(int)) (int64, []string, error) {
+func writePartition(ctx context.Context, s *store.Snapshot, rows []row, dir, name, descr string, size int, ms *metaSchema, text, noSync bool, progress func(int)) (int64, []string, error) {
 	dim := s.Dim()
 	var g group
 	open := func(path string) (*outFile, error) {
@@ -332,7 +380,7 @@ func writePartition(s *store.Snapshot, rows []row, dir, name, descr string, size
 	if txt != nil {
 		txt.Write(hdr)
 	}
-	p := &pipeline{s: s, dim: dim, size: size, text: text, img: img, txt: txt, meta: ms.newWriter(meta), progress: progress}
+	p := &pipeline{ctx: ctx, s: s, dim: dim, size: size, text: text, img: img, txt: txt, meta: ms.newWriter(meta), progress: progress}
 	if err := p.run(rows); err != nil {
 		g.abort()
 		return 0, nil, err
@@ -370,6 +418,7 @@ type block struct {
 // or float32 bytes, and a writer goroutine writes them and the metadata
 // in row order.
 type pipeline struct {
+	ctx       context.Context // checked before each block is read
 	s         *store.Snapshot
 	dim, size int
 	text      bool
@@ -396,6 +445,9 @@ func (p *pipeline) run(rows []row) error {
 	go func() { werr <- p.write(order) }()
 	var err error
 	for lo := 0; lo < len(rows) && err == nil; lo += blockRows {
+		if err = p.ctx.Err(); err != nil {
+			break
+		}
 		b := &block{rows: rows[lo:min(lo+blockRows, len(rows))], done: make(chan struct{})}
 		if err = p.read(b); err != nil {
 			break
@@ -512,8 +564,11 @@ const lineBreaks = "\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029"
 // break cannot be a line of the paths file: it is left out of both, and
 // listed in Result.Skipped. A line break is any that Python's
 // str.splitlines splits at (lineBreaks), since readers of the paths file
-// are mostly Python.
-func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
+// are mostly Python. The temporary files a killed FaissFlat into path left
+// beside it are removed and listed in Result.Leftovers. ctx is checked
+// every 4096 rows; when it is done, or the export fails, neither file is
+// left.
+func FaissFlat(ctx context.Context, s *store.Snapshot, path string, opts Options) (*Result, error) {
 	all, err := collect(s, opts.Under)
 	if err != nil {
 		return nil, err
@@ -531,6 +586,13 @@ func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
 		return nil, ErrNoRows
 	}
 	dim := s.Dim()
+	left, err := faissLeftovers(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := removeLeftovers(left); err != nil {
+		return nil, err
+	}
 	var g group
 	ix, err := createOut(path)
 	if err != nil {
@@ -550,6 +612,12 @@ func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
 	vec := make([]float32, dim)
 	buf := make([]byte, 0, 4*dim)
 	for i, r := range rows {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				g.abort()
+				return nil, err
+			}
+		}
 		if !s.VectorInto(r.file.Vec, vec) {
 			g.abort()
 			return nil, fmt.Errorf("the vector of %s is missing from the index (run clipidx status --check)", r.path)
@@ -565,5 +633,5 @@ func FaissFlat(s *store.Snapshot, path string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Rows: len(rows), Dim: dim, Partitions: 1, Bytes: n, Files: []string{path, path + ".paths"}, Skipped: skipped}, nil
+	return &Result{Rows: len(rows), Dim: dim, Partitions: 1, Bytes: n, Files: []string{path, path + ".paths"}, Skipped: skipped, Leftovers: left}, nil
 }

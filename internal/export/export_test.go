@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -226,7 +227,7 @@ func TestClipRetrievalReadBack(t *testing.T) {
 	texts := map[string][]float32{}
 	view(t, db, func(s *store.Snapshot) error {
 		var err error
-		res, err = ClipRetrieval(s, out, Options{RowsPerPartition: 7})
+		res, err = ClipRetrieval(context.Background(), s, out, Options{RowsPerPartition: 7})
 		for _, p := range paths {
 			f, _, _ := s.File(p)
 			vecs[p] = s.Vector(f.Vec)
@@ -376,7 +377,7 @@ func TestF32Export(t *testing.T) {
 	db, paths := fixture(t, 2)
 	out := filepath.Join(t.TempDir(), "emb")
 	view(t, db, func(s *store.Snapshot) error {
-		res, err := ClipRetrieval(s, out, Options{DType: "f32"})
+		res, err := ClipRetrieval(context.Background(), s, out, Options{DType: "f32"})
 		if err != nil {
 			return err
 		}
@@ -414,7 +415,7 @@ func TestFolderRules(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "emb")
 	exp := func(db string, o Options) error {
 		var err error
-		view(t, db, func(s *store.Snapshot) error { _, err = ClipRetrieval(s, out, o); return nil })
+		view(t, db, func(s *store.Snapshot) error { _, err = ClipRetrieval(context.Background(), s, out, o); return nil })
 		return err
 	}
 	if err := exp(dbA, Options{Partition: 0, Partitions: 3}); err != nil {
@@ -471,7 +472,7 @@ func TestFaissFlat(t *testing.T) {
 	q := randVec(r)
 	var want []search.Result
 	view(t, db, func(s *store.Snapshot) error {
-		if _, err := FaissFlat(s, out, Options{}); err != nil {
+		if _, err := FaissFlat(context.Background(), s, out, Options{}); err != nil {
 			return err
 		}
 		var err error
@@ -520,7 +521,10 @@ print(json.dumps({"type": type(ix).__name__, "d": ix.d, "ntotal": ix.ntotal, "me
 	if _, err := func() (*Result, error) {
 		var res *Result
 		var err error
-		view(t, db, func(s *store.Snapshot) error { res, err = FaissFlat(s, out, Options{}); return nil })
+		view(t, db, func(s *store.Snapshot) error {
+			res, err = FaissFlat(context.Background(), s, out, Options{})
+			return nil
+		})
 		return res, err
 	}(); !errors.Is(err, ErrExists) {
 		t.Errorf("second export to %s: %v, want ErrExists", out, err)
@@ -545,7 +549,7 @@ func TestUnder(t *testing.T) {
 				}
 			}
 		}
-		if _, err := ClipRetrieval(s, filepath.Join(t.TempDir(), "e"), Options{Under: "/nothing"}); !errors.Is(err, ErrNoRows) {
+		if _, err := ClipRetrieval(context.Background(), s, filepath.Join(t.TempDir(), "e"), Options{Under: "/nothing"}); !errors.Is(err, ErrNoRows) {
 			t.Errorf("under a folder without files: %v, want ErrNoRows", err)
 		}
 		return nil
@@ -598,7 +602,7 @@ func TestFaissFlatLineBreak(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "knn.index")
 	var res *Result
 	view(t, db, func(s *store.Snapshot) error {
-		res, err = FaissFlat(s, out, Options{})
+		res, err = FaissFlat(context.Background(), s, out, Options{})
 		return err
 	})
 	if err != nil {

@@ -57,8 +57,12 @@ func createTemp(dir, prefix string) (*os.File, error) {
 
 type countWriter struct{ o *outFile }
 
+// writeFile writes to an output's temporary file; a variable so that tests
+// can make a write fail as on a full disk.
+var writeFile = (*os.File).Write
+
 func (c countWriter) Write(p []byte) (int, error) {
-	n, err := c.o.f.Write(p)
+	n, err := writeFile(c.o.f, p)
 	c.o.n += int64(n)
 	return n, err
 }
@@ -105,8 +109,8 @@ func (g group) abort() {
 	}
 }
 
-// commit finishes every file, then publishes them; a failure removes the
-// files this group published already.
+// commit finishes every file, then publishes them and syncs their
+// folders; a failure removes the files this group published already.
 func (g group) commit(noSync bool) (int64, error) {
 	var bytes int64
 	for _, o := range g {
@@ -129,6 +133,9 @@ func (g group) commit(noSync bool) (int64, error) {
 	}
 	if !noSync {
 		if err := g.syncFolders(); err != nil {
+			for _, o := range g {
+				os.Remove(o.final)
+			}
 			return 0, err
 		}
 	}

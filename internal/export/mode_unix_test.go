@@ -3,6 +3,7 @@
 package export
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,12 +27,12 @@ func TestExportFileMode(t *testing.T) {
 		dir := t.TempDir()
 		var files []string
 		view(t, db, func(s *store.Snapshot) error {
-			res, err := ClipRetrieval(s, filepath.Join(dir, "cr"), Options{NoSync: true})
+			res, err := ClipRetrieval(context.Background(), s, filepath.Join(dir, "cr"), Options{NoSync: true})
 			if err != nil {
 				return err
 			}
 			files = append(files, res.Files...)
-			res, err = FaissFlat(s, filepath.Join(dir, "knn.index"), Options{NoSync: true})
+			res, err = FaissFlat(context.Background(), s, filepath.Join(dir, "knn.index"), Options{NoSync: true})
 			if err != nil {
 				return err
 			}
@@ -68,7 +69,7 @@ func TestExportSyncsFolders(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "cr")
 	view(t, db, func(s *store.Snapshot) error {
-		_, err := ClipRetrieval(s, out, Options{})
+		_, err := ClipRetrieval(context.Background(), s, out, Options{})
 		return err
 	})
 	for _, d := range []string{out, filepath.Join(out, "img_emb"), filepath.Join(out, "metadata"), filepath.Join(out, "text_emb")} {
@@ -78,7 +79,7 @@ func TestExportSyncsFolders(t *testing.T) {
 	}
 	synced = nil
 	view(t, db, func(s *store.Snapshot) error {
-		_, err := FaissFlat(s, filepath.Join(out, "knn.index"), Options{NoSync: true})
+		_, err := FaissFlat(context.Background(), s, filepath.Join(out, "knn.index"), Options{NoSync: true})
 		return err
 	})
 	if len(synced) != 0 {

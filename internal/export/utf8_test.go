@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"math/rand/v2"
 	"os"
@@ -37,7 +38,10 @@ func TestParquetPathsNotUTF8(t *testing.T) {
 	}
 	w.Close()
 	out := filepath.Join(t.TempDir(), "emb")
-	view(t, db, func(s *store.Snapshot) error { _, err := ClipRetrieval(s, out, Options{}); return err })
+	view(t, db, func(s *store.Snapshot) error {
+		_, err := ClipRetrieval(context.Background(), s, out, Options{})
+		return err
+	})
 	f, err := os.Open(filepath.Join(out, "metadata", "metadata_0.parquet"))
 	if err != nil {
 		t.Fatal(err)
