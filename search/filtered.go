@@ -118,7 +118,10 @@ func searchFiltered(s *store.Snapshot, chunks []store.Chunk, q []float32, k int,
 		return nil, err
 	}
 	if depth > 0 {
-		cands, drop := scan(chunks, q, depth, window, opts.Exact, under, opts.Threads)
+		cands, drop, err := scan(chunks, q, depth, window, opts.Exact, under, opts.Threads)
+		if err != nil {
+			return nil, err
+		}
 		matched, ok, err := r.walk(cands, drop, k, window)
 		if err != nil {
 			return nil, err
@@ -135,7 +138,10 @@ func searchFiltered(s *store.Snapshot, chunks []store.Chunk, q []float32, k int,
 	if err != nil {
 		return nil, err
 	}
-	cands, _ := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
+	cands, _, err := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
+	if err != nil {
+		return nil, err
+	}
 	cands = rerank(chunks, q, cands, k, window, opts.Exact, opts.damaged(s))
 	if fromColumn {
 		// The column kept the vectors; their matching paths come from the

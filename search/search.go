@@ -80,7 +80,10 @@ func better(a, b cand) bool {
 
 // Search returns the files whose vectors are most similar to q (normalised
 // here), best first: at most opts.K paths. Files sharing one vector
-// (duplicates) are listed together with the same score.
+// (duplicates) are listed together with the same score. A file cut short
+// or rewritten in place under s fails it with an error matching
+// store.ErrFault (s's View guards the reads on its goroutine, scan those
+// of its workers).
 func Search(s *store.Snapshot, q []float32, opts Options) ([]Result, error) {
 	if !opts.Frames {
 		return searchVideos(s, q, opts) // group.go
@@ -120,7 +123,10 @@ func searchFiles(s *store.Snapshot, q []float32, opts Options) ([]Result, error)
 	if !opts.Filter.IsZero() {
 		return searchFiltered(s, chunks, q, k, window, allow, opts)
 	}
-	cands, _ := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
+	cands, _, err := scan(chunks, q, k, window, opts.Exact, allow, opts.Threads)
+	if err != nil {
+		return nil, err
+	}
 	cands = rerank(chunks, q, cands, k, window, opts.Exact, opts.damaged(s))
 	out := list(cands, k, opts.Threshold, func(id store.VecID) []string {
 		var ps []string
@@ -295,84 +301,32 @@ func unpack(dst []float32, c store.Chunk, slot, dim int) {
 // top k plus every slot within window of a worker's k-th best at the time,
 // and drop: every slot left out scored at most drop (-Inf when none was).
 // A chunk where few slots are allowed has only those rows read.
-func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, allow bitset, threads int) ([]cand, float32) {
+//
+// The workers read the mapped file on goroutines of their own, which the
+// View's guard does not cover: each runs under store.Guard, so that a file
+// cut short or rewritten in place under the snapshot makes the search fail
+// (store.ErrFault) instead of the process (SIGBUS).
+func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, allow bitset, threads int) ([]cand, float32, error) {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
 	threads = min(threads, max(1, len(chunks)))
-	dim := len(q)
 	var next atomic.Int64
 	results := make([][]cand, threads)
 	drops := make([]float32, threads)
+	errs := make([]error, threads)
 	var wg sync.WaitGroup
 	hq := newHiQuery(q) // read only, shared by the workers
 	for w := range threads {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := topk{k: k, window: window}
-			buf := make([]float32, dim)
-			scores := make([]float32, store.ChunkSlots)
-			rows := make([]int, 0, store.ChunkSlots)
-			for {
-				ci := int(next.Add(1) - 1)
-				if ci >= len(chunks) {
-					break
-				}
-				c := chunks[ci]
-				if !exact && allow != nil {
-					if rows := sparseRows(c, allow, rows[:0]); rows != nil {
-						for _, slot := range rows {
-							hq.scoreRows(c.Hi[slot*dim*2:(slot+1)*dim*2], scores[:1])
-							if sc := scores[0]; sc >= t.floor() {
-								t.push(cand{id: c.First + store.VecID(slot), score: sc, chunk: ci, slot: slot})
-							}
-						}
-						continue
-					}
-				}
-				if !exact {
-					// Every slot in one call: the kernel streams the
-					// chunk's rows four at a time (dead slots too: a
-					// chunk is rarely sparse, and skipping would break
-					// the stream).
-					hq.scoreRows(c.Hi, scores)
-					// Scores under the floor are what push would drop:
-					// skipping them first keeps this loop off the core
-					// that should be streaming (with every slot through
-					// push it took 8% of a 1M x 1024 search's CPU time
-					// on Intel Xeon (Emerald Rapids, family 6 model
-					// 0xcf), 2 vCPUs). The floor only rises, so one
-					// taken per chunk is safe.
-					floor := t.floor()
-					for slot, sc := range scores {
-						if sc < floor || !c.Live(slot) {
-							continue
-						}
-						id := c.First + store.VecID(slot)
-						if allow != nil && !allow.has(uint64(id)) {
-							continue
-						}
-						t.push(cand{id: id, score: sc, chunk: ci, slot: slot})
-					}
-					continue
-				}
-				for slot := range store.ChunkSlots {
-					if !c.Live(slot) {
-						continue
-					}
-					id := c.First + store.VecID(slot)
-					if allow != nil && !allow.has(uint64(id)) {
-						continue
-					}
-					unpack(buf, c, slot, dim)
-					t.push(cand{id: id, score: dot32(q, buf), chunk: ci, slot: slot})
-				}
-			}
-			results[w] = t.all()
-			drops[w] = float32(math.Inf(-1))
-			if len(t.heap) == t.k {
-				drops[w] = t.heap[0].score - t.window
+			errs[w] = store.Guard(func() error {
+				results[w], drops[w] = scanChunks(chunks, &next, q, hq, k, window, exact, allow)
+				return nil
+			})
+			if errs[w] != nil {
+				next.Store(int64(len(chunks))) // the others stop at their next chunk
 			}
 		}()
 	}
@@ -380,10 +334,81 @@ func scan(chunks []store.Chunk, q []float32, k int, window float32, exact bool, 
 	var out []cand
 	drop := float32(math.Inf(-1))
 	for w, r := range results {
+		if errs[w] != nil {
+			return nil, 0, errs[w]
+		}
 		out = append(out, r...)
 		drop = max(drop, drops[w])
 	}
-	return out, drop
+	return out, drop, nil
+}
+
+// scanChunks is one scan worker: it scores the chunks it takes (next)
+// until none is left and returns its top k and near misses, and its drop.
+func scanChunks(chunks []store.Chunk, next *atomic.Int64, q []float32, hq *hiQuery, k int, window float32, exact bool, allow bitset) ([]cand, float32) {
+	dim := len(q)
+	t := topk{k: k, window: window}
+	buf := make([]float32, dim)
+	scores := make([]float32, store.ChunkSlots)
+	rows := make([]int, 0, store.ChunkSlots)
+	for {
+		ci := int(next.Add(1) - 1)
+		if ci >= len(chunks) {
+			break
+		}
+		c := chunks[ci]
+		if !exact && allow != nil {
+			if rows := sparseRows(c, allow, rows[:0]); rows != nil {
+				for _, slot := range rows {
+					hq.scoreRows(c.Hi[slot*dim*2:(slot+1)*dim*2], scores[:1])
+					if sc := scores[0]; sc >= t.floor() {
+						t.push(cand{id: c.First + store.VecID(slot), score: sc, chunk: ci, slot: slot})
+					}
+				}
+				continue
+			}
+		}
+		if !exact {
+			// Every slot in one call: the kernel streams the chunk's rows
+			// four at a time (dead slots too: a chunk is rarely sparse,
+			// and skipping would break the stream).
+			hq.scoreRows(c.Hi, scores)
+			// Scores under the floor are what push would drop: skipping
+			// them first keeps this loop off the core that should be
+			// streaming (with every slot through push it took 8% of a
+			// 1M x 1024 search's CPU time on Intel Xeon (Emerald Rapids,
+			// family 6 model 0xcf), 2 vCPUs). The floor only rises, so
+			// one taken per chunk is safe.
+			floor := t.floor()
+			for slot, sc := range scores {
+				if sc < floor || !c.Live(slot) {
+					continue
+				}
+				id := c.First + store.VecID(slot)
+				if allow != nil && !allow.has(uint64(id)) {
+					continue
+				}
+				t.push(cand{id: id, score: sc, chunk: ci, slot: slot})
+			}
+			continue
+		}
+		for slot := range store.ChunkSlots {
+			if !c.Live(slot) {
+				continue
+			}
+			id := c.First + store.VecID(slot)
+			if allow != nil && !allow.has(uint64(id)) {
+				continue
+			}
+			unpack(buf, c, slot, dim)
+			t.push(cand{id: id, score: dot32(q, buf), chunk: ci, slot: slot})
+		}
+	}
+	drop := float32(math.Inf(-1))
+	if len(t.heap) == t.k {
+		drop = t.heap[0].score - t.window
+	}
+	return t.all(), drop
 }
 
 // sparseRows returns the live, allowed slots of c when they are under an

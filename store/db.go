@@ -202,9 +202,12 @@ func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	adviseReader(db, path)
 	r := &Reader{db: db, path: path}
-	if err := guard(func() error { return db.View(func(tx *bolt.Tx) error { _, err := readMeta(tx); return err }) }); err != nil {
+	// adviseReader reads the map too (bbolt's Info): under the guard.
+	if err := guard(func() error {
+		adviseReader(db, path)
+		return db.View(func(tx *bolt.Tx) error { _, err := readMeta(tx); return err })
+	}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

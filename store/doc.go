@@ -80,7 +80,10 @@
 // garbage offsets. Before bbolt opens a file, validateFile reads its meta
 // pages, checks the file covers the high-water mark and that the free list
 // names pages below it, each once; guard turns bbolt's panics and memory
-// faults on the calling goroutine into ErrCorrupt; Check walks the page
+// faults on the calling goroutine into ErrCorrupt (ErrFault for a fault:
+// the file cut or rewritten in place under a reader), and Guard does the
+// same for a goroutine a reader starts itself (search's scan workers);
+// Check walks the page
 // structure from the file with pread before the records. A Writer with
 // Reindex moves a file failing any of these aside (path.corrupt-TIME).
 package store

@@ -129,6 +129,11 @@ func fail(w http.ResponseWriter, err error) {
 		// The index is for another model than the server's: a conflict
 		// between the two, not a failure of the server.
 		httpError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, store.ErrFault):
+		// The index was rewritten in place under the read: the next
+		// read sees the new file.
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusServiceUnavailable, err.Error())
 	case errors.Is(err, store.ErrNoIndex):
 		// No index yet (removed, or the first build still running): the
 		// server is up, the index is not there yet.
