@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,33 @@ type MergeSummary struct {
 // mergeCommit is the number of records merged per transaction.
 const mergeCommit = 4096
 
+// MergeOptions are the options of MergeContext; the zero value works.
+type MergeOptions struct {
+	WriterOptions
+	// Progress, when set, is called after each commit of records.
+	Progress func(MergeProgress)
+	// OnLeftover, when set, hears of each copy of out that an earlier
+	// merge, killed before it could remove it, left beside out (see
+	// MergeContext), once it is removed or could not be.
+	OnLeftover func(Leftover)
+}
+
+// MergeProgress is how far a merge got.
+type MergeProgress struct {
+	Done  int // records read from the inputs and committed
+	Total int // records the inputs hold
+}
+
+// Leftover is a copy of out that a merge killed part-way (SIGKILL, a
+// crash) left beside out.
+type Leftover struct {
+	Path string
+	Size int64 // bytes freed (0 when Err is set)
+	// Err is why the copy could not be removed; Path is out's folder
+	// when the folder could not be listed.
+	Err error
+}
+
 // Merge joins the indexes ins into the index at out (created if needed)
 // without running a model: vectors are copied bit for bit, shared by
 // content hash as in a build, with their sample metadata and shard
@@ -50,7 +78,23 @@ const mergeCommit = 4096
 // on its disk and one read and write of out. A symbolic link named out
 // is followed (the file it leads to is replaced); another hard link to
 // out keeps the old file.
+//
+// Merge is MergeContext without cancellation or hooks.
 func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
+	return MergeContext(context.Background(), out, ins, MergeOptions{WriterOptions: opts})
+}
+
+// MergeContext is Merge, stopped when ctx is done: it looks at ctx
+// between commits (every mergeCommit records), during the copy of out
+// and last before the rename, and then returns an error wrapping
+// ctx.Err(), out as it was and its copy removed. Once out's build lock is
+// held, and before out is copied, it removes the copies of out that
+// merges killed part-way (a process killed with SIGKILL cannot remove
+// its own) left beside out, telling opts.OnLeftover: only files named as
+// a merge names its copy, which no running merge can be using while the
+// lock is held. Where the build lock does not keep other processes out
+// (a system without flock), none is removed.
+func MergeContext(ctx context.Context, out string, ins []string, opts MergeOptions) (MergeSummary, error) {
 	sum := MergeSummary{Inputs: len(ins)}
 	if len(ins) == 0 {
 		return sum, fmt.Errorf("%w: no input index", ErrMergeInput)
@@ -62,6 +106,7 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 	var roots, mounts []string
 	var offline []Offline
 	complete := true
+	prog := MergeProgress{}
 	for i, in := range ins {
 		r, err := OpenReader(in, ReaderOptions{Timeout: opts.Timeout})
 		if err != nil {
@@ -76,6 +121,7 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 				return err
 			}
 			lb = st.LastBuild
+			prog.Total += st.Images + st.Failed
 			rs, err := s.Roots()
 			if err != nil {
 				return err
@@ -106,7 +152,7 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 			complete = false
 		}
 	}
-	err := replaceIndex(out, ref, opts, func(w *Writer) error {
+	err := replaceIndex(ctx, out, ref, opts.WriterOptions, opts.OnLeftover, func(w *Writer) error {
 		// Every folder of every input stays servable, as do out's own.
 		if err := w.update(func(tx *bolt.Tx) error {
 			if err := addRoots(tx, roots); err != nil {
@@ -128,9 +174,12 @@ func Merge(out string, ins []string, opts WriterOptions) (MergeSummary, error) {
 			return err
 		}
 		for _, in := range ins {
-			if err := w.mergeOne(in, &sum); err != nil {
+			if err := w.mergeOne(ctx, in, &sum, &prog, opts.Progress); err != nil {
 				return fmt.Errorf("merge %s into %s: %w", in, out, err)
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		// Vectors of records replaced by a winner lost their last file.
 		if _, err := w.GC(); err != nil {
@@ -205,8 +254,9 @@ type mergeRec struct {
 }
 
 // mergeOne copies every record of the index in into w, mergeCommit records
-// a transaction.
-func (w *Writer) mergeOne(in string, sum *MergeSummary) error {
+// a transaction, counting them in prog (told to progress, when set); it
+// stops before a commit once ctx is done.
+func (w *Writer) mergeOne(ctx context.Context, in string, sum *MergeSummary, prog *MergeProgress, progress func(MergeProgress)) error {
 	r, err := OpenReader(in, ReaderOptions{Timeout: w.opts.Timeout})
 	if err != nil {
 		return err
@@ -218,6 +268,9 @@ func (w *Writer) mergeOne(in string, sum *MergeSummary) error {
 			if len(recs) == 0 {
 				return nil
 			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			err := w.update(func(tx *bolt.Tx) error {
 				t := newWtx(tx, w.id.Dim)
 				for _, rec := range recs {
@@ -227,8 +280,15 @@ func (w *Writer) mergeOne(in string, sum *MergeSummary) error {
 				}
 				return t.flush()
 			})
+			if err != nil {
+				return err
+			}
+			prog.Done += len(recs)
 			recs = recs[:0]
-			return err
+			if progress != nil {
+				progress(*prog)
+			}
+			return nil
 		}
 		samples := s.tx.Bucket(bSamples)
 		err := s.Files("", func(p string, f File) error {
@@ -262,6 +322,9 @@ func (w *Writer) mergeOne(in string, sum *MergeSummary) error {
 			return err
 		}
 		if err := flush(); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		return w.mergeShards(s)

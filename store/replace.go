@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -17,9 +20,12 @@ import (
 // replaceIndex runs fn on a Writer of a copy of the index at out, made
 // beside it, and renames the copy over out once fn succeeded and the copy
 // is on disk. It holds out's build lock from before the copy to after the
-// rename, so no build writes out meanwhile. On any failure the copy is
-// removed and out is left as it was.
-func replaceIndex(out string, id Identity, opts WriterOptions, fn func(w *Writer) error) (err error) {
+// rename, so no build writes out meanwhile. On any failure, ctx done
+// included (looked at during the copy and before the rename), the copy is
+// removed and out is left as it was. Before the copy it removes the
+// copies that killed merges left, telling onLeftover (see
+// removeLeftovers).
+func replaceIndex(ctx context.Context, out string, id Identity, opts WriterOptions, onLeftover func(Leftover), fn func(w *Writer) error) (err error) {
 	target, err := resolveLink(out)
 	if err != nil {
 		return err
@@ -43,13 +49,23 @@ func replaceIndex(out string, id Identity, opts WriterOptions, fn func(w *Writer
 		}
 		defer unlockFile(lock)
 	}
-	tmp, err := copyBeside(target, opts.Timeout)
+	// Every merge into target holds target's lock (out's, or both), so
+	// no copy of target is in use now.
+	for _, l := range removeLeftovers(target) {
+		if onLeftover != nil {
+			onLeftover(l)
+		}
+	}
+	tmp, err := copyBeside(ctx, target, opts.Timeout)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if err != nil {
-			os.Remove(tmp)
+		if err == nil {
+			return
+		}
+		if rerr := os.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr) // an *fs.PathError naming the copy
 		}
 	}()
 	w := &Writer{path: tmp, id: id, opts: opts}
@@ -63,6 +79,10 @@ func replaceIndex(out string, id Identity, opts WriterOptions, fn func(w *Writer
 		if err := syncPath(tmp); err != nil {
 			return fmt.Errorf("write %s: %w", tmp, err)
 		}
+	}
+	// The last point where stopping leaves out as it was.
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if err := os.Rename(tmp, target); err != nil {
 		return err
@@ -99,8 +119,9 @@ func resolveLink(path string) (string, error) {
 // copyBeside copies the index at path (holding its shared lock, as a
 // reader does) into a new file in its folder with its mode, and returns
 // the copy's name. When path does not exist, the new file is empty, with
-// the mode a new index gets.
-func copyBeside(path string, timeout time.Duration) (_ string, err error) {
+// the mode a new index gets. It stops with ctx.Err() (and removes the
+// new file) once ctx is done.
+func copyBeside(ctx context.Context, path string, timeout time.Duration) (_ string, err error) {
 	src, err := os.Open(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", err
@@ -139,23 +160,109 @@ func copyBeside(path string, timeout time.Duration) (_ string, err error) {
 	if err := lockShared(src, timeout); err != nil {
 		return "", fmt.Errorf("copy %s: %w", path, err)
 	}
-	if _, err := io.Copy(dst, src); err != nil {
-		return "", fmt.Errorf("copy %s: %w", path, err)
+	// In chunks, to look at ctx between them; io.CopyN keeps the
+	// kernel's file-to-file copy (copy_file_range) where there is one.
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		n, err := io.CopyN(dst, src, copyChunk)
+		if err != nil && err != io.EOF {
+			return "", fmt.Errorf("copy %s: %w", path, err)
+		}
+		if n < copyChunk {
+			return dst.Name(), nil
+		}
 	}
-	return dst.Name(), nil
 }
+
+// copyChunk is how many bytes copyBeside copies between looks at its
+// context: a fraction of a second on a disk.
+const copyChunk = 64 << 20
 
 // createBeside creates a new file named after path and a random number,
 // in path's folder (so that renaming it over path is atomic).
 func createBeside(path string, mode fs.FileMode) (*os.File, error) {
 	for try := 0; ; try++ {
-		name := path + ".merge-" + strconv.FormatUint(rand.Uint64(), 36)
+		name := path + mergeInfix + strconv.FormatUint(rand.Uint64(), 36)
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode)
 		if errors.Is(err, fs.ErrExist) && try < 100 {
 			continue
 		}
 		return f, err
 	}
+}
+
+// mergeInfix joins an index's name and the random number (base 36 of a
+// uint64) that name its copy (createBeside, isMergeCopy).
+const mergeInfix = ".merge-"
+
+// isMergeCopy reports whether name is one createBeside gives a copy of
+// the index named base (in the same folder), or the commit gate of one
+// (name + ".gate", see enterGate).
+func isMergeCopy(base, name string) bool {
+	num, ok := strings.CutPrefix(name, base+mergeInfix)
+	if !ok {
+		return false
+	}
+	num = strings.TrimSuffix(num, ".gate")
+	if num == "" || strings.Trim(num, "0123456789abcdefghijklmnopqrstuvwxyz") != "" {
+		return false
+	}
+	_, err := strconv.ParseUint(num, 36, 64)
+	return err == nil
+}
+
+// flockExcludes is whether lockFile keeps other processes out: it does
+// with flock (lock_unix.go), not where lock_other.go only creates the file.
+var flockExcludes = !slices.Contains([]string{"windows", "plan9", "js", "wasip1"}, runtime.GOOS)
+
+// removeLeftovers removes, from target's folder, the copies of target
+// (and their commit gates) that merges killed part-way left, and returns
+// what it found: each removed copy and its size (not the gates), or why
+// one stayed. A merge removes its copy whenever it returns, so one is
+// left only by a process that was killed (SIGKILL, a power cut). The
+// caller holds target's build lock, which a merge into target holds as
+// long as its copy lives, so a copy found now is nobody's. A name that
+// has a lock file beside it was used as an index of its own and is kept,
+// as is anything but a regular file. Where the lock does not keep other
+// processes out, nothing is removed.
+func removeLeftovers(target string) []Leftover {
+	if !flockExcludes {
+		return nil
+	}
+	dir, base := filepath.Split(target)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return []Leftover{{Path: dir, Err: fmt.Errorf("could not look for copies left by interrupted merges: %w", err)}}
+	}
+	var found []Leftover
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isMergeCopy(base, e.Name()) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if _, err := os.Lstat(strings.TrimSuffix(p, ".gate") + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = os.Remove(p)
+		}
+		switch {
+		case err != nil:
+			found = append(found, Leftover{Path: p, Err: fmt.Errorf("could not remove a copy left by an interrupted merge (delete it by hand): %w", err)})
+		case !strings.HasSuffix(p, ".gate"): // a gate is empty: not worth a word
+			found = append(found, Leftover{Path: p, Size: fi.Size()})
+		}
+	}
+	return found
 }
 
 // syncPath fsyncs the file at path.
