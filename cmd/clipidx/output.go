@@ -108,9 +108,9 @@ func waitForLock(cmd *cobra.Command, noWait bool, fn func() error) error {
 			fmt.Fprintf(cmd.ErrOrStderr(), "waiting: %v (Ctrl-C to stop; --no-wait fails at once)\n", err)
 			told = true
 		}
-		// Signals are caught only while waiting: Ctrl-C during fn ends
-		// the process as usual (fn's writes are one transaction, or a
-		// copy renamed into place).
+		// Signals are caught here only while waiting: during fn, the
+		// command's own handling applies (forget's writes are one
+		// transaction; merge stops and removes its copy).
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		select {
 		case <-ctx.Done():
