@@ -52,30 +52,6 @@ func writeMergeIndex(t *testing.T, path, root string, n int) {
 	}
 }
 
-// useGoCache has go build use the usual build cache: TestMain points
-// XDG_CACHE_HOME, and with it the default GOCACHE, at an empty folder,
-// where building the binary costs minutes instead of seconds.
-func useGoCache(t *testing.T) {
-	t.Helper()
-	if os.Getenv("GOCACHE") != "" {
-		return
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
-			env = append(env, kv)
-		}
-	}
-	cmd := exec.Command("go", "env", "GOCACHE")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if dir := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(dir) {
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			t.Setenv("GOCACHE", dir)
-		}
-	}
-}
-
 // lockedBuffer is a bytes.Buffer a process writes while the test reads.
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -210,7 +186,6 @@ func (m *runningMerge) wait(t *testing.T) int {
 // for byte as it was, no copy left. The copy a merge killed with SIGKILL
 // leaves is removed by the next merge into OUT, which says so.
 func TestMergeInterruptEndToEnd(t *testing.T) {
-	useGoCache(t)
 	bin := e2eBinary(t)
 	dir := t.TempDir()
 	big, out := filepath.Join(dir, "big.db"), filepath.Join(dir, "out.db")
