@@ -77,7 +77,7 @@ func TestImportGraph(t *testing.T) {
 	if len(src) < 8 {
 		t.Fatalf("found only %d packages; is the test running at the repository root?", len(src))
 	}
-	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/core", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss", "internal/termimg", "internal/mmap", "internal/video", "internal/geo", "internal/userdir"}
+	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/core", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss", "internal/termimg", "internal/mmap", "internal/video", "internal/geo", "internal/userdir", "internal/madedirs"}
 	// The model runtime, split by what has run: who each part may import
 	// inside clipnpu. The root (the face) imports them all.
 	runtime := map[string][]string{

@@ -41,7 +41,8 @@
 //     internal/geo, the embedded place table (GPS → city, region, country),
 //     is a leaf that index uses at build time.
 //     internal/userdir, which names the user's cache and data folders (XDG),
-//     is a leaf.
+//     and internal/madedirs, which makes folders and remembers which, are
+//     leaves.
 //   - clipnpu's runtime packages take a model folder, token ids and pixel
 //     tensors, never paths of images or strings of text: core is a leaf; hf
 //     (the loader) imports only core; cpu imports core and internal/gemm, never the NPU

@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"github.com/clipidx/clipidx/clipnpu/hf"
+	"github.com/clipidx/clipidx/internal/madedirs"
 )
 
 // NewRandom builds a model of cfg's shape with seeded random weights held in
@@ -68,7 +69,7 @@ func WriteRandomContext(ctx context.Context, dir string, cfg Config, seed uint64
 	if _, err := hf.RandomDtype(cfg, dt); err != nil {
 		return err
 	}
-	made, err := mkdirAll(dir)
+	made, err := madedirs.MkdirAll(dir)
 	if err != nil {
 		removeMade(made)
 		return err
@@ -154,35 +155,6 @@ func removeStage(stage string) error {
 		}
 	}
 	return fmt.Errorf("could not remove %s, written by this run: %w", stage, err)
-}
-
-// mkdirAll creates dir and its missing parents like os.MkdirAll, and
-// returns the folders it created, outermost first.
-func mkdirAll(dir string) ([]string, error) {
-	var missing []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	var made []string
-	for i := len(missing) - 1; i >= 0; i-- {
-		err := os.Mkdir(missing[i], 0o755)
-		if errors.Is(err, fs.ErrExist) {
-			continue // made meanwhile by another process: not ours to remove
-		}
-		if err != nil {
-			return made, err
-		}
-		made = append(made, missing[i])
-	}
-	return made, nil
 }
 
 // removeMade removes the folders mkdirAll made, innermost first.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/clipidx/clipidx/internal/madedirs"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -234,7 +235,7 @@ func ClipRetrieval(ctx context.Context, s *store.Snapshot, dir string, opts Opti
 		subdirs = append(subdirs, "text_emb")
 	}
 	for _, sd := range subdirs {
-		m, err := mkdirAll(filepath.Join(dir, sd))
+		m, err := madedirs.MkdirAll(filepath.Join(dir, sd))
 		made = append(made, m...)
 		if err != nil {
 			return fail(err)

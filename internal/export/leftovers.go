@@ -81,35 +81,6 @@ func faissLeftovers(path string) ([]string, error) {
 	return left, nil
 }
 
-// mkdirAll creates dir and its missing parents like os.MkdirAll, and
-// returns the folders it created, outermost first.
-func mkdirAll(dir string) ([]string, error) {
-	var missing []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	var made []string
-	for i := len(missing) - 1; i >= 0; i-- {
-		err := os.Mkdir(missing[i], 0o755)
-		if errors.Is(err, fs.ErrExist) {
-			continue // made meanwhile by another process: not ours to remove
-		}
-		if err != nil {
-			return made, err
-		}
-		made = append(made, missing[i])
-	}
-	return made, nil
-}
-
 // undo removes the files an export published and then the folders it
 // created (innermost first; only empty ones: rmdir), and returns what it
 // removed. A path it could not remove is joined to err, which it returns.
