@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,46 +70,8 @@ func TestWatchEndToEnd(t *testing.T) {
 	entries, _ := os.ReadDir(photos)
 	n := len(entries)
 	g := []string{"--db", db, "--model", model, "--device", "cpu"}
-	cmd := exec.Command(bin, append(g, "watch", "--json", "--settle", "200ms", photos)...)
-	cmd.Env = append(os.Environ(), "CLIPIDX_MODEL=", "CLIPIDX_DB=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr, next := startWatch(t, bin, g, photos)
 	defer cmd.Process.Kill()
-	lines := make(chan watchLine, 100)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var l watchLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				t.Errorf("watch --json line %q: %v", sc.Text(), err)
-			}
-			lines <- l
-		}
-		close(lines)
-	}()
-	next := func(what string) watchLine {
-		t.Helper()
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("%s: watch ended: %s", what, stderr.String())
-			}
-			if l.Error != "" {
-				t.Fatalf("%s: build error %s", what, l.Error)
-			}
-			return l
-		case <-time.After(e2eWait):
-			t.Fatalf("%s: no build within %v: %s", what, e2eWait, stderr.String())
-		}
-		panic("unreachable")
-	}
 	if l := next("first build"); l.Changed != 0 || l.Added != n {
 		t.Fatalf("first build: %+v, want a full build adding %d", l, n)
 	}
@@ -261,4 +225,70 @@ func TestStatusShowsRunningBuild(t *testing.T) {
 	if b, _ := apiStatus()["build"].(map[string]any); b["running"] != false {
 		t.Errorf("/api/status after the build: %v", b)
 	}
+}
+
+// startWatch starts `clipidx watch --json --settle 200ms` of roots with the
+// global flags g, and returns it, its stderr as written so far, and next,
+// which waits for its next build line (what names the wait in a failure;
+// a build error fails the test).
+func startWatch(t *testing.T, bin string, g []string, roots ...string) (*exec.Cmd, *lockedBuffer, func(what string) watchLine) {
+	t.Helper()
+	cmd := exec.Command(bin, append(append(g, "watch", "--json", "--settle", "200ms"), roots...)...)
+	cmd.Env = append(os.Environ(), "CLIPIDX_MODEL=", "CLIPIDX_DB=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan watchLine, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var l watchLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Errorf("watch --json line %q: %v", sc.Text(), err)
+			}
+			lines <- l
+		}
+		close(lines)
+	}()
+	next := func(what string) watchLine {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s: watch ended: %s", what, stderr.String())
+			}
+			if l.Error != "" {
+				t.Fatalf("%s: build error %s", what, l.Error)
+			}
+			return l
+		case <-time.After(e2eWait):
+			t.Fatalf("%s: no build within %v: %s", what, e2eWait, stderr.String())
+		}
+		panic("unreachable")
+	}
+	return cmd, stderr, next
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/clipidx/clipidx/internal/fixtures"
 )
@@ -35,46 +31,8 @@ func TestWatchKeepsForgetAndRebuildsLostIndex(t *testing.T) {
 	entries, _ := os.ReadDir(keep)
 	n := len(entries)
 	g := []string{"--db", db, "--model", model, "--device", "cpu"}
-	cmd := exec.Command(bin, append(g, "watch", "--json", "--settle", "200ms", keep, old)...)
-	cmd.Env = append(os.Environ(), "CLIPIDX_MODEL=", "CLIPIDX_DB=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr, next := startWatch(t, bin, g, keep, old)
 	defer cmd.Process.Kill()
-	lines := make(chan watchLine, 100)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var l watchLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				t.Errorf("watch --json line %q: %v", sc.Text(), err)
-			}
-			lines <- l
-		}
-		close(lines)
-	}()
-	next := func(what string) watchLine {
-		t.Helper()
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("%s: watch ended: %s", what, stderr.String())
-			}
-			if l.Error != "" {
-				t.Fatalf("%s: build error %s", what, l.Error)
-			}
-			return l
-		case <-time.After(e2eWait):
-			t.Fatalf("%s: no build within %v: %s", what, e2eWait, stderr.String())
-		}
-		panic("unreachable")
-	}
 	next("first build")
 
 	// The old folder goes (renamed away); forget it, as the offline line
