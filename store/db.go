@@ -35,10 +35,11 @@ func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, erro
 	if readOnly {
 		// Pass the gate (a commit waiting has priority: lock_unix.go),
 		// and leave it once this reader holds its own lock on the index.
-		gate, err := enterGate(path, false, time.Now().Add(timeout))
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w (a commit held it for %v)", path, err, timeout)
-		}
+		// The gate is advice: a reader waits there at most readerGateWait,
+		// then goes on to the index's lock (a commit held up by a long
+		// reader inside, a check or an export, must not stop every other
+		// reader: serve's requests give up after 5 s).
+		gate, _ := enterGate(path, false, time.Now().Add(min(timeout/4, readerGateWait)))
 		defer leaveGate(gate)
 	}
 	if err := validatePath(path, readOnly, timeout); err != nil {
@@ -352,6 +353,10 @@ func (w *Writer) startOver(suffix string) error {
 	w.backup = backup
 	return w.update(func(tx *bolt.Tx) error { return initialize(tx, w.id, false) })
 }
+
+// readerGateWait bounds a reader's wait at the gate: readers that overlap
+// without a gap are all inside in less, and the commit then goes first.
+const readerGateWait = 500 * time.Millisecond
 
 // gateHold bounds how long a commit keeps new readers waiting at the gate
 // while readers inside still hold the index (a foreign reader that never

@@ -89,7 +89,10 @@ func enterGate(path string, writer bool, deadline time.Time) (*os.File, error) {
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				return nil, ErrBusy
 			}
-			return nil, nil // a filesystem without flock: no gate
+			if writer { // a filesystem without flock: no gate, and no file left
+				os.Remove(path + ".gate")
+			}
+			return nil, nil
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
