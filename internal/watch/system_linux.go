@@ -48,19 +48,29 @@ func limitAdvice() string {
 	return fmt.Sprintf("the system's limit on watched folders is reached (fs.inotify.max_user_watches = %s); raise it with `sudo sysctl fs.inotify.max_user_watches=1048576` (and a line in /etc/sysctl.d/ to keep it)", cur)
 }
 
-// mountPoints lists the mount points of this process's mount namespace
-// (/proc/self/mountinfo, its fifth field, octal escapes undone); none when
-// it cannot be read.
-func mountPoints() []string {
+// mountPoints lists the mounts of this process's mount namespace
+// (/proc/self/mountinfo: the mount's id and device, its point with octal
+// escapes undone, and the filesystem type after the " - "); none when it
+// cannot be read.
+func mountPoints() []Mount {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []Mount
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 {
-			out = append(out, unescapeMount(f[4]))
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
 		}
+		m := Mount{Point: unescapeMount(f[4]), ID: f[0] + " " + f[2]}
+		for i := 5; i+1 < len(f); i++ {
+			if f[i] == "-" {
+				m.FSType = f[i+1]
+				break
+			}
+		}
+		out = append(out, m)
 	}
 	return out
 }

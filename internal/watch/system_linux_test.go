@@ -6,8 +6,9 @@ import (
 )
 
 func TestMountPoints(t *testing.T) {
-	if m := mountPoints(); !slices.Contains(m, "/") {
-		t.Errorf("mountPoints() = %q, want / among them", m)
+	ms := mountPoints()
+	if !slices.ContainsFunc(ms, func(m Mount) bool { return m.Point == "/" && m.ID != "" && m.FSType != "" }) {
+		t.Errorf("mountPoints() = %+v, want / among them, with its id and type", ms)
 	}
 	for in, want := range map[string]string{
 		`/media/My\040Disk`: "/media/My Disk",

@@ -22,4 +22,4 @@ func limitAdvice() string {
 
 // mountPoints lists no mount points here: a disk mounted or unmounted
 // below a root is found by the rescan.
-func mountPoints() []string { return nil }
+func mountPoints() []Mount { return nil }

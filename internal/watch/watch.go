@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -79,13 +80,28 @@ type Options struct {
 	// FSType names the network filesystem a folder is on ("" = local, or
 	// not known); nil = the system's (statfs on Linux).
 	FSType func(dir string) string
-	// Mounts lists the system's mount points, looked at with the roots
-	// (RootPoll): a disk mounted or unmounted below a root raises no event
-	// in the folders watched, so one that comes or goes is built and
+	// Mounts lists the system's mounts, read with the roots (RootPoll): a
+	// disk mounted or unmounted below a root raises no event in the
+	// folders watched, so a mount that comes, goes or changes is built and
 	// watched like a root that changed. nil = the system's
 	// (/proc/self/mountinfo on Linux; none elsewhere, where the rescan
 	// finds them).
-	Mounts func() []string
+	Mounts func() []Mount
+}
+
+// Mount is one entry of the system's mount table.
+type Mount struct {
+	Point  string // where it is mounted (absolute, real: no links)
+	ID     string // what is mounted there: a new mount there has another
+	FSType string // "ext4", "nfs4", "autofs", ...
+}
+
+// remoteOrAuto names the filesystem types whose mount points are not
+// followed: looking at one whose server is gone can hang, and an automount
+// would be kept from expiring (a disk woken every few seconds).
+var remoteOrAuto = map[string]bool{
+	"nfs": true, "nfs4": true, "cifs": true, "smb3": true, "smbfs": true, "9p": true, "ceph": true,
+	"afs": true, "autofs": true, "fuse.sshfs": true, "fuse.rclone": true, "fuse.s3fs": true, "davfs": true, "glusterfs": true,
 }
 
 // Note is something the watcher tells its caller. Kind is one of:
@@ -188,15 +204,19 @@ type watcher struct {
 	// polling is set while one is out.
 	polled  chan looked
 	polling bool
-	// mounts holds each mount point below a root as last looked at.
-	mounts map[string]rootID
+	// mounts holds each mount point below a root, in the root's form of
+	// the path, and what was mounted there when last read.
+	mounts map[string]string
+	// real is each root with its links resolved, as the mount table
+	// names folders.
+	real map[string]string
 }
 
 // looked is what one poll found: each root (in Options.Roots order) and
 // each mount point below a root.
 type looked struct {
 	roots  []rootID
-	mounts map[string]rootID
+	mounts map[string]string
 }
 
 func (o *Options) defaults() error {
@@ -257,9 +277,14 @@ func Run(ctx context.Context, o Options) error {
 			w.src = s
 		}
 		defer w.src.Close()
+		w.real = map[string]string{}
 		for _, r := range o.Roots {
 			w.roots[r] = rootOf(r)
 			w.watchTree(r)
+			w.real[r] = r
+			if rr, err := filepath.EvalSymlinks(r); err == nil {
+				w.real[r] = rr
+			}
 		}
 		w.mounts = w.lookMounts()
 		if o.RootPoll > 0 {
@@ -438,15 +463,25 @@ func (w *watcher) pollRoots() {
 	}()
 }
 
-// lookMounts looks at each mount point below a root (the roots
-// themselves are looked at as roots), except in folders a build skips.
-// It reads only Options (safe on the poll's goroutine).
-func (w *watcher) lookMounts() map[string]rootID {
-	out := map[string]rootID{}
+// lookMounts reads the mounts below each root (the roots themselves are
+// looked at as roots), in the root's form of the path, except in folders
+// a build skips and remote or automounted filesystems. It looks at no
+// folder (the table says what is mounted), and reads only Options and
+// real, set before the poll's goroutine starts.
+func (w *watcher) lookMounts() map[string]string {
+	out := map[string]string{}
 	for _, m := range w.o.Mounts() {
+		if remoteOrAuto[m.FSType] {
+			continue
+		}
 		for _, r := range w.o.Roots {
-			if m != r && store.Within(m, r) && !index.Skips(r, m) {
-				out[m] = lookRoot(m)
+			real := w.real[r]
+			if m.Point == real || !store.Within(m.Point, real) {
+				continue
+			}
+			p := r + m.Point[len(real):]
+			if !index.Skips(r, p) {
+				out[p] = m.ID
 				break
 			}
 		}
@@ -472,7 +507,7 @@ func (w *watcher) rootsLooked(l looked) {
 	}
 	for m, id := range l.mounts {
 		if old, ok := w.mounts[m]; !ok || old != id {
-			w.changedUnder(m, id)
+			w.changedUnder(m, lookRoot(m))
 		}
 	}
 	for m := range w.mounts {

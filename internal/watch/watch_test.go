@@ -895,14 +895,23 @@ func TestWatchMountBelowRoot(t *testing.T) {
 	src := newSource()
 	r := newRig(t, Options{Rescan: time.Hour}, src)
 	var mu sync.Mutex
-	var mounted []string
-	r.opts.Mounts = func() []string {
+	var mounted []Mount
+	r.opts.Mounts = func() []Mount {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(mounted)
 	}
+	// The root is reached through a link, as /home on systems where it
+	// leads to /var/home: the mount table names the real folders.
+	realRoot := r.root
+	r.root = filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(realRoot, r.root); err != nil {
+		t.Fatal(err)
+	}
+	r.with(r.opts)
 	r.write("a/one.jpg", "IMG one")
 	mp := filepath.Join(r.root, "usb")
+	realMP := filepath.Join(realRoot, "usb")
 	if err := os.Mkdir(mp, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -926,7 +935,8 @@ func TestWatchMountBelowRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	mounted = []string{"/proc", mp, filepath.Join(r.root, ".hidden")}
+	mounted = []Mount{{"/proc", "22 0:21", "proc"}, {realMP, "90 8:17", "ext4"}, {filepath.Join(realRoot, ".hidden"), "91 8:18", "ext4"},
+		{filepath.Join(realRoot, "nas"), "92 0:55", "nfs4"}}
 	mu.Unlock()
 	if w, _ := r.nextBuild(DefaultRootPoll + maxBatchWait); len(w) != 1 || w[0] != mp {
 		t.Fatalf("a disk mounted below the root: build within %v, want %s", w, mp)
@@ -951,7 +961,7 @@ func TestWatchMountBelowRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	mounted = []string{"/proc"}
+	mounted = []Mount{{"/proc", "22 0:21", "proc"}}
 	mu.Unlock()
 	if w, _ := r.nextBuild(DefaultRootPoll + maxBatchWait); len(w) != 1 || w[0] != mp {
 		t.Fatalf("the disk taken away: build within %v, want %s", w, mp)
