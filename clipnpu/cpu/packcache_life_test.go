@@ -151,6 +151,27 @@ func TestPackCacheWeightsFileChangeRepacks(t *testing.T) {
 		if slices.Equal(images[0], images[1]) {
 			t.Error("the damaged and pristine weights embed the images alike: the test changes nothing")
 		}
+		// The damaged weights' files went when the pristine ones were
+		// written (the same weights, another state of the file): one file
+		// a group (once each stayed a month as one of the used last).
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := map[string]int{}
+		for _, e := range ents {
+			if n := e.Name(); isPackName(n) {
+				groups[n[:strings.LastIndexByte(n, '-')]]++
+			}
+		}
+		for g, n := range groups {
+			if n != 1 {
+				t.Errorf("group %s holds %d packed files, want 1 (the older state's removed)", g, n)
+			}
+		}
+		if len(groups) == 0 {
+			t.Error("no packed files written")
+		}
 	})
 }
 
