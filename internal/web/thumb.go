@@ -144,7 +144,7 @@ func (t *thumbs) put(h store.Hash, b []byte) {
 	if errors.Is(err, fs.ErrNotExist) {
 		// The folder was removed while serving (the README says that is
 		// safe): make it again, and count from nothing.
-		if os.MkdirAll(t.dir, 0o755) == nil {
+		if os.MkdirAll(t.dir, 0o700) == nil { // as openThumbs makes it
 			t.mu.Lock()
 			t.total = 0
 			t.mu.Unlock()

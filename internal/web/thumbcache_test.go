@@ -228,4 +228,7 @@ func TestThumbCacheFolderRemoved(t *testing.T) {
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 {
 		t.Errorf("thumbnail folder after a thumbnail was made: %v (%v), want the folder with it", ents, err)
 	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the thumbnail folder made again: %v (%v), want mode 0700 as at start", fi.Mode(), err)
+	}
 }
