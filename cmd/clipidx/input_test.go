@@ -99,3 +99,19 @@ func TestEnvValueNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestRelativeXDGNoted: a relative XDG_DATA_HOME or XDG_CACHE_HOME is
+// ignored (the XDG specification), which moves the index or the model of a
+// setup that relied on it: every command says so.
+func TestRelativeXDGNoted(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_DATA_HOME", "data")
+	_, errs, _ := runCLI(t, "version")
+	if !strings.Contains(errs, `XDG_DATA_HOME="data" is not an absolute path`) {
+		t.Errorf("stderr %q, want the relative XDG_DATA_HOME named", errs)
+	}
+	t.Setenv("XDG_DATA_HOME", "/abs/data")
+	if _, errs, _ := runCLI(t, "version"); strings.Contains(errs, "XDG") {
+		t.Errorf("an absolute XDG_DATA_HOME: stderr %q", errs)
+	}
+}

@@ -58,6 +58,7 @@ func newRoot() *cobra.Command {
 		if envErr != nil {
 			return usageError("%v", envErr)
 		}
+		noteRelativeXDG(cmd)
 		if g.threads < 0 {
 			return usageError("%s takes a count ≥ 0 (0 = all cores), not %d", given(cmd, "threads", "CLIPIDX_THREADS"), g.threads)
 		}
@@ -211,4 +212,16 @@ func given(cmd *cobra.Command, flag, env string) string {
 		return env
 	}
 	return "--" + flag
+}
+
+// noteRelativeXDG says, on stderr, when XDG_DATA_HOME or XDG_CACHE_HOME is
+// set to a relative path, which clipidx ignores as the XDG specification
+// says (userdir): a setup that relied on it finds its index or model
+// elsewhere, and should know why.
+func noteRelativeXDG(cmd *cobra.Command) {
+	for _, env := range []string{"XDG_DATA_HOME", "XDG_CACHE_HOME"} {
+		if v := os.Getenv(env); v != "" && !filepath.IsAbs(v) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: %s=%q is not an absolute path, so it is ignored (as the XDG specification says) for the folder under HOME; set it to an absolute path\n", env, v)
+		}
+	}
 }
