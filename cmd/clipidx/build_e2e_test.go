@@ -30,6 +30,23 @@ func e2eBinary(t *testing.T) string {
 	return bin
 }
 
+// builtPhotos copies the tiny model's images to photos/ in a fresh folder
+// root, builds them into root/index.db with the binary, and returns the
+// folder, the photos, the index and the global flags that name them.
+func builtPhotos(t *testing.T, bin, model string) (root, photos, db string, g []string) {
+	t.Helper()
+	root = t.TempDir()
+	photos, db = filepath.Join(root, "photos"), filepath.Join(root, "index.db")
+	if err := os.CopyFS(photos, os.DirFS(filepath.Join(model, "images"))); err != nil {
+		t.Fatal(err)
+	}
+	g = []string{"--db", db, "--model", model, "--device", "cpu"}
+	if _, errs, code := e2eRun(t, bin, append(g, "build", photos)...); code != 0 {
+		t.Fatalf("build: %d %s", code, errs)
+	}
+	return root, photos, db, g
+}
+
 // e2eRun runs the binary and returns stdout, stderr and the exit code.
 func e2eRun(t *testing.T, bin string, args ...string) (string, string, int) {
 	t.Helper()

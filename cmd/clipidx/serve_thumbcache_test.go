@@ -26,15 +26,7 @@ import (
 func TestServeWithoutThumbCache(t *testing.T) {
 	model := fixtures.TinyModel(t)
 	bin := e2eBinary(t)
-	root := t.TempDir()
-	photos, db := filepath.Join(root, "photos"), filepath.Join(root, "index.db")
-	if err := os.CopyFS(photos, os.DirFS(filepath.Join(model, "images"))); err != nil {
-		t.Fatal(err)
-	}
-	g := []string{"--db", db, "--model", model, "--device", "cpu"}
-	if _, errs, code := e2eRun(t, bin, append(g, "build", photos)...); code != 0 {
-		t.Fatalf("build: %d %s", code, errs)
-	}
+	root, _, _, g := builtPhotos(t, bin, model)
 	cache := filepath.Join(root, "cache")
 	if err := os.WriteFile(cache, []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)

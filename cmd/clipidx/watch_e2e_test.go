@@ -142,15 +142,7 @@ func TestWatchEndToEnd(t *testing.T) {
 func TestStatusShowsRunningBuild(t *testing.T) {
 	model := fixtures.TinyModel(t)
 	bin := e2eBinary(t)
-	root := t.TempDir()
-	photos, db := filepath.Join(root, "photos"), filepath.Join(root, "index.db")
-	if err := os.CopyFS(photos, os.DirFS(filepath.Join(model, "images"))); err != nil {
-		t.Fatal(err)
-	}
-	g := []string{"--db", db, "--model", model, "--device", "cpu"}
-	if _, errs, code := e2eRun(t, bin, append(g, "build", photos)...); code != 0 {
-		t.Fatalf("build: %d %s", code, errs)
-	}
+	root, photos, db, g := builtPhotos(t, bin, model)
 	r, err := store.OpenReader(db, store.ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)
