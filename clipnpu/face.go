@@ -222,6 +222,7 @@ func (m *Model) Backend(t Towers) (Backend, error) {
 type Description struct {
 	Name        string // the model's name (config.json, or the bundle's manifest)
 	WeightsHash string // hash of the weights as stored; "" when unknown
+	Arch        string // what of the config changes the vectors (core.Config.Arch); "" when unknown
 	Weights     string // "" as stored, or the type float32 weights were rounded to at load ("f16")
 	Dim         int    // the embedding dimension D
 	// Preprocess is the preprocessing version and a hash of the folder's
@@ -243,6 +244,7 @@ func (m *Model) Describe(exif bool) Description {
 	return Description{
 		Name:        info.Name,
 		WeightsHash: info.WeightsHash,
+		Arch:        info.Arch,
 		Weights:     info.Rounded,
 		Dim:         info.Dim,
 		Preprocess:  pre,

@@ -15,7 +15,7 @@ var ErrNotIdentifiable = errors.New("clipnpu: identity needs a full load")
 
 // Identify returns, for a Hugging Face folder on the CPU, the fields of the
 // Info that Load(dir, opts) would report that name the model and its
-// inputs: Name, WeightsHash, Rounded, Dim, ImageSize, Context, LogitScale
+// inputs: Name, WeightsHash, Arch, Rounded, Dim, ImageSize, Context, LogitScale
 // and Device. It reads config.json and the safetensors header and hashes
 // the same samples Load does, but maps no tower, so a caller can check an
 // index against the model before deciding whether it needs the model at
@@ -57,6 +57,7 @@ func SameModel(identified, loaded Info) string {
 	}
 	check("name", identified.Name, loaded.Name)
 	check("weights hash", identified.WeightsHash, loaded.WeightsHash)
+	check("architecture", identified.Arch, loaded.Arch)
 	check("rounding", identified.Rounded, loaded.Rounded)
 	check("dim", identified.Dim, loaded.Dim)
 	check("image size", identified.ImageSize, loaded.ImageSize)

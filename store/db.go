@@ -320,6 +320,18 @@ func (w *Writer) open() error {
 		if err == nil {
 			err = have.Compatible(id, false)
 		}
+		if err == nil && have.Arch == "" && id.Arch != "" {
+			// An index written before the architecture was recorded takes
+			// it now, with everything else it recorded kept.
+			have.Arch = id.Arch
+			js, jerr := json.Marshal(have)
+			if jerr != nil {
+				return jerr
+			}
+			if err = tx.Bucket(bMeta).Put(kIdentity, js); err != nil {
+				return err
+			}
+		}
 		if err == nil && opts.Reindex {
 			// Starting over is the way out of a damaged index: look.
 			if cerr := (&Snapshot{tx: tx, id: have}).Check(true); cerr != nil {

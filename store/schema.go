@@ -69,6 +69,12 @@ var (
 type Identity struct {
 	Model       string `json:"model"`
 	WeightsHash string `json:"weights_hash,omitempty"`
+	// Arch is what of the model's config changes the vectors besides its
+	// weights (activations, layer-norm epsilons, head counts, where the
+	// text tower pools): compared only when both sides know it, so an
+	// index written before it was recorded, or by a bundle, still opens;
+	// such an index takes it at its next build.
+	Arch string `json:"arch,omitempty"`
 	// Weights is how the build that created the index held the weights:
 	// "" as stored, or the type float32 weights were rounded to at load
 	// ("f16", clipidx --weights f16). A record, never compared (see
@@ -99,6 +105,10 @@ func (have Identity) Compatible(want Identity, textOnly bool) error {
 		}
 	case have.Model != want.Model:
 		diff = append(diff, fmt.Sprintf("model %q, not %q", have.Model, want.Model))
+		model = true
+	}
+	if have.Arch != "" && want.Arch != "" && have.Arch != want.Arch {
+		diff = append(diff, fmt.Sprintf("model configuration %q, not %q", have.Arch, want.Arch))
 		model = true
 	}
 	if have.Dim != want.Dim {

@@ -511,7 +511,7 @@ func TestForget(t *testing.T) {
 }
 
 func TestCompatible(t *testing.T) {
-	base := Identity{Model: "/models/hf-clip", WeightsHash: "abc", Dim: 8, Preprocess: "p1", EXIF: true}
+	base := Identity{Model: "/models/hf-clip", WeightsHash: "abc", Arch: "image gelu", Dim: 8, Preprocess: "p1", EXIF: true}
 	for _, tc := range []struct {
 		name     string
 		mod      func(*Identity)
@@ -528,6 +528,11 @@ func TestCompatible(t *testing.T) {
 		{"exif", func(i *Identity) { i.EXIF = false }, false, "--exif=true"},
 		{"exif ignored for text", func(i *Identity) { i.EXIF = false }, true, ""},
 		{"preprocess", func(i *Identity) { i.Preprocess = "p2" }, false, "preprocessing"},
+		// The configuration beside the weights (a quick_gelu/gelu mix-up)
+		// is compared when both sides record it.
+		{"arch", func(i *Identity) { i.Arch = "image quick_gelu" }, false, "configuration"},
+		{"arch, text query", func(i *Identity) { i.Arch = "image quick_gelu" }, true, "--model"},
+		{"arch unknown to the query", func(i *Identity) { i.Arch = "" }, false, ""},
 		// How the weights are held is not the model: --weights f16 keeps
 		// the stored weights' hash, and indexes accept either setting.
 		{"rounded at load", func(i *Identity) { i.Weights = "f16" }, false, ""},
@@ -549,6 +554,12 @@ func TestCompatible(t *testing.T) {
 	rounded.Weights = "f16"
 	if err := rounded.Compatible(base, false); err != nil {
 		t.Errorf("rounded index, stored weights: %v", err)
+	}
+	// An index written before the configuration was recorded accepts one.
+	old := base
+	old.Arch = ""
+	if err := old.Compatible(base, false); err != nil {
+		t.Errorf("index without a recorded configuration: %v", err)
 	}
 	// An EXIF-only difference points at --exif and --reindex, not --model.
 	other := base
@@ -740,4 +751,44 @@ func TestGCQueuedBefore(t *testing.T) {
 			t.Errorf("b's vector %d (%d values) held by %v, want /q/b's", id, len(v), s.Paths(id))
 		}
 	})
+}
+
+// TestArchRecordedAtNextBuild: an index written before the model's
+// configuration was part of its identity takes it at its next build and
+// from then on refuses a model whose configuration differs.
+func TestArchRecordedAtNextBuild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	id := testID
+	id.Arch = ""
+	w, err := OpenWriter(path, id, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Put("/a", File{Hash: hashOf("1")}, vec(1, 8))
+	commit(t, w, &b)
+	closeW(t, w)
+
+	id.Arch = "image gelu eps 1e-05 heads 4"
+	w, err = OpenWriter(path, id, WriterOptions{})
+	if err != nil {
+		t.Fatalf("index without a configuration, model with one: %v", err)
+	}
+	closeW(t, w)
+	view(t, path, func(s *Snapshot) {
+		if got := s.Identity(); got.Arch != id.Arch || got.Model != id.Model || got.WeightsHash != id.WeightsHash {
+			t.Errorf("identity after the build %+v, want the configuration %q recorded", got, id.Arch)
+		}
+		if _, ok, err := s.File("/a"); !ok || err != nil {
+			t.Errorf("/a after the build: found %v, %v; want it kept", ok, err)
+		}
+	})
+	other := id
+	other.Arch = "image quick_gelu eps 1e-05 heads 4"
+	if w, err := OpenWriter(path, other, WriterOptions{}); !errors.Is(err, ErrModelMismatch) {
+		if err == nil {
+			closeW(t, w)
+		}
+		t.Errorf("other configuration: err %v, want ErrModelMismatch", err)
+	}
 }

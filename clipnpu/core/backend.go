@@ -49,12 +49,16 @@ type Backend interface {
 type Info struct {
 	Name        string // model identity, e.g. "laion/CLIP-ViT-H-14-laion2B-s32B-b79K" or the folder name
 	WeightsHash string // hex digest identifying the weights (cheap: header + size based), "" if unknown
-	Device      string // "cpu-reference", "cpu", "npu", "cpu-emulated-npu" (a bundle on the CPU)
-	DeviceNote  string // free text, e.g. firmware version or "not run on hardware"
-	Dim         int    // projection dim D
-	ImageSize   int    // S
-	Context     int    // T
-	LogitScale  float32
+	// Arch is Config.Arch of a Hugging Face folder: what of config.json
+	// changes the vectors besides the weights; "" where unknown (bundles,
+	// the NPU).
+	Arch       string
+	Device     string // "cpu-reference", "cpu", "npu", "cpu-emulated-npu" (a bundle on the CPU)
+	DeviceNote string // free text, e.g. firmware version or "not run on hardware"
+	Dim        int    // projection dim D
+	ImageSize  int    // S
+	Context    int    // T
+	LogitScale float32
 	// Weights says how the CPU holds the weight matrices: "f32
 	// (memory-mapped)", "f16 (as stored)", "f16 (rounded from f32 at
 	// load)", "f32 (random, in memory)"...; "" for bundles and the NPU.

@@ -15,6 +15,17 @@ type Config struct {
 	ProjectionDim int // D, the joint embedding width
 }
 
+// Arch names what of the configuration changes the vectors without
+// changing the weights' shapes (a weights hash covers those): each
+// tower's activation, layer-norm epsilon and head count, and the text
+// tower's EOS id (where it pools). A config.json edited by a conversion
+// mistake (quick_gelu for gelu) is another model to an index.
+func (c Config) Arch() string {
+	v, t := c.Vision, c.Text
+	return fmt.Sprintf("image %s eps %g heads %d; text %s eps %g heads %d eos %d",
+		v.Act, v.LayerNormEps, v.Heads, t.Act, t.LayerNormEps, t.Heads, t.EOS)
+}
+
 // VisionConfig is the image tower (HF CLIPVisionConfig).
 type VisionConfig struct {
 	Hidden       int     // width (1280 for ViT-H/14)

@@ -137,6 +137,7 @@ func (m *Model) Describe(device string) Info {
 	return Info{
 		Name:           m.Cfg.Name,
 		WeightsHash:    m.Hash,
+		Arch:           m.Cfg.Arch(),
 		Device:         device,
 		Dim:            m.Cfg.ProjectionDim,
 		ImageSize:      m.Cfg.Vision.ImageSize,

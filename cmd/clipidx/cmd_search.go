@@ -465,7 +465,7 @@ func (f indexFace) Identity(exif bool) store.Identity { return indexIdentity(f.D
 
 // indexIdentity is the identity an index records of the model described.
 func indexIdentity(d clipnpu.Description) store.Identity {
-	return store.Identity{Model: d.Name, WeightsHash: d.WeightsHash, Weights: d.Weights, Dim: d.Dim, Preprocess: d.Preprocess, EXIF: d.EXIF}
+	return store.Identity{Model: d.Name, WeightsHash: d.WeightsHash, Arch: d.Arch, Weights: d.Weights, Dim: d.Dim, Preprocess: d.Preprocess, EXIF: d.EXIF}
 }
 
 // viewIndex opens the index at path for each read of a query and closes

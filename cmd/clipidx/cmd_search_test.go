@@ -478,3 +478,50 @@ func TestSearchImageUnsupportedPreprocessing(t *testing.T) {
 		t.Errorf("search --image: exit %d, stderr %q; want the resampling named", code, errs)
 	}
 }
+
+// TestEditedConfigIsAnotherModel: config.json's activation, layer-norm
+// epsilon, head count and EOS id change the vectors without changing the
+// weights. A model folder whose config.json was edited (a quick_gelu for
+// gelu conversion mistake) is refused against the index, by search and by
+// build, rather than mixing or ranking vectors of two models.
+func TestEditedConfigIsAnotherModel(t *testing.T) {
+	model := fixtures.TinyModel(t)
+	edited := filepath.Join(t.TempDir(), "m")
+	if err := os.CopyFS(edited, os.DirFS(model)); err != nil {
+		t.Fatal(err)
+	}
+	photos := filepath.Join(t.TempDir(), "photos")
+	if err := os.CopyFS(photos, os.DirFS(filepath.Join(model, "images"))); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "i.db")
+	if _, errs, code := runCLI(t, "--db", db, "--model", edited, "build", photos); code != 0 {
+		t.Fatalf("build: exit %d %s", code, errs)
+	}
+	cfg := filepath.Join(edited, "config.json")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := regexp.MustCompile(`"hidden_act":\s*"gelu"`).ReplaceAll(b, []byte(`"hidden_act": "quick_gelu"`))
+	if bytes.Equal(b, b2) {
+		t.Fatal(`no "hidden_act": "gelu" in the fixture's config.json`)
+	}
+	if err := os.WriteFile(cfg, b2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := runCLI(t, "--db", db, "--model", edited, "search", "a cat"); code == 0 || !strings.Contains(errs, "model configuration") {
+		t.Errorf("search with the edited config: exit %d, stderr %q; want the configuration named", code, errs)
+	}
+	writeJPEG(t, filepath.Join(photos, "new.jpg"))
+	if _, errs, code := runCLI(t, "--db", db, "--model", edited, "build", photos); code == 0 || !strings.Contains(errs, "model configuration") {
+		t.Errorf("build with the edited config: exit %d, stderr %q; want the configuration named", code, errs)
+	}
+	// The folder as it was is the index's model again.
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := runCLI(t, "--db", db, "--model", edited, "search", "a cat"); code != 0 {
+		t.Errorf("search with the config as built: exit %d %s", code, errs)
+	}
+}
