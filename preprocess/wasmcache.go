@@ -14,7 +14,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/clipidx/clipidx/internal/flock"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
@@ -75,6 +77,10 @@ func noteCodeCacheErr(err error) {
 	codeCache.err = err
 }
 
+// codeLockWait is how long a process waits for another's compile into
+// the code cache (about half a second, longer on a loaded machine).
+var codeLockWait = 2 * time.Minute
+
 // codeKey names a module's subfolder of the code cache: a checksum of its
 // embedded (compressed) WebAssembly.
 func codeKey(gz []byte) string { return fmt.Sprintf("%08x", crc32.ChecksumIEEE(gz)) }
@@ -90,6 +96,14 @@ func compileWASM(ctx context.Context, code []byte, key string, stoppable bool, d
 	if dir != "" {
 		pruneCodeCache(dir)
 		sub := filepath.Join(dir, key)
+		// Another process compiling into sub at the same time would see
+		// the files wazero keeps before their seal, take them for damage
+		// and remove them: one process at a time checks, compiles and
+		// seals. A lock that cannot be had (a read-only cache, a process
+		// stuck for minutes) only means going on without it.
+		if l, err := flock.Lock(sub+".lock", codeLockWait); err == nil {
+			defer l.Unlock()
+		}
 		for range 2 {
 			rt, cm, err := compileSealed(ctx, code, stoppable, sub)
 			if err == nil {

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/clipidx/clipidx/internal/flock"
 )
 
 // TestWASMCodeCacheDamagedHeader damages the HEIC decoder's kept code in
@@ -233,5 +236,78 @@ func TestCodeSeal(t *testing.T) {
 	} {
 		put(seal, c.text)
 		check(c.label, false)
+	}
+}
+
+// TestCodeCacheWaitsForAnotherCompile: a process that finds the code
+// cache's entry kept but not yet sealed, while another process compiles
+// into it (and holds the lock), waits for that compile rather than taking
+// the entry for damage and removing it (a recompile and a spurious note
+// in both processes). The lock is held here through a file of its own,
+// as another process would hold it.
+func TestCodeCacheWaitsForAnotherCompile(t *testing.T) {
+	if !flock.Supported {
+		t.Skip("no flock on this system: two processes compiling into one cache are not kept apart")
+	}
+	data, err := os.ReadFile("testdata/heif/yuv420.heic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := heifModule
+	defer func() { heifModule = saved; SetCodeCache("") }()
+	decode := func() error {
+		heifModule = &wasmModule{gz: &heifWASMgz} // compiled afresh, as in a new process
+		_, err := libheifDecode(context.Background(), data, nil)
+		return err
+	}
+	fresh := filepath.Join(t.TempDir(), "code")
+	SetCodeCache(fresh)
+	if err := decode(); err != nil {
+		t.Fatal(err)
+	}
+	kept := readTree(t, fresh)
+	entry := keptEntry(t, fresh)
+	rel, err := filepath.Rel(fresh, entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]
+
+	// The other process has kept its code and not yet sealed it.
+	dir := filepath.Join(t.TempDir(), "code")
+	writeTree(t, dir, kept)
+	sub := filepath.Join(dir, key)
+	if err := os.Remove(filepath.Join(sub, codeSealName)); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := flock.TryLock(sub + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(filepath.Join(dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetCodeCache(dir)
+	done := make(chan error, 1)
+	go func() { done <- decode() }()
+	select {
+	case err := <-done:
+		lock.Unlock()
+		t.Fatalf("decoded (%v) while another process held the cache's lock", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := sealCode(sub, nil); err != nil { // the other process finishes
+		t.Fatal(err)
+	}
+	lock.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := CodeCache(); err != nil {
+		t.Errorf("a compile in another process was reported as a problem: %v", err)
+	}
+	if after, err := os.Stat(filepath.Join(dir, rel)); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the other process's entry was removed and kept again (%v)", err)
 	}
 }

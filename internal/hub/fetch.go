@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/clipidx/clipidx/internal/flock"
 )
 
 // downloader fetches one file; it holds the options with defaults filled in.
@@ -144,11 +146,17 @@ func (d *downloader) run(ctx context.Context) (Result, error) {
 	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
 		return res, fmt.Errorf("%s: %w", d.name(), err)
 	}
-	lock, err := lockFile(lockPath)
+	// An interrupted pull never leaves a stale lock (the kernel drops it);
+	// where there is no flock two pulls into one folder are not told
+	// apart, and a damaged LFS file still fails its SHA-256 check.
+	lock, err := flock.TryLock(lockPath)
+	if errors.Is(err, flock.ErrHeld) {
+		err = ErrBusy
+	}
 	if err != nil {
 		return res, fmt.Errorf("%s: lock %s: %w", d.name(), lockPath, err)
 	}
-	defer unlockFile(lock)
+	defer lock.Unlock()
 	ok, err := d.present(ctx, m, &res)
 	if err != nil || ok {
 		return res, err

@@ -1,0 +1,53 @@
+// Package flock takes advisory locks on files between processes: flock(2)
+// where the system has it, nothing elsewhere (Supported says which). The
+// kernel drops a lock when its process dies, so a killed process never
+// leaves a stale one.
+package flock
+
+import (
+	"errors"
+	"os"
+	"time"
+)
+
+// ErrHeld is returned when another process holds the lock.
+var ErrHeld = errors.New("held by another process")
+
+// File is a lock taken on a file; Unlock releases it.
+type File struct{ f *os.File }
+
+// TryLock takes an exclusive lock on path (created if needed, mode 0644)
+// without waiting: ErrHeld when another process holds it.
+func TryLock(path string) (*File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := tryExclusive(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &File{f}, nil
+}
+
+// Lock is TryLock retried until timeout has passed, then ErrHeld.
+func Lock(path string, timeout time.Duration) (*File, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := TryLock(path)
+		if !errors.Is(err, ErrHeld) || !time.Now().Before(deadline) {
+			return l, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Unlock releases the lock and closes the file (the file stays).
+func (l *File) Unlock() {
+	if l == nil || l.f == nil {
+		return
+	}
+	unlock(l.f)
+	l.f.Close()
+	l.f = nil
+}
