@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/clipidx/clipidx/internal/flock"
 	"github.com/clipidx/clipidx/internal/madedirs"
 	"github.com/clipidx/clipidx/store"
 )
@@ -27,6 +28,9 @@ var (
 	// what a killed export left (its temporary files and empty folders)
 	// or, in partition mode, partitions of the same export.
 	ErrNotEmpty = errors.New("output folder is not empty")
+	// ErrBusy is returned when another export is writing into the same
+	// output (its folder, or the FAISS file's temporary files).
+	ErrBusy = errors.New("another export is writing into it")
 	// ErrNoRows is returned when nothing is indexed (under Options.Under).
 	ErrNoRows = errors.New("no indexed image to export")
 	// ErrOptions is returned for contradictory or out-of-range options.
@@ -212,16 +216,36 @@ func ClipRetrieval(ctx context.Context, s *store.Snapshot, dir string, opts Opti
 		first, count, rpp = opts.Partition, opts.Partitions, len(rows)
 	}
 	digits := len(strconv.Itoa(count))
-	left, err := checkFolder(dir, digits, descr, dim, opts.Partitions > 0)
-	if err != nil {
-		return nil, err
+	// made lists the folders this export creates, for undo.
+	var made []string
+	if opts.Partitions == 0 {
+		// One export at a time writes into a folder: another's temporary
+		// files would be taken for a killed export's and removed. (In
+		// partition mode nothing of another's is removed.)
+		m, err := madedirs.MkdirAll(dir)
+		made = m
+		if err == nil {
+			var lock *flock.File
+			lock, err = flock.TryLockDir(dir)
+			if errors.Is(err, flock.ErrHeld) {
+				err = fmt.Errorf("%s: %w", dir, ErrBusy)
+			}
+			defer lock.Unlock()
+		}
+		if err != nil {
+			_, err = undo(nil, made, err)
+			return nil, err
+		}
 	}
-	if err := removeLeftovers(left); err != nil {
+	left, err := checkFolder(dir, digits, descr, dim, opts.Partitions > 0)
+	if err == nil {
+		err = removeLeftovers(left)
+	}
+	if err != nil {
+		_, err = undo(nil, made, err)
 		return nil, err
 	}
 	res.Leftovers = left
-	// made lists the folders this export creates, for undo.
-	var made []string
 	fail := func(err error) (*Result, error) {
 		if opts.Partitions > 0 {
 			made = nil // shared with the other machines' partitions

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/clipidx/clipidx/internal/flock"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -35,6 +36,10 @@ func createOut(final string) (*outFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Held while it is written, so that another export tells it from a
+	// killed one's (flock.Busy); where locks are not to be had (some
+	// network filesystems) it is written all the same.
+	_ = flock.Hold(f)
 	o := &outFile{final: final, f: f}
 	o.Writer = bufio.NewWriterSize(countWriter{o}, 4<<20)
 	return o, nil

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/clipidx/clipidx/internal/flock"
 )
 
 // An export that fails or is stopped removes what it created (undo); one
@@ -74,7 +76,11 @@ func faissLeftovers(path string) ([]string, error) {
 		for _, final := range []string{base, base + ".paths"} {
 			rest, ok := strings.CutPrefix(n, "."+final+".tmp-")
 			if ok && rest != "" && strings.Trim(rest, "0123456789abcdefghijklmnopqrstuvwxyz") == "" && e.Type().IsRegular() {
-				left = append(left, filepath.Join(dir, n))
+				p := filepath.Join(dir, n)
+				if flock.Busy(p) { // being written (createOut holds it)
+					return nil, fmt.Errorf("%s: %w (%s)", path, ErrBusy, n)
+				}
+				left = append(left, p)
 			}
 		}
 	}

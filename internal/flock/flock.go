@@ -42,6 +42,42 @@ func Lock(path string, timeout time.Duration) (*File, error) {
 	}
 }
 
+// TryLockDir takes an exclusive lock on the folder dir itself (which
+// must exist), without waiting: ErrHeld when another process holds it.
+// Nothing is created in or beside the folder.
+func TryLockDir(dir string) (*File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := tryExclusive(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &File{f}, nil
+}
+
+// Hold takes an exclusive lock on the open file f without waiting, held
+// until f is closed: ErrHeld when another process holds one. It marks a
+// file being written, which Busy then tells from a killed process's.
+func Hold(f *os.File) error { return tryExclusive(f) }
+
+// Busy reports whether another open file (of this process or another)
+// holds a lock on path. A path that cannot be opened or locked for
+// another reason is not busy.
+func Busy(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = tryExclusive(f)
+	if err == nil {
+		unlock(f)
+	}
+	return errors.Is(err, ErrHeld)
+}
+
 // Unlock releases the lock and closes the file (the file stays).
 func (l *File) Unlock() {
 	if l == nil || l.f == nil {

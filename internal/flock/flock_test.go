@@ -58,3 +58,50 @@ func TestLockBetweenProcesses(t *testing.T) {
 	l.Unlock()
 	l.Unlock() // a second Unlock is harmless
 }
+
+// TestHoldBusyAndDir: a file held while it is written is Busy until it is
+// closed; a folder's lock is exclusive while held and free after.
+func TestHoldBusyAndDir(t *testing.T) {
+	if !Supported {
+		t.Skip("no flock on this system: locks do not hold between processes here")
+	}
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f.tmp")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Busy(name) {
+		t.Error("a file nobody holds is busy")
+	}
+	if err := Hold(f); err != nil {
+		t.Fatal(err)
+	}
+	if !Busy(name) {
+		t.Error("a held file is not busy")
+	}
+	f.Close()
+	if Busy(name) {
+		t.Error("a file closed by its holder is still busy")
+	}
+	if Busy(filepath.Join(dir, "absent")) {
+		t.Error("a missing file is busy")
+	}
+
+	l, err := TryLockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryLockDir(dir); !errors.Is(err, ErrHeld) {
+		t.Errorf("second lock of a folder: %v, want ErrHeld", err)
+	}
+	l.Unlock()
+	l2, err := TryLockDir(dir)
+	if err != nil {
+		t.Errorf("lock of a folder after its unlock: %v", err)
+	}
+	l2.Unlock()
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the folder's lock left entries in it: %v", entries)
+	}
+}
