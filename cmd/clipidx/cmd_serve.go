@@ -117,7 +117,10 @@ and runs the query shown again when new results land.`,
 			if err != nil {
 				return err
 			}
-			if err := srv.ThumbCacheErr(); err != nil {
+			switch err := srv.ThumbCacheErr(); {
+			case errors.Is(err, web.ErrThumbsReadOnly):
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %v (to keep them, make it writable or set XDG_CACHE_HOME to a writable folder)\n", err)
+			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: thumbnails are not kept, so each is made again on every request: %v (to keep them, set XDG_CACHE_HOME to a writable folder)\n", err)
 			}
 			u := url.URL{Scheme: "http", Host: served, Path: "/"}

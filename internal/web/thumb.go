@@ -35,6 +35,9 @@ type thumbs struct {
 	// off is why dir cannot be used (see thumbsOrNone); when set the cache
 	// keeps nothing.
 	off error
+	// readOnly is why nothing can be written in dir (ErrThumbsReadOnly):
+	// the thumbnails already there are served, new ones are not kept.
+	readOnly error
 
 	mu    sync.Mutex
 	total int64
@@ -54,8 +57,20 @@ func openThumbs(dir string, capBytes int64) (*thumbs, error) {
 			t.total += fi.Size()
 		}
 	}
+	// A folder that exists but may not be written (a read-only mount, a
+	// cache another user made) would keep nothing, silently.
+	if f, err := os.CreateTemp(dir, ".tmp-*"); err != nil {
+		t.readOnly = fmt.Errorf("thumbnail cache %s: %w (%v)", dir, ErrThumbsReadOnly, err)
+	} else {
+		f.Close()
+		os.Remove(f.Name())
+	}
 	return t, nil
 }
+
+// ErrThumbsReadOnly is ThumbCacheErr's error when the thumbnail folder may
+// be read but not written.
+var ErrThumbsReadOnly = errors.New("nothing can be written there: the thumbnails it holds are served, new ones are made on every request")
 
 func (t *thumbs) file(h store.Hash) string {
 	return filepath.Join(t.dir, hex.EncodeToString(h[:])+".jpg")
@@ -76,12 +91,16 @@ func thumbsOrNone(dir string, capBytes int64) *thumbs {
 // ThumbCacheErr returns why thumbnails are not kept on disk: the error
 // that made Options.ThumbDir unusable when New opened it. It is nil when
 // they are kept or when no ThumbDir was given. The server works either
-// way; the caller decides whether to tell the user.
+// way; the caller decides whether to tell the user. A folder that may be
+// read but not written gives an error wrapping ErrThumbsReadOnly.
 func (s *Server) ThumbCacheErr() error {
 	if s.th == nil {
 		return nil
 	}
-	return s.th.off
+	if s.th.off != nil {
+		return s.th.off
+	}
+	return s.th.readOnly
 }
 
 // get returns the bytes stored for h, nil for a miss, unchecked: the
@@ -137,7 +156,7 @@ func thumbOK(b []byte) bool {
 // Errors are dropped: the cache only saves work. It does not sync: after a
 // power cut an entry may be empty or cut, which getWhole catches.
 func (t *thumbs) put(h store.Hash, b []byte) {
-	if t.off != nil {
+	if t.off != nil || t.readOnly != nil {
 		return
 	}
 	tmp, err := os.CreateTemp(t.dir, ".tmp-*")
