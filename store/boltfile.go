@@ -121,7 +121,40 @@ func currentMeta(head []byte) (boltMeta, error) {
 	case ok0:
 		return m0, nil
 	}
-	return boltMeta{}, fmt.Errorf("%w: no valid meta page (not a bbolt file, or both meta pages damaged)", ErrCorrupt)
+	if notBolt(head) {
+		return boltMeta{}, notIndex(fmt.Sprintf("not a bbolt file: it starts with %q", head[:min(len(head), 16)]))
+	}
+	return boltMeta{}, fmt.Errorf("%w: no valid meta page (both meta pages damaged)", ErrCorrupt)
+}
+
+// notIndex is ErrNotIndex saying why and what to do.
+func notIndex(why string) error {
+	return fmt.Errorf("%w (%s); clipidx neither writes to nor moves a file it did not make: give --db (or CLIPIDX_DB) the index's path", ErrNotIndex, why)
+}
+
+// boltMetaFlag is the flags of a meta page's header.
+const boltMetaFlag = 0x04
+
+// notBolt reports whether head is the start of a file bbolt never wrote:
+// no meta magic where either meta page would hold it, and a first page
+// header that is not meta page 0's. A file damaged from its first byte
+// (zeroed, as some damage leaves it) still counts as a bbolt file, so
+// --reindex can start it over.
+func notBolt(head []byte) bool {
+	ne := binary.NativeEndian
+	for p := 0; p <= boltMaxPageSize; p = max(2*p, boltMinPageSize) {
+		if off := p + boltPageHeader; off+4 <= len(head) && ne.Uint32(head[off:]) == boltMagic {
+			return false
+		}
+	}
+	hdr := head[:min(len(head), boltPageHeader)]
+	switch {
+	case !bytes.ContainsFunc(hdr, func(r rune) bool { return r != 0 }):
+		return false // zeroed
+	case len(hdr) < boltPageHeader:
+		return true
+	}
+	return ne.Uint64(hdr[0:]) != 0 || ne.Uint16(hdr[8:]) != boltMetaFlag
 }
 
 // Page flags and element sizes of the bbolt format.

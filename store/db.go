@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -132,6 +133,14 @@ func readMeta(tx *bolt.Tx) (Identity, error) {
 	var id Identity
 	m := tx.Bucket(bMeta)
 	if m == nil {
+		var other []string
+		tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			other = append(other, fmt.Sprintf("%q", name))
+			return nil
+		})
+		if len(other) > 0 { // another program's bbolt file
+			return id, notIndex("a bbolt file holding the buckets " + strings.Join(other, ", "))
+		}
 		return id, ErrSchema
 	}
 	switch v := getU64(append(make([]byte, 4), m.Get(kSchema)...)); {
@@ -199,6 +208,42 @@ type ReaderOptions struct {
 // a build fills it) and ErrSchema when it is not a clipidx index of this
 // schema version.
 func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
+	for try := 0; ; try++ {
+		before, _ := os.Stat(path)
+		r, err := openReader(path, opts)
+		if err == nil || !maybeTorn(err) || before == nil {
+			return r, err
+		}
+		// A file rewritten in place (a backup restored with cp onto the
+		// index) reads as a torn header or a half-copied file while it is
+		// written: that is no damage, and no --reindex is called for. A
+		// file that stays as it was is what it looks like.
+		time.Sleep(rewriteSettle)
+		after, serr := os.Stat(path)
+		if serr != nil || os.SameFile(before, after) && before.Size() == after.Size() && before.ModTime().Equal(after.ModTime()) {
+			return nil, err
+		}
+		if try == rewriteTries {
+			return nil, fmt.Errorf("%s: %w (it was being written while it was read: %v)", path, ErrFault, err)
+		}
+	}
+}
+
+// rewriteSettle and rewriteTries bound how long OpenReader waits for a
+// file being rewritten in place to settle: well inside serve's 5 s.
+const (
+	rewriteSettle = 100 * time.Millisecond
+	rewriteTries  = 5
+)
+
+// maybeTorn reports whether err is what reading a file half rewritten may
+// give: damage, another schema, or bbolt initialising a file emptied
+// between the check and its open ("bad file descriptor").
+func maybeTorn(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrSchema) || errors.Is(err, syscall.EBADF)
+}
+
+func openReader(path string, opts ReaderOptions) (*Reader, error) {
 	db, err := openBolt(path, true, opts.Timeout)
 	if err != nil {
 		return nil, err
@@ -312,7 +357,7 @@ func (w *Writer) open() error {
 				return nil
 			})
 			if len(other) > 0 { // another program's bbolt file: never write into it
-				return fmt.Errorf("%w: not a clipidx index (it holds the buckets %s)", ErrSchema, strings.Join(other, ", "))
+				return notIndex("a bbolt file holding the buckets " + strings.Join(other, ", "))
 			}
 			return initialize(tx, id, false)
 		}
@@ -346,7 +391,8 @@ func (w *Writer) open() error {
 		return err
 	})
 	switch {
-	case !opts.Reindex:
+	case !opts.Reindex, errors.Is(err, ErrNotIndex):
+		// Not an index: --reindex neither moves nor writes it.
 	case errors.Is(err, ErrNewerSchema):
 		err = w.startOver(".newer-")
 	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrSchema):

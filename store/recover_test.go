@@ -18,8 +18,18 @@ func TestReindexRecoversDamagedIndex(t *testing.T) {
 		name   string
 		damage func(t *testing.T, path string)
 	}{
-		{"not a database", func(t *testing.T, path string) {
-			if err := os.WriteFile(path, []byte(strings.Repeat("garbage!", 2048)), 0o644); err != nil {
+		{"both meta pages zeroed", func(t *testing.T, path string) {
+			w := openW(t, path)
+			var b Batch
+			b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+			commit(t, w, &b)
+			closeW(t, w)
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt(make([]byte, 2*os.Getpagesize()), 0); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -48,6 +48,11 @@ var (
 	// this one must not touch it (upgrade, or start over with --reindex,
 	// which keeps the file beside it as .newer-TIME).
 	ErrNewerSchema = fmt.Errorf("%w: written by a newer clipidx", ErrSchema)
+	// ErrNotIndex is the ErrSchema of a file that is no clipidx index:
+	// another program's bbolt file, or no bbolt file at all (a --db that
+	// names the wrong file). No command writes to it or moves it,
+	// --reindex included.
+	ErrNotIndex error = notIndexError{}
 	// ErrModelMismatch is returned when the index was built with another model,
 	// dimension, preprocessing version or EXIF setting than the one in use.
 	ErrModelMismatch = errors.New("index was built with a different model or settings")
@@ -63,6 +68,14 @@ var (
 	// damaged.
 	ErrCorrupt = errors.New("index damaged: run `clipidx build --reindex DIR...` to start over (the damaged file is kept beside it as .corrupt-TIME)")
 )
+
+type notIndexError struct{}
+
+func (notIndexError) Error() string {
+	return "not a clipidx index"
+}
+
+func (notIndexError) Is(target error) bool { return target == ErrSchema }
 
 // Identity names the model and pipeline the vectors come from. Vectors of
 // two identities are mixed only when Compatible says so.

@@ -96,14 +96,58 @@ func TestForeignBoltFile(t *testing.T) {
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
 		t.Error("OpenWriter wrote into another program's file")
 	}
-	w, err := OpenWriter(path, Identity{Model: "m", Dim: 8}, WriterOptions{NoSync: true, Reindex: true})
-	if err != nil {
-		t.Fatalf("OpenWriter with Reindex: %v", err)
+	// --reindex neither moves nor writes it: the --db named the wrong file.
+	if _, err := OpenWriter(path, Identity{Model: "m", Dim: 8}, WriterOptions{NoSync: true, Reindex: true}); !errors.Is(err, ErrNotIndex) {
+		t.Errorf("OpenWriter with Reindex: %v, want ErrNotIndex", err)
 	}
-	backup := w.Backup()
-	closeW(t, w)
-	if kept, _ := os.ReadFile(backup); !strings.HasPrefix(backup, path+".corrupt-") || !bytes.Equal(kept, orig) {
-		t.Errorf("Backup() = %q: want the file kept whole as .corrupt-TIME", backup)
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
+		t.Error("OpenWriter with Reindex wrote into another program's file")
+	}
+	if _, err := OpenReader(path, ReaderOptions{}); !errors.Is(err, ErrNotIndex) || !strings.Contains(err.Error(), `"users"`) {
+		t.Errorf("OpenReader: %v, want ErrNotIndex naming the file's buckets", err)
+	}
+}
+
+// TestNotABoltFile: a --db naming a file that is no bbolt file at all (a
+// text file, a photo) was called a damaged index, and --reindex renamed it
+// to .corrupt-TIME and wrote an index in its place. It is refused, by
+// readers and writers, --reindex included, and left as it was; an index
+// damaged from its first byte (zeroed) is still a damaged index
+// (TestReindexRecoversDamagedIndex).
+func TestNotABoltFile(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"text":  []byte("my notes about the photos\n"),
+		"png":   append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), make([]byte, 5000)...),
+		"short": []byte("ab"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.db")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := OpenReader(path, ReaderOptions{})
+			if !errors.Is(err, ErrNotIndex) || errors.Is(err, ErrCorrupt) || strings.Contains(err.Error(), "--reindex") || !strings.Contains(err.Error(), "not a bbolt file") {
+				t.Errorf("OpenReader: %v, want ErrNotIndex saying it is no bbolt file, with no --reindex advice", err)
+			}
+			for _, reindex := range []bool{false, true} {
+				if w, err := OpenWriter(path, testID, WriterOptions{NoSync: true, Reindex: reindex}); !errors.Is(err, ErrNotIndex) {
+					if err == nil {
+						closeW(t, w)
+					}
+					t.Errorf("OpenWriter (reindex %v): %v, want ErrNotIndex", reindex, err)
+				}
+			}
+			if now, _ := os.ReadFile(path); !bytes.Equal(now, data) {
+				t.Error("the file was written")
+			}
+			if m, _ := filepath.Glob(path + ".*"); len(m) > 0 {
+				for _, f := range m {
+					if !strings.HasSuffix(f, ".lock") && !strings.HasSuffix(f, ".gate") {
+						t.Errorf("left beside it: %s", f)
+					}
+				}
+			}
+		})
 	}
 }
 
