@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -203,7 +204,20 @@ func TestBuildDecodesDuplicateContentOnce(t *testing.T) {
 func TestBuildReindexDamagedIndex(t *testing.T) {
 	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "i.db")
 	write(t, filepath.Join(dir, "a.png"), png+"a")
-	write(t, db, strings.Repeat("not bbolt", 1000))
+	if _, err := Build(context.Background(), db, []string{dir}, opts(&fakeEnc{})); err != nil {
+		t.Fatal(err)
+	}
+	// Both meta pages zeroed: a damaged index (a file that is no bbolt
+	// file at all is no index, and refused untouched: store's
+	// TestNotABoltFile).
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 2*os.Getpagesize()), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	if _, err := Build(context.Background(), db, []string{dir}, opts(&fakeEnc{})); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("build on a damaged index: %v, want ErrCorrupt", err)
 	}
