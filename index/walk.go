@@ -142,7 +142,7 @@ func (w *walker) walkRoot(root string) error {
 		case wanted(root):
 			w.add(root, fi)
 		case IsShardName(root):
-			w.tars = append(w.tars, found{path: root, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()})
+			w.tars = append(w.tars, found{path: root, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctimeOf(fi)})
 		case !w.roots[root]:
 			// A path of a partial build (a watcher's changed file): not
 			// one a build reads, and its records, if any, are gone.

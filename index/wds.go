@@ -44,8 +44,9 @@ const SampleSep = store.SampleSep
 // maxMetaBytes bounds a caption or JSON member (read into memory).
 const maxMetaBytes = 16 << 20
 
-// IsShardName reports whether a root names a tar shard.
-func IsShardName(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".tar") }
+// IsShardName reports whether a root names a tar shard (store.IsShardName:
+// the store tells a sample's path from a video frame's by the same rule).
+func IsShardName(name string) bool { return store.IsShardName(name) }
 
 // ParseShard parses "I/N" (--shard): this machine's share, I in [0, N).
 func ParseShard(s string) (i, n int, err error) {

@@ -153,10 +153,13 @@ func sampleShare(p string, tarShare map[string]int) (share int, ok bool) {
 	return 0, false
 }
 
-// planShards decides which tar shards to read: a shard whose size and
-// mtime equal those recorded when it was last read completely is skipped
-// (its records count as unchanged), unless it holds a failed sample to
-// retry (see retryRule); the others are streamed.
+// planShards decides which tar shards to read: a shard whose size, mtime
+// and ctime equal those recorded when it was last read completely is
+// skipped (its records count as unchanged), unless it holds a failed
+// sample to retry (see retryRule); the others are streamed. The ctime
+// tells two shards of one size and mtime (tar pads to 10 KiB; sync tools
+// keep mtimes) swapped or copied over each other. A shard recorded
+// without one (by an older clipidx) takes its ctime without being read.
 func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 	t := &b.tar
 	t.byPath, t.old, t.seen = map[string]*shardState{}, old, map[string]bool{}
@@ -164,11 +167,16 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 		return nil
 	}
 	unchanged := map[string]int{} // shard path → times walked
+	stamps := map[string]store.ShardStat{}
 	err := b.w.View(func(s *store.Snapshot) error {
 		for _, f := range wk.tars {
 			st, ok := s.Shard(f.path)
-			if ok && st.Size == f.size && st.MtimeNs == f.mtimeNs {
+			if ok && shardUnchanged(st, f) {
 				unchanged[f.path]++
+				if st.CtimeNs == 0 && f.ctimeNs != 0 {
+					st.CtimeNs = f.ctimeNs
+					stamps[f.path] = st
+				}
 				continue
 			}
 			ss := &shardState{found: f, expected: -1}
@@ -181,6 +189,9 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 		return err
 	}
 	b.retryShards(wk, old, unchanged)
+	if err := b.stampShards(stamps, unchanged); err != nil {
+		return err
+	}
 	// The records of an unchanged shard's samples (SHARD.tar#KEY) count as
 	// unchanged: one pass over the old records, trying each separator in
 	// a path as the end of a shard's path (a folder or a key may hold
@@ -195,6 +206,32 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 				b.sum.Unchanged += n
 			}
 		}
+	}
+	return nil
+}
+
+// shardUnchanged reports whether a shard whose stat rec was recorded when
+// it was last read completely is unchanged: same size, mtime and ctime
+// (sameCtime: either unknown counts as the same).
+func shardUnchanged(rec store.ShardStat, f found) bool {
+	return rec.Size == f.size && rec.MtimeNs == f.mtimeNs && sameCtime(rec.CtimeNs, f.ctimeNs)
+}
+
+// stampShards records the ctime of the shards, among those still
+// unchanged, whose record has none, in a commit of its own (a stopped
+// build leaves them to the next one).
+func (b *builder) stampShards(stamps map[string]store.ShardStat, unchanged map[string]int) error {
+	var batch store.Batch
+	for p, st := range stamps {
+		if unchanged[p] > 0 {
+			batch.PutShard(p, st)
+		}
+	}
+	if batch.Len() == 0 || b.ctx.Err() != nil {
+		return nil
+	}
+	if err := b.w.Commit(&batch); err != nil {
+		return fmt.Errorf("commit to %s: %w", b.w.Path(), err)
 	}
 	return nil
 }
@@ -330,7 +367,7 @@ func (b *builder) recordSample(r result) {
 // to its end is in the batch: the next build skips it while unchanged.
 func (b *builder) shardDone(ss *shardState) {
 	if ss.expected >= 0 && ss.recorded == ss.expected && !ss.failed && !ss.retry {
-		b.batch.PutShard(ss.path, store.ShardStat{Size: ss.size, MtimeNs: ss.mtimeNs})
+		b.batch.PutShard(ss.path, store.ShardStat{Size: ss.size, MtimeNs: ss.mtimeNs, CtimeNs: ss.ctimeNs})
 		ss.expected = -2 // recorded once
 	}
 }

@@ -23,7 +23,9 @@ func FramePath(video string, t float64) string { return video + FrameSep + Frame
 
 // SplitFrame splits a frame record's path into its video's path and the
 // frame's time; ok is false for a path that is no frame record (what
-// follows the last FrameSep must be a time in FrameTime's form).
+// follows the last FrameSep must be a time in FrameTime's form), such as
+// a webdataset sample whose key holds "#t=5" (SHARD.tar#scene#t=5, or
+// SHARD.tar#t=5): what precedes it is a shard or a sample, never a video.
 func SplitFrame(path string) (video string, t float64, ok bool) {
 	i := strings.LastIndex(path, FrameSep)
 	if i <= 0 {
@@ -34,7 +36,7 @@ func SplitFrame(path string) (video string, t float64, ok bool) {
 		return "", 0, false
 	}
 	t, err := strconv.ParseFloat(s, 64)
-	if err != nil || FrameTime(t) != s {
+	if err != nil || FrameTime(t) != s || namesSample(path[:i]) {
 		return "", 0, false
 	}
 	return path[:i], t, true

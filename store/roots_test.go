@@ -39,7 +39,8 @@ func TestRootsRegistry(t *testing.T) {
 	dir := t.TempDir()
 	id := Identity{Model: "m", Dim: 4, Preprocess: "p"}
 	a := filepath.Join(dir, "a.db")
-	mergeFixture(t, a, id, map[string]string{"/photos/x.jpg": "x"}, 1)
+	// The three entries /nas holds while it is offline are in a.db.
+	mergeFixture(t, a, id, map[string]string{"/photos/x.jpg": "x", "/nas/1.jpg": "n1", "/nas/2.jpg": "n2", "/nas/3.jpg": "n3"}, 1)
 	// Written as before the registry: only LastBuild names the folder.
 	if roots, _ := readRoots(t, a); !slices.Equal(roots, []string{dir}) {
 		t.Fatalf("roots of an index without the registry = %q, want the last build's %q", roots, dir)

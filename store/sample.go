@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -13,8 +14,10 @@ import (
 //
 //	samples  path → Sample: caption, JSON metadata and caption vector of a
 //	         dataset sample (webdataset input); deleted with its file record
-//	shards   tar shard path → size u64 ‖ mtime ns u64 of the shard when all
-//	         its samples were last committed (skip an unchanged shard)
+//	shards   tar shard path → size u64 ‖ mtime ns u64 ‖ ctime ns u64 of
+//	         the shard when all its samples were last committed (skip an
+//	         unchanged shard); 16 bytes, without the ctime, when it is not
+//	         known (Windows, or a record written before ctimes were kept)
 var (
 	bSamples = []byte("samples")
 	bShards  = []byte("shards")
@@ -36,10 +39,42 @@ type Sample struct {
 // the index records for a webdataset sample (SHARD.tar#KEY).
 const SampleSep = "#"
 
+// IsShardName reports whether path names a tar shard: its name ends in
+// .tar, in any case.
+func IsShardName(path string) bool {
+	return len(path) >= 4 && strings.EqualFold(path[len(path)-4:], ".tar")
+}
+
+// namesSample reports whether path is the path of a webdataset sample,
+// SHARD.tar#KEY, or of a shard itself. A key is a member's name up to the
+// first dot of its base name, so the base name of KEY holds no dot (but
+// at its start, the key of a member misnamed ".x"); a file whose own name
+// holds the separator ("clip#1.mp4", "backup.tar#2.mp4") keeps its
+// extension there.
+func namesSample(path string) bool {
+	if IsShardName(path) {
+		return true
+	}
+	for i := range len(path) {
+		if path[i] != SampleSep[0] || !IsShardName(path[:i]) {
+			continue
+		}
+		key := path[i+1:]
+		base := key[strings.LastIndexAny(key, `/\`)+1:]
+		if len(base) == 0 || !strings.Contains(base[1:], ".") {
+			return true
+		}
+	}
+	return false
+}
+
 // ShardStat is what the index remembers of a tar shard read completely.
+// CtimeNs is its status change time then, 0 when not known (no ctime is
+// read on Windows; a record written before ctimes were kept has none).
 type ShardStat struct {
 	Size    int64
 	MtimeNs int64
+	CtimeNs int64
 }
 
 const sampleVersion = 1
@@ -106,7 +141,7 @@ func (b *Batch) PutSample(path string, s Sample) {
 // PutShard records that every sample of the tar shard at path has been
 // committed while the shard had stat st.
 func (b *Batch) PutShard(path string, st ShardStat) {
-	b.ops = append(b.ops, op{kind: opShard, path: path, file: File{Size: st.Size, MtimeNs: st.MtimeNs}})
+	b.ops = append(b.ops, op{kind: opShard, path: path, file: File{Size: st.Size, MtimeNs: st.MtimeNs, CtimeNs: st.CtimeNs}})
 }
 
 // DeleteShard forgets the stat of a shard (its samples are deleted one by
@@ -145,8 +180,7 @@ func (w *wtx) applyExtra(o op) error {
 		if err != nil {
 			return err
 		}
-		v := binary.BigEndian.AppendUint64(u64(uint64(o.file.Size)), uint64(o.file.MtimeNs))
-		return bk.Put([]byte(o.path), v)
+		return bk.Put([]byte(o.path), encodeShard(ShardStat{Size: o.file.Size, MtimeNs: o.file.MtimeNs, CtimeNs: o.file.CtimeNs}))
 	}
 	return fmt.Errorf("store: unknown batch operation %d", o.kind)
 }
@@ -192,11 +226,32 @@ func (s *Snapshot) Shard(path string) (ShardStat, bool) {
 	if bk == nil {
 		return ShardStat{}, false
 	}
-	v := bk.Get([]byte(path))
-	if len(v) != 16 {
+	return decodeShard(bk.Get([]byte(path)))
+}
+
+// encodeShard writes a shard's stat: its ctime, when known, after the
+// size and mtime. Without one it is the 16 bytes an older clipidx reads;
+// with one, such a clipidx takes the shard for unrecorded and reads it
+// again (by content hash: no model pass), once.
+func encodeShard(st ShardStat) []byte {
+	v := binary.BigEndian.AppendUint64(u64(uint64(st.Size)), uint64(st.MtimeNs))
+	if st.CtimeNs != 0 {
+		v = binary.BigEndian.AppendUint64(v, uint64(st.CtimeNs))
+	}
+	return v
+}
+
+// decodeShard reads a shard's stat, with or without its ctime; ok is
+// false for a value of neither length.
+func decodeShard(v []byte) (st ShardStat, ok bool) {
+	if len(v) != 16 && len(v) != 24 {
 		return ShardStat{}, false
 	}
-	return ShardStat{Size: int64(binary.BigEndian.Uint64(v)), MtimeNs: int64(binary.BigEndian.Uint64(v[8:]))}, true
+	st = ShardStat{Size: int64(binary.BigEndian.Uint64(v)), MtimeNs: int64(binary.BigEndian.Uint64(v[8:]))}
+	if len(v) == 24 {
+		st.CtimeNs = int64(binary.BigEndian.Uint64(v[16:]))
+	}
+	return st, true
 }
 
 // FilesPrefix calls fn for every file record whose path starts with

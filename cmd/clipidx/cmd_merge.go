@@ -24,10 +24,11 @@ func newMergeCmd() *cobra.Command {
 		Short: "Join the indexes of a split build (--shard I/N) into one, without the model",
 		Long: `Copy every record of the IN indexes into OUT (created if needed), vectors bit
 for bit, with their captions, JSON metadata and caption vectors. The model is
-not needed. Every index must come from the same model and settings; an input
-that does not is refused with the reason, and nothing is written. So is an
-input that is OUT, or another input, under another name (a link, a hard link,
-a relative path).
+not needed. Every index must come from the same model and settings, OUT's
+included when it exists; an input that does not is refused, naming it, OUT
+and what differs, and nothing is written. So is a file that is no clipidx
+index or is damaged, and an input that is OUT, or another input, under
+another name (a link, a hard link, a relative path).
 
 OUT is replaced whole or not at all: the merge writes into a copy of OUT
 beside it and renames the copy over OUT at the end, so a merge that fails
@@ -40,7 +41,11 @@ OUT is left as it was, and the exit status is 130. A merge killed outright
 merge into OUT removes it and says how much space that freed.
 
 A path held by several inputs keeps one record whatever their order: an
-indexed record over a failed one, then the later modification time.`,
+indexed record over a failed one, then the later modification time. A tar
+shard indexed at two versions (written again between the builds) keeps the
+later version's samples only: those of the older one, OUT's own included,
+are left out. A folder that an index lists offline stays offline, with the
+entries the merged index keeps under it.`,
 		Example: `  # four machines built with --shard 0/4 ... 3/4 into part-0.db ... part-3.db
   clipidx merge all.db part-0.db part-1.db part-2.db part-3.db`,
 		Args: cobra.MinimumNArgs(2),
@@ -77,13 +82,17 @@ indexed record over a failed one, then the later modification time.`,
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "merged %d %s from %d %s into %s (%d new %s, %d duplicate %s)\n",
+			stale := ""
+			if sum.Stale > 0 {
+				stale = fmt.Sprintf(", %d %s of an older version of a tar shard left out", sum.Stale, plural(sum.Stale, "record", "records"))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "merged %d %s from %d %s into %s (%d new %s, %d duplicate %s%s)\n",
 				sum.Files, plural(sum.Files, "record", "records"), sum.Inputs, plural(sum.Inputs, "index", "indexes"), args[0],
-				sum.Vectors, plural(sum.Vectors, "vector", "vectors"), sum.Duplicates, plural(sum.Duplicates, "path", "paths"))
+				sum.Vectors, plural(sum.Vectors, "vector", "vectors"), sum.Duplicates, plural(sum.Duplicates, "path", "paths"), stale)
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, `print {"inputs","files","vectors","duplicates"}`)
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"inputs","files","vectors","duplicates","stale"}`)
 	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when a build (a clipidx watch, serve --watch or build) holds OUT, instead of waiting for it")
 	return c
 }
