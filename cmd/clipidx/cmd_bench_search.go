@@ -1,12 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -41,15 +42,26 @@ bytes of disk under --dir (the system temporary folder by default).`,
 				return usageError("--vectors, --dim, --queries and --k take a count ≥ 1")
 			}
 			choice := chooseKernels() // the scan kernel this CPU runs fastest
-			tmp, err := os.MkdirTemp(dir, "clipidx-bench-")
+			tmp, left, release, err := benchScratch(dir, "clipidx-bench-search-")
+			noteLeftovers(cmd.ErrOrStderr(), left, "bench search")
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(tmp)
+			defer release()
+			// Ctrl-C or SIGTERM stops the fill or the queries; the
+			// temporary index is removed.
+			ctx, stop := stopContext(cmd.Context())
+			defer stop()
+			interrupted := func(err error) error {
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					return &exitError{code: interruptCode(ctx), err: fmt.Errorf("interrupted: removed the temporary index in %s", tmp)}
+				}
+				return err
+			}
 			path := filepath.Join(tmp, "bench.db")
 			start := time.Now()
-			if err := fillRandom(path, n, dim); err != nil {
-				return err
+			if err := fillRandom(ctx, path, n, dim); err != nil {
+				return interrupted(err)
 			}
 			fill := time.Since(start)
 			r, err := store.OpenReader(path, store.ReaderOptions{})
@@ -61,6 +73,9 @@ bytes of disk under --dir (the system temporary folder by default).`,
 			var ms []float64
 			err = r.View(func(s *store.Snapshot) error {
 				for i := range queries + 1 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
 					q := randomVector(rng, dim)
 					t := time.Now()
 					if _, err := search.Search(s, q, search.Options{K: k, Threads: g.threads, Exact: exact}); err != nil {
@@ -73,7 +88,7 @@ bytes of disk under --dir (the system temporary folder by default).`,
 				return nil
 			})
 			if err != nil {
-				return err
+				return interrupted(err)
 			}
 			slices.Sort(ms)
 			res := benchSearchJSON{Vectors: n, Dim: dim, P50: percentile(ms, 50), P99: percentile(ms, 99)}
@@ -103,8 +118,9 @@ bytes of disk under --dir (the system temporary folder by default).`,
 	return c
 }
 
-// fillRandom writes n random unit vectors, one fake file each.
-func fillRandom(path string, n, dim int) error {
+// fillRandom writes n random unit vectors, one fake file each; ctx stops
+// it between commits.
+func fillRandom(ctx context.Context, path string, n, dim int) error {
 	w, err := store.OpenWriter(path, store.Identity{Model: "bench-random", Dim: dim}, store.WriterOptions{NoSync: true})
 	if err != nil {
 		return err
@@ -118,6 +134,9 @@ func fillRandom(path string, n, dim int) error {
 		h := sha256.Sum256(binary.LittleEndian.AppendUint64(nil, uint64(i)))
 		b.Put(fmt.Sprintf("/bench/%09d.jpg", i), store.File{Size: 1, Hash: h}, randomVector(rng, dim))
 		if b.Len() == 1<<14 || i == n-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := w.Commit(&b); err != nil {
 				return err
 			}

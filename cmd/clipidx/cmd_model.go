@@ -87,9 +87,9 @@ sent to the hub only, never to the storage it redirects to), HF_ENDPOINT
   HF_ENDPOINT=https://hf-mirror.com clipidx model pull --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			repo := defaultRepo
-			if len(args) == 1 {
-				repo = args[0]
+			repo, err := repoArg(args)
+			if err != nil {
+				return err
 			}
 			if dir == "" {
 				dir = pullDir(repo)
@@ -148,7 +148,7 @@ sent to the hub only, never to the storage it redirects to), HF_ENDPOINT
 	f := c.Flags()
 	f.StringVar(&revision, "revision", "main", "branch, tag or commit of the repository")
 	f.StringVar(&endpoint, "endpoint", envOr("HF_ENDPOINT", hub.DefaultEndpoint), "Hugging Face hub or mirror URL [env HF_ENDPOINT]")
-	f.StringVar(&dir, "dir", "", "destination folder (default: the --model folder for the default checkpoint, else one named after REPO beside it)")
+	f.StringVar(&dir, "dir", "", "destination folder (default: REPO's folder in the user's cache, which clipidx model path REPO prints, whatever --model says)")
 	f.StringSliceVar(&files, "file", nil, "download only these files of the repository (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print a JSON summary instead of text")
 	f.BoolVar(&verify, "verify", false, "re-hash files already downloaded instead of trusting their records")
@@ -162,6 +162,20 @@ sent to the hub only, never to the storage it redirects to), HF_ENDPOINT
 // defaultModelDir(), where every command looks when --model is not given.
 func pullDir(repo string) string {
 	return filepath.Join(modelsRoot(), filepath.FromSlash(repo))
+}
+
+// repoArg is the repository of `model pull [REPO]` and `model path
+// [REPO]`: the default checkpoint, or REPO when the hub's check of a
+// repository id passes (a usage error otherwise), so that path never names
+// a folder pull would not fill, such as one outside the models folder.
+func repoArg(args []string) (string, error) {
+	if len(args) == 0 {
+		return defaultRepo, nil
+	}
+	if err := hub.CheckRepo(args[0]); err != nil {
+		return "", usageError("%v", err)
+	}
+	return args[0], nil
 }
 
 // pullError adds what to do next to a download error.
@@ -303,9 +317,9 @@ the files are rebuilt at the next start that needs them.`,
 			if packed {
 				return printPackCache(cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
-			repo := defaultRepo
-			if len(args) == 1 {
-				repo = args[0]
+			repo, err := repoArg(args)
+			if err != nil {
+				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), pullDir(repo))
 			return nil

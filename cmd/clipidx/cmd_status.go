@@ -227,8 +227,11 @@ func listFailures(r *store.Reader, cmd *cobra.Command, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(out).Encode(list)
 	}
+	// path<TAB>reason, one failure a line: a tab, a line break or an
+	// escape sequence in either is shown as \xNN, so that no file name
+	// ends a record early or forges another (--json gives them exactly).
 	for _, f := range list {
-		fmt.Fprintf(out, "%s\t%s\n", f.Path, f.Error)
+		fmt.Fprintf(out, "%s\t%s\n", shown(f.Path), shown(f.Error))
 	}
 	return nil
 }

@@ -113,7 +113,53 @@ func newRoot() *cobra.Command {
 	for _, mk := range subcommands {
 		root.AddCommand(mk())
 	}
+	// The completion command cobra adds at Execute is added now, so that
+	// it is checked like the others. Its scripts go to the writer root has
+	// when they are written (cobra takes the one it has when it adds it).
+	root.SetOut(laterOut{root})
+	root.InitDefaultCompletionCmd()
+	root.SetOut(nil)
+	for _, c := range root.Commands() {
+		requireSubcommand(c)
+	}
 	return root
+}
+
+// laterOut writes to c's output as it is set when written to.
+type laterOut struct{ c *cobra.Command }
+
+func (w laterOut) Write(p []byte) (int, error) { return w.c.OutOrStdout().Write(p) }
+
+// requireSubcommand makes c, when it only groups other commands (model,
+// bench, completion), and each such command below it, refuse a word that
+// names none of them: a usage error (exit 2) naming the word and the
+// commands it takes. Cobra would print c's help and exit 0, so that
+// "clipidx model pul" looked like success. Alone, c prints its help, as
+// clipidx alone does.
+func requireSubcommand(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		requireSubcommand(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		var names []string
+		for _, s := range cmd.Commands() {
+			if s.IsAvailableCommand() {
+				names = append(names, s.Name())
+			}
+		}
+		msg := fmt.Sprintf("unknown command %q for %q: it takes %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return usageError("%s", msg)
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 func run(args []string) int {

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -165,8 +166,10 @@ func (d *downloader) run(ctx context.Context) (Result, error) {
 }
 
 // present reports whether the target already holds this version of the
-// file: its sidecar names the advertised ETag and size, or (no sidecar) its
-// SHA-256 equals the advertised one.
+// file: its sidecar names the advertised ETag and size (with Verify, and
+// for a file with a checksum to verify, only once it is hashed again), or
+// (no sidecar) its content matches the advertised checksum: the SHA-256
+// of an LFS file, the git blob SHA-1 of another.
 func (d *downloader) present(ctx context.Context, m meta, res *Result) (bool, error) {
 	fi, err := os.Stat(res.Path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -181,12 +184,19 @@ func (d *downloader) present(ctx context.Context, m meta, res *Result) (bool, er
 	sizeOK := m.size < 0 || m.size == fi.Size()
 	sc := readSidecar(sidecarPath(d.dir, d.file, false))
 	recorded := sc != nil && m.etag != "" && sc.ETag == m.etag && sc.Size == fi.Size() && sc.ModTime == fi.ModTime().UnixNano() && sizeOK
-	if recorded && !(d.opts.Verify && m.sha256 != "") {
+	h, want := sha256.New(), m.sha256
+	if want == "" {
+		if want = gitSHA1FromETag(m.etag); want != "" {
+			h = sha1.New()
+			fmt.Fprintf(h, "blob %d\x00", fi.Size())
+		}
+	}
+	if recorded && !(d.opts.Verify && want != "") {
 		res.Size, res.SHA256, res.Skipped = fi.Size(), sc.SHA256, true
 		d.progress(StageSkipped, fi.Size(), fi.Size())
 		return true, nil
 	}
-	if m.sha256 == "" || !sizeOK {
+	if want == "" || !sizeOK {
 		return false, nil
 	}
 	f, err := os.Open(res.Path)
@@ -194,11 +204,10 @@ func (d *downloader) present(ctx context.Context, m meta, res *Result) (bool, er
 		return false, fmt.Errorf("%s: %w", d.name(), err)
 	}
 	defer f.Close()
-	h := sha256.New()
 	if _, err := d.hashPrefix(ctx, h, f, fi.Size()); err != nil {
 		return false, fmt.Errorf("%s: read %s: %w", d.name(), res.Path, err)
 	}
-	if hex.EncodeToString(h.Sum(nil)) != m.sha256 {
+	if hex.EncodeToString(h.Sum(nil)) != want {
 		return false, nil
 	}
 	res.Size, res.SHA256, res.Skipped = fi.Size(), m.sha256, true

@@ -89,9 +89,12 @@ type Options struct {
 	// StallTimeout aborts and retries a transfer that received no byte for
 	// this long; 0 = 60 s.
 	StallTimeout time.Duration
-	// Verify re-hashes LFS files that their sidecar already records as
+	// Verify re-hashes files that their sidecar already records as
 	// verified (same ETag, size and modification time) instead of trusting
-	// the record.
+	// the record: LFS files against their SHA-256, other files against
+	// their git blob SHA-1 (the ETag the hub gives them). A file that no
+	// longer matches is downloaded again. A file whose ETag is neither is
+	// trusted.
 	Verify bool
 	// UserAgent is sent with every request; "" = "clipidx-hub".
 	UserAgent string
@@ -158,7 +161,7 @@ func Download(ctx context.Context, repo string, files []string, dir string, opts
 // DownloadFile fetches one file of repo into dir (file may contain "/" for a
 // subfolder of the repository). See the package doc for the guarantees.
 func DownloadFile(ctx context.Context, repo, file, dir string, opts Options) (Result, error) {
-	if err := checkRepo(repo); err != nil {
+	if err := CheckRepo(repo); err != nil {
 		return Result{}, err
 	}
 	if err := checkFile(file); err != nil {
@@ -186,7 +189,11 @@ func FileURL(endpoint, repo, revision, file string) string {
 		url.PathEscape(revision) + "/" + strings.Join(segs, "/")
 }
 
-func checkRepo(repo string) error {
+// CheckRepo returns ErrBadName, wrapped with repo, unless repo is a
+// repository id the hub can serve and a folder can be named after:
+// "owner/name" or "name", no part empty, "." or "..", and none holding
+// "?", "#", "%", "\\" or a space.
+func CheckRepo(repo string) error {
 	parts := strings.Split(repo, "/")
 	if len(parts) > 2 || repo == "" {
 		return fmt.Errorf("repository %q: %w (want owner/name)", repo, ErrBadName)

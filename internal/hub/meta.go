@@ -100,8 +100,16 @@ func parseETag(v string) string {
 // sha256FromETag returns e in lowercase when it is 64 hex digits (the hub's
 // ETag of an LFS file), else "" (a 40-digit git blob sha1 is not a SHA-256
 // of the content).
-func sha256FromETag(e string) string {
-	if len(e) != 64 {
+func sha256FromETag(e string) string { return hexOfLen(e, 64) }
+
+// gitSHA1FromETag returns e in lowercase when it is 40 hex digits: the
+// hub's ETag of a file kept in git itself, the SHA-1 of "blob <size>\x00"
+// and the content. Else "".
+func gitSHA1FromETag(e string) string { return hexOfLen(e, 40) }
+
+// hexOfLen returns e in lowercase when it is n hex digits, else "".
+func hexOfLen(e string, n int) string {
+	if len(e) != n {
 		return ""
 	}
 	for i := 0; i < len(e); i++ {
