@@ -119,10 +119,14 @@ type CheckOptions struct {
 // exactly; other formats are reported as info, JPEG decoders differ), each
 // tower on the reference's own inputs, zero-shot logits, and end to end
 // from the image files and label prompts. EXIF orientation is ignored, as
-// Hugging Face does. The towers, preprocessing and prompt template come
-// from the folder through the model face; the gates from compare.For.
+// Hugging Face does. The towers and preprocessing come from the folder
+// through the model face; the prompt template from the manifest's
+// prompt_template param (how the references were made), else the model's;
+// the gates from compare.For.
 //
-// A stage that fails, or cannot run, is a CheckFail result, not an error;
+// A stage that fails, or cannot run, is a CheckFail result, not an error,
+// and so is a reference that is missing (no refset, a tok_test without
+// its ids): a stage left unchecked never passes;
 // the error is for a folder that is not a bundle (it wraps
 // bundle.ErrNotBundle) or whose manifest cannot be read.
 func Check(dir string, o CheckOptions) (*CheckReport, error) {
@@ -206,7 +210,9 @@ func (c *checker) run(dir string, o OpenOptions) {
 		return
 	}
 	if len(refsets) == 0 {
-		c.result(CheckInfo, StageBundle, -1, "no refset records: only the tokenizer was checked")
+		// Missing references are a failure, as a missing tensor is: a
+		// tokenizer alone passing says nothing of the model.
+		c.result(CheckFail, StageBundle, -1, "no refset records: only the tokenizer was checked; the model was not loaded, and the preprocessing, the towers, zero-shot and end to end cannot be checked")
 		return
 	}
 
@@ -247,14 +253,41 @@ func (c *checker) run(dir string, o OpenOptions) {
 	if info.Rounded != "" {
 		c.result(CheckInfo, StageModel, -1, "weights rounded to %s at load (--weights %s): logits gated at %g instead of %g; embeddings keep cosine %g", info.Rounded, info.Rounded, c.r.Gates.Logit, compare.F32CPU().Logit, c.r.Gates.Image.MinCosine)
 	}
+	template := c.promptTemplate(info)
 	bf16 := c.compareBF16 && info.Precision == "f32" && info.Device == DeviceCPU
 	for _, rs := range refsets {
-		(&refCheck{checker: c, rs: rs, model: model, bf16: bf16, info: info, proc: proc, tok: tok}).run()
+		(&refCheck{checker: c, rs: rs, model: model, bf16: bf16, info: info, proc: proc, tok: tok, template: template}).run()
 	}
 	if len(c.bf16Runs) > 0 {
 		m.Close() // before the bf16 model loads (the deferred Close is then a no-op)
 		c.runBF16(dir, o, info.Dim)
 	}
+}
+
+// promptTemplate is the template the label prompts of the end-to-end
+// checks are made with, reported once with where it comes from: the
+// manifest's prompt_template param says how the reference logits were
+// made, so it is the one to compare with them. Where it differs from the
+// model's own template (what classify uses without --template: a Hugging
+// Face folder's is DefaultPromptTemplate, whatever records lie beside it),
+// the result says so, since a passing check then vouches for classify only
+// with that template.
+func (c *checker) promptTemplate(info Info) string {
+	model := info.PromptTemplate
+	if model == "" {
+		model = DefaultPromptTemplate
+	}
+	p, ok := c.b.Param("prompt_template")
+	switch {
+	case !ok:
+		c.result(CheckInfo, StagePrompts, -1, "prompt template %q: the model's, as classify uses it (the manifest has no prompt_template param)", model)
+		return model
+	case p == model:
+		c.result(CheckInfo, StagePrompts, -1, "prompt template %q: the manifest's prompt_template, with which the reference logits were made, and the model's, as classify uses it", p)
+	default:
+		c.result(CheckInfo, StagePrompts, -1, "prompt template %q: the manifest's prompt_template, with which the reference logits were made; classify uses the model's %q unless given --template %q", p, model, p)
+	}
+	return p
 }
 
 // runBF16 loads the model in bf16 for CompareBF16, once the float32 one is
@@ -297,7 +330,7 @@ func (c *refCheck) compareBF16(stage CheckStage, what string, emb []float32, n i
 func (c *checker) tokenizer(tok *tokenizer.Tokenizer) {
 	for _, tt := range c.b.TokTests() {
 		if !tt.HasIDs {
-			c.result(CheckInfo, StageTokenizer, -1, "tok_test %d %q: no tok.%d.ids tensor", tt.Index, short(tt.Text), tt.Index)
+			c.result(CheckFail, StageTokenizer, -1, "tok_test %d %q: the bundle has no tok.%d.ids tensor, so it cannot be checked", tt.Index, short(tt.Text), tt.Index)
 			continue
 		}
 		want, err := tensorI32(c.b, tt.IDs)
@@ -306,7 +339,9 @@ func (c *checker) tokenizer(tok *tokenizer.Tokenizer) {
 			continue
 		}
 		got := tok.Encode(tt.Text)
-		if i := firstDiff(got, want); i >= 0 {
+		if len(want) != len(got) {
+			c.result(CheckFail, StageTokenizer, -1, "tok_test %d %q: tensor %s holds %d ids, the tokenizer gives %d", tt.Index, short(tt.Text), tt.IDs, len(want), len(got))
+		} else if i := firstDiff(got, want); i >= 0 {
 			c.result(CheckFail, StageTokenizer, -1, "tok_test %d %q: id %d is %d, reference %d", tt.Index, short(tt.Text), i, at(got, i), at(want, i))
 		} else {
 			c.result(CheckOK, StageTokenizer, -1, "tok_test %d %q: %d tokens equal", tt.Index, short(tt.Text), tok.Length(got))
@@ -323,7 +358,10 @@ type refCheck struct {
 	info  Info
 	proc  *preprocess.Processor
 	tok   *tokenizer.Tokenizer // nil when the tokenizer did not load
-	tag   string
+	// template makes the label prompts of the end-to-end checks (see
+	// checker.promptTemplate).
+	template string
+	tag      string
 
 	refPixels, filePixels []float32 // [images, 3, S, S]
 	filesOK               bool      // every image file preprocessed
@@ -486,13 +524,9 @@ func (c *refCheck) endToEnd() {
 		}
 		return
 	}
-	template := c.info.PromptTemplate
-	if p, ok := c.b.Param("prompt_template"); ok {
-		template = p
-	}
 	prompts := make([]string, nTxt)
 	for i, l := range c.rs.Labels {
-		prompts[i] = FillTemplate(template, l)
+		prompts[i] = FillTemplate(c.template, l)
 	}
 	ids := c.tok.EncodeBatch(prompts)
 	txt, err := c.model.EncodeTexts(ids, nTxt)
@@ -502,7 +536,7 @@ func (c *refCheck) endToEnd() {
 	}
 	if c.refIDs != nil {
 		i := firstDiff(ids, c.refIDs)
-		c.result(gateStatus(i < 0), StagePrompts, c.rs.Index, "%s label prompts (template %q) tokenize to the reference input ids%s", c.tag, template, diffNote(i, ids, c.refIDs))
+		c.result(gateStatus(i < 0), StagePrompts, c.rs.Index, "%s label prompts (template %q) tokenize to the reference input ids%s", c.tag, c.template, diffNote(i, ids, c.refIDs))
 	}
 	img, err := c.model.EncodeImages(c.filePixels, nImg)
 	if err != nil {

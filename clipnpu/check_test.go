@@ -99,7 +99,8 @@ func TestCheckSeesScale(t *testing.T) {
 }
 
 // TestCheckNoRefSets: a bundle with no refset records checks the
-// tokenizer only and never loads a model (this one has none).
+// tokenizer only, never loads a model (this one has none), and fails for
+// the references it lacks.
 func TestCheckNoRefSets(t *testing.T) {
 	dir := t.TempDir()
 	w := bundle.NewWriter()
@@ -116,8 +117,8 @@ func TestCheckNoRefSets(t *testing.T) {
 		stages = append(stages, string(res.Stage)+":"+strconv.Itoa(int(res.Status)))
 	}
 	// bundle info, the tokenizer's failure (no vocabulary), no refsets.
-	want := []string{"bundle:0", "tokenizer:2", "bundle:0"}
-	if !reflect.DeepEqual(stages, want) || r.Passed() != 0 || r.Failed() != 1 || r.Info.Name != "" {
+	want := []string{"bundle:0", "tokenizer:2", "bundle:2"}
+	if !reflect.DeepEqual(stages, want) || r.Passed() != 0 || r.Failed() != 2 || r.Info.Name != "" {
 		t.Errorf("results %v (info %q), want %v:\n%s", stages, r.Info.Name, want, messages(r))
 	}
 	if !strings.Contains(r.Results[2].Message, "no refset records") {

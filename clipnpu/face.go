@@ -458,6 +458,10 @@ func (m *Model) NewZeroShot(labels []string, template string) (*ZeroShot, error)
 	return &ZeroShot{Labels: labels, text: txt, m: m}, nil
 }
 
+// Embeddings are the prompts' embeddings [labels, D], in label order, for
+// a caller that checks them; they are shared, not to be changed.
+func (z *ZeroShot) Embeddings() []float32 { return z.text }
+
 // Probabilities returns the label probabilities of one image embedding.
 func (z *ZeroShot) Probabilities(img []float32) []float64 {
 	info := z.m.Info()

@@ -29,8 +29,15 @@ against ref.<j>.image_embeds / text_embeds, zero-shot logits against
 ref.<j>.logits, and end to end from the image files and label prompts.
 EXIF orientation is always ignored here, as Hugging Face does.
 
+The label prompts are made with the manifest's prompt_template param (how
+the reference logits were made), else the model's template; an [info] line
+names the template and says when classify's default differs from it.
+
 It prints one line per result ([ok], [FAIL] or [info]) and ends with
-ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1).
+ALL CHECKS PASSED (exit 0) or SOME CHECKS FAILED (exit 1). A missing
+reference (no refset record, a tok_test without its tok.<i>.ids tensor, a
+reference set without one of its tensors) fails the stages it leaves
+unchecked: a skipped stage never counts as a pass.
 
 The towers run in float32 unless --precision (or CLIPIDX_PRECISION) says
 otherwise: check is about the numbers. On a CPU with a bf16 kernel (AMX or

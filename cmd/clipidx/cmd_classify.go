@@ -33,8 +33,11 @@ One line per image, labels by falling probability:
 
     cats.jpg: cat 1.000, dog 0.000, car 0.000
 
-An image that cannot be read is reported on standard error and the others are
-still classified; the exit status is then 1.`,
+Control characters in names and labels are shown as \xNN. An image that
+cannot be read, or whose embedding is not finite or is all zero (damaged
+weights, a device computing garbage), is reported on standard error and the
+others are still classified; the exit status is then 1. A label whose
+prompt embedding is so fails the command, naming the model folder.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			if len(labels) == 0 {
@@ -78,9 +81,20 @@ func runClassify(stdout, stderr io.Writer, files, labels []string, template stri
 	if err != nil {
 		return fmt.Errorf("classify: %w", err)
 	}
+	// NaN probabilities are never printed: a prompt the model cannot
+	// embed fails the command, an image only its own line.
+	what := func(i int) string {
+		return fmt.Sprintf("label %q (prompt %q)", labels[i], m.Prompt(template, labels[i]))
+	}
+	if err := checkEmbeddings(m.Dir(), zs.Embeddings(), m.Info().Dim, what); err != nil {
+		return fmt.Errorf("classify: %w", err)
+	}
 	failed := 0
 	for _, f := range files {
 		img, err := m.EncodeImageFiles([]string{f}, exif)
+		if err == nil {
+			err = checkEmbeddings(m.Dir(), img, m.Info().Dim, func(int) string { return "image " + shown(f) })
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "clipidx: classify: %v\n", err)
 			failed++
@@ -97,7 +111,9 @@ func runClassify(stdout, stderr io.Writer, files, labels []string, template stri
 }
 
 // formatClassification renders "name: label p, label p, ..." by falling
-// probability (ties keep the label order).
+// probability (ties keep the label order). The name and the labels go
+// through shown, so that neither can end the line early or send the
+// terminal an escape sequence.
 func formatClassification(name string, labels []string, p []float64) string {
 	order := make([]int, len(labels))
 	for i := range order {
@@ -105,13 +121,13 @@ func formatClassification(name string, labels []string, p []float64) string {
 	}
 	sort.SliceStable(order, func(a, b int) bool { return p[order[a]] > p[order[b]] })
 	var sb strings.Builder
-	sb.WriteString(name)
+	sb.WriteString(shown(name))
 	sb.WriteString(":")
 	for k, i := range order {
 		if k > 0 {
 			sb.WriteString(",")
 		}
-		fmt.Fprintf(&sb, " %s %.3f", labels[i], p[i])
+		fmt.Fprintf(&sb, " %s %.3f", shown(labels[i]), p[i])
 	}
 	return sb.String()
 }

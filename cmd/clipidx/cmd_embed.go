@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clipidx/clipidx/clipnpu"
+	"github.com/clipidx/clipidx/store"
 )
 
 func init() { subcommands = append(subcommands, newEmbedCmd) }
@@ -57,7 +58,12 @@ order, as taconite-clip's "clip embed" does.
 --format json prints {"model": NAME, "dim": D, "items": [...]} to standard
 output (or to -o), items in argument order: {"kind": "image", "input": F,
 "embedding": [...]} or {"kind": "text", "input": T, "ids": [77 ids],
-"embedding": [...]}.
+"embedding": [...]}, with "input_bytes": the input's bytes in base64 when
+they are not UTF-8.
+
+An embedding that is not finite or is all zero (damaged weights, a device
+computing garbage) fails the command, naming the model folder and the
+input; nothing is written.
 
 EXIF orientation is applied by default; --exif=false keeps the stored
 orientation, which is what Hugging Face computes for a photo with an
@@ -76,6 +82,10 @@ CLIPIDX_PRECISION) says otherwise: embed is about the numbers.`,
 			}
 			if format == "f32" && out == "" {
 				return &exitError{code: 2, err: errors.New("embed: -o OUT.f32 is required (use -o - for standard output)")}
+			}
+			// An output that cannot be created is named before the work.
+			if err := checkOutput(out); err != nil {
+				return fmt.Errorf("embed: %w", err)
 			}
 			res, err := runEmbed(inputs, exif)
 			if err != nil {
@@ -133,6 +143,9 @@ func runEmbed(inputs []embedInput, exif bool) (*embedResult, error) {
 	if res.images, err = m.EncodeImageFiles(files, exif); err != nil {
 		return nil, err
 	}
+	if err := checkEmbeddings(m.Dir(), res.images, m.Info().Dim, func(i int) string { return "image " + shown(files[i]) }); err != nil {
+		return nil, err
+	}
 	if len(texts) > 0 {
 		if res.ids, err = m.Tokenize(texts); err != nil {
 			return nil, err
@@ -140,8 +153,25 @@ func runEmbed(inputs []embedInput, exif bool) (*embedResult, error) {
 		if res.texts, err = m.EncodeTexts(texts); err != nil {
 			return nil, err
 		}
+		if err := checkEmbeddings(m.Dir(), res.texts, m.Info().Dim, func(i int) string { return fmt.Sprintf("text %q", texts[i]) }); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
+}
+
+// checkEmbeddings fails on the first row of vecs [n, dim] that is not a
+// usable vector (store.Normalize: a NaN or infinite component, or all
+// zero), naming the model folder and the input (what(i) for row i): such
+// numbers come from damaged weights or a device computing garbage, and
+// are never printed as a result.
+func checkEmbeddings(model string, vecs []float32, dim int, what func(i int) string) error {
+	for i := 0; dim > 0 && (i+1)*dim <= len(vecs); i++ {
+		if _, err := store.Normalize(vecs[i*dim : (i+1)*dim]); err != nil {
+			return fmt.Errorf("the model in %s returned an invalid embedding for %s (%v): its weights or the device are at fault; `clipidx check` tests a model against reference outputs", model, what(i), err)
+		}
+	}
+	return nil
 }
 
 // writeF32 writes images then texts as little-endian float32.
@@ -159,10 +189,13 @@ func (r *embedResult) writeF32(w io.Writer) error {
 
 // embedItem is one element of the JSON items list.
 type embedItem struct {
-	Kind      string    `json:"kind"`
-	Input     string    `json:"input"`
-	IDs       []int32   `json:"ids,omitempty"`
-	Embedding []float32 `json:"embedding"`
+	Kind  string `json:"kind"`
+	Input string `json:"input"`
+	// InputBytes is the input's bytes (base64 in JSON) when they are not
+	// UTF-8, which "input" can only show with U+FFFD in their place.
+	InputBytes []byte    `json:"input_bytes,omitempty"`
+	IDs        []int32   `json:"ids,omitempty"`
+	Embedding  []float32 `json:"embedding"`
 }
 
 // writeJSON writes the items in argument order.
@@ -175,7 +208,7 @@ func (r *embedResult) writeJSON(w io.Writer) error {
 	}{Model: r.info.Name, Dim: D, Items: make([]embedItem, 0, len(r.inputs))}
 	ni, nt := 0, 0
 	for _, in := range r.inputs {
-		it := embedItem{Kind: in.kind, Input: in.value}
+		it := embedItem{Kind: in.kind, Input: in.value, InputBytes: store.PathBytes(in.value)}
 		if in.kind == "image" {
 			it.Embedding = r.images[ni*D : (ni+1)*D]
 			ni++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/clipidx/clipidx/store"
 	"github.com/clipidx/clipidx/tokenizer"
 )
 
@@ -26,7 +27,8 @@ tokens, <|endoftext|>, then padding.
 Only the vocabulary of --model is read: vocab.json and merges.txt, or
 bpe_simple_vocab_16e6.txt.gz, plus special_tokens_map.json or
 tokenizer_config.json for the pad id. --json prints
-[{"text": TEXT, "ids": [77 ids]}, ...] instead.`,
+[{"text": TEXT, "ids": [77 ids]}, ...] instead, with "text_bytes": the
+text's bytes in base64 when they are not UTF-8.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok, err := tokenizer.Load(g.model)
@@ -42,7 +44,7 @@ tokenizer_config.json for the pad id. --json prints
 			return writeTokensText(cmd.OutOrStdout(), tok, args)
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, `print [{"text": T, "ids": [...]}] instead of one line of ids per text`)
+	c.Flags().BoolVar(&asJSON, "json", false, `print [{"text": T, "ids": [...]}] instead of one line of ids per text ("text_bytes": the text's bytes in base64 when they are not UTF-8)`)
 	return c
 }
 
@@ -67,8 +69,11 @@ func writeTokensText(w io.Writer, tok *tokenizer.Tokenizer, texts []string) erro
 
 // tokenizeRecord is one element of the --json output.
 type tokenizeRecord struct {
-	Text string  `json:"text"`
-	IDs  []int32 `json:"ids"`
+	Text string `json:"text"`
+	// TextBytes is the text's bytes (base64 in JSON) when they are not
+	// UTF-8, which "text" can only show with U+FFFD in their place.
+	TextBytes []byte  `json:"text_bytes,omitempty"`
+	IDs       []int32 `json:"ids"`
 }
 
 // writeTokensJSON writes the texts and their ids as one JSON array. Special
@@ -76,7 +81,7 @@ type tokenizeRecord struct {
 func writeTokensJSON(w io.Writer, tok *tokenizer.Tokenizer, texts []string) error {
 	recs := make([]tokenizeRecord, len(texts))
 	for i, text := range texts {
-		recs[i] = tokenizeRecord{Text: text, IDs: tok.Encode(text)}
+		recs[i] = tokenizeRecord{Text: text, TextBytes: store.PathBytes(text), IDs: tok.Encode(text)}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -39,7 +39,7 @@ type buildVersion struct {
 	Version    string `json:"version"`               // module version, or "(devel)"
 	Commit     string `json:"commit,omitempty"`      // vcs.revision
 	CommitTime string `json:"commit_time,omitempty"` // vcs.time, RFC 3339
-	Modified   bool   `json:"modified,omitempty"`    // built from a tree with uncommitted changes
+	Modified   bool   `json:"modified"`              // built from a tree with uncommitted changes; always printed
 	Go         string `json:"go,omitempty"`
 }
 

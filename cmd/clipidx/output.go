@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -19,7 +20,8 @@ import (
 // writeFile runs write on the file at path. A regular file (or a new path)
 // is written through a temporary file beside it and a rename, so a failed
 // run never leaves a truncated output; a device, FIFO or symbolic link is
-// written through, never replaced.
+// written through, never replaced. Errors name path, never the temporary
+// file.
 func writeFile(path string, write func(io.Writer) error) error {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
@@ -32,9 +34,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 		}
 		return f.Close()
 	}
-	// Created with mode 0666 so the umask applies as it does to os.Create.
-	tmp := fmt.Sprintf("%s.tmp%d-%d", path, os.Getpid(), time.Now().UnixNano())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	f, tmp, err := createTemp(path)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,60 @@ func writeFile(path string, write func(io.Writer) error) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, unwrapPath(err))
+	}
+	return nil
+}
+
+// checkOutput fails, naming path, when writeFile could not create it (a
+// missing folder, no permission, a folder in its place), so that a command
+// finds out before its work rather than after. It leaves nothing behind:
+// the temporary file it creates is removed at once. An existing device,
+// FIFO or link is left for the write to open (opening a FIFO would wait for
+// its reader, then end its input). "" and "-" are standard output.
+func checkOutput(path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("create %s: it is a folder; name a file", path)
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, tmp, err := createTemp(path)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(tmp)
+}
+
+// createTemp creates a new temporary file beside path, for a rename over
+// it; an error names path.
+func createTemp(path string) (*os.File, string, error) {
+	// Created with mode 0666 so the umask applies as it does to os.Create.
+	tmp := fmt.Sprintf("%s.tmp%d-%d", path, os.Getpid(), time.Now().UnixNano())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return nil, "", fmt.Errorf("create %s: %w", path, unwrapPath(err))
+	}
+	return f, tmp, nil
+}
+
+// unwrapPath is the cause inside an *fs.PathError or *os.LinkError, whose
+// message names the temporary file rather than the output.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
 }
 
 // plural picks the word for n things.
