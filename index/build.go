@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -1150,13 +1151,35 @@ func (b *builder) maybeCommit(force bool) error {
 	return nil
 }
 
+// maxRecordedWithin bounds the paths a partial build records: status
+// --json and /api/status, polled every few seconds, carry them.
+const maxRecordedWithin = 32
+
 // within is the paths a partial build walked (Options.Within, as made
-// absolute), nil for a build of the whole roots.
-func (b *builder) within() []string {
+// absolute), nil for a build of the whole roots; past maxRecordedWithin,
+// the folders that hold them (one level up at a time, no higher than
+// their roots), so that 3,000 copies into a folder record that folder.
+func (b *builder) within(roots []string) []string {
 	if len(b.opts.Within) == 0 {
 		return nil
 	}
-	return b.scope
+	out := b.scope
+	for len(out) > maxRecordedWithin {
+		up := make([]string, 0, len(out))
+		for _, p := range out {
+			if !slices.Contains(roots, p) {
+				p = filepath.Dir(p)
+			}
+			up = append(up, p)
+		}
+		slices.Sort(up)
+		up = store.Outermost(slices.Compact(up))
+		if len(up) == len(out) && slices.Equal(up, out) {
+			break // every path is a root
+		}
+		out = up
+	}
+	return out
 }
 
 // unwalkedRoots returns the roots of registered that lie within one of
@@ -1254,7 +1277,7 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 	if b.opts.DeviceAtEnd != nil {
 		device, note = b.opts.DeviceAtEnd()
 	}
-	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Within: b.within(), Complete: complete, Summary: js,
+	err := b.w.Finish(store.LastBuild{Time: time.Now().UTC().Format(time.RFC3339), Roots: roots, Within: b.within(roots), Complete: complete, Summary: js,
 		Device: device, DeviceNote: note, Weights: b.opts.Weights, Precision: b.opts.Precision})
 	b.sum.Complete = complete
 	b.event(Event{Phase: "done", Done: b.done, Total: b.total})

@@ -101,7 +101,7 @@ is work and is released after --idle-unload without any.`,
 	}
 	wf.register(c)
 	f := c.Flags()
-	f.BoolVar(&wf.asJSON, "json", false, `print one JSON object a build: {"time","changed","added","updated","unchanged","reused","removed","failed","offline","error"} ("changed": paths looked at, 0 = a full build)`)
+	f.BoolVar(&wf.asJSON, "json", false, `print one JSON object a build: {"time","changed","added","updated","unchanged","reused","removed","failed","failures","offline","interrupted","error"} ("changed": paths looked at, 0 = a full build; "interrupted": true on a build stopped before its end, "error" on one that failed)`)
 	f.BoolVar(&wf.exif, "exif", true, "turn photos upright by their EXIF orientation (as the index was built)")
 	f.StringVar(&wf.video.ffmpeg, "ffmpeg", envOr("CLIPIDX_FFMPEG", ""), "folder holding ffprobe and ffmpeg, for videos (default: found on PATH) [env CLIPIDX_FFMPEG]")
 	f.IntVar(&wf.batch, "batch", 0, "images per model pass (0 = what the device prefers)")
@@ -135,24 +135,24 @@ func watchRoots(args []string, errw io.Writer) ([]string, error) {
 }
 
 // idleModel is the watcher's model: opened when a build needs it, its
-// towers released after idle without a build (the face stays: its next
-// Load brings them back).
+// towers loaded when a build has something to embed (ready) and released
+// after idle without one (the face stays: its next Load brings them
+// back). A build that embeds nothing (a rescan that finds no change, a
+// batch of files already indexed) neither loads them nor keeps them.
 type idleModel struct {
 	idle time.Duration
 
 	mu    sync.Mutex
 	m     *clipnpu.Model
-	busy  bool
+	busy  bool // a build has the towers loaded for its work
 	timer *time.Timer
 }
 
-// acquire returns the model for one build (opened on first use).
+// acquire returns the model for one build (its face opened on first use);
+// the towers are not loaded until the build calls ready.
 func (im *idleModel) acquire() (*clipnpu.Model, error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	if im.timer != nil {
-		im.timer.Stop()
-	}
 	if im.m == nil {
 		m, err := openFace(clipnpu.ImageTower, true)
 		if err != nil {
@@ -160,14 +160,31 @@ func (im *idleModel) acquire() (*clipnpu.Model, error) {
 		}
 		im.m = m
 	}
-	im.busy = true
 	return im.m, nil
 }
 
-// release ends a build: the towers go after idle unless another comes.
+// ready is the build's index.Options.Ready: there is work, so the towers
+// load (if they are not loaded) and stay until the build releases them.
+func (im *idleModel) ready() error {
+	im.mu.Lock()
+	if im.timer != nil {
+		im.timer.Stop()
+	}
+	im.busy = true
+	m := im.m
+	im.mu.Unlock()
+	return m.Load(clipnpu.ImageTower)
+}
+
+// release ends a build: when it loaded the towers, they go after idle
+// unless another build has work for them; one that did not leaves the
+// idle time running.
 func (im *idleModel) release() {
 	im.mu.Lock()
 	defer im.mu.Unlock()
+	if !im.busy {
+		return
+	}
 	im.busy = false
 	if im.idle <= 0 || im.m == nil {
 		return
@@ -192,12 +209,162 @@ func (im *idleModel) close() {
 	}
 }
 
-// watchLine is one build of the watcher, for --json.
+// watchLine is one build of the watcher, for --json: failures and
+// offline are [] when there are none; interrupted marks a build stopped
+// before its end (Ctrl-C, SIGTERM; one stopped while it waited for
+// another build did nothing), error one that failed.
 type watchLine struct {
 	Time    string `json:"time"`
 	Changed int    `json:"changed"`
 	index.Summary
-	Error string `json:"error,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// newWatchLine is the line of a build of within (nil: everything) that
+// returned sum and err.
+func newWatchLine(within []string, sum *index.Summary, err error) watchLine {
+	line := watchLine{Time: time.Now().UTC().Format(time.RFC3339), Changed: len(within)}
+	if sum != nil {
+		line.Summary = *sum
+	}
+	if line.Failures == nil {
+		line.Failures = []index.Failure{}
+	}
+	if line.Offline == nil {
+		line.Offline = []store.Offline{}
+	}
+	if errors.Is(err, context.Canceled) {
+		line.Interrupted = true
+	} else if err != nil {
+		line.Error = err.Error()
+	}
+	return line
+}
+
+// offlineTold is the set of offline folders the watcher last told of.
+type offlineTold map[string]bool
+
+// update takes what a build of within (nil: everything) found offline,
+// and reports whether that changed the set: a folder that went offline,
+// or one looked at again that is no longer offline.
+func (t offlineTold) update(within []string, found []store.Offline) bool {
+	now := map[string]bool{}
+	for _, o := range found {
+		now[o.Dir] = true
+	}
+	changed := false
+	for d := range t {
+		if !now[d] && (within == nil || slices.ContainsFunc(within, func(p string) bool { return store.Within(d, p) })) {
+			delete(t, d)
+			changed = true
+		}
+	}
+	for d := range now {
+		if !t[d] {
+			t[d] = true
+			changed = true
+		}
+	}
+	return changed
+}
+
+// watchReport says what the watcher does: its builds on out (a line a
+// build that changed something, or --json: an object a build), its notes
+// on errw. Its methods are called from the watcher and its builds.
+type watchReport struct {
+	mu        sync.Mutex
+	out, errw io.Writer
+	asJSON    bool
+	rescan    time.Duration // --rescan (0 = never)
+	roots     []string
+	offline   offlineTold
+	// toldVideos: the note on videos skipped for want of ffmpeg, said once.
+	toldVideos bool
+}
+
+func (r *watchReport) say(w io.Writer, format string, a ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(w, time.Now().Format("15:04:05 ")+format+"\n", a...)
+}
+
+// note says what the watcher told.
+func (r *watchReport) note(n watch.Note) {
+	never := "" // the folders the rescan covers are not covered with --rescan 0
+	if r.rescan == 0 {
+		never = " (set --rescan, e.g. --rescan 10m, to cover them)"
+	}
+	switch n.Kind {
+	case "watching":
+		if n.Count > 0 {
+			r.say(r.errw, "watching %d %s under %v (%s)", n.Count, plural(n.Count, "folder", "folders"), r.roots, n.Text)
+		} else {
+			r.say(r.errw, "watching %v (%s)", r.roots, n.Text)
+		}
+	case "network":
+		if r.rescan == 0 {
+			r.say(r.errw, "%s is on %s: changes made by other machines raise no events there, and it is never rescanned with --rescan 0: they are missed%s", n.Path, n.Text, never)
+		} else {
+			r.say(r.errw, "%s is on %s: changes made by other machines raise no events there, so it is rescanned only (every %v)", n.Path, n.Text, r.rescan)
+		}
+	case "limit":
+		if r.rescan == 0 {
+			r.say(r.errw, "%s: the folders left without a watch are never rescanned with --rescan 0, and their changes are missed%s", n.Text, never)
+		} else {
+			r.say(r.errw, "%s: the folders left without a watch are rescanned only (every %v)", n.Text, r.rescan)
+		}
+	case "overflow":
+		r.say(r.errw, "%s", n.Text)
+	case "error":
+		r.say(r.errw, "watch %s: %v", n.Path, n.Err)
+	}
+}
+
+// built says what a build of within (nil: everything) did, in took.
+func (r *watchReport) built(within []string, sum *index.Summary, err error, took time.Duration) {
+	line := newWatchLine(within, sum, err)
+	// The offline folders are told when they change, not again at each
+	// rescan while a disk stays away.
+	offChanged := sum != nil && r.offline.update(within, sum.Offline)
+	if r.asJSON {
+		r.mu.Lock()
+		json.NewEncoder(r.out).Encode(line)
+		r.mu.Unlock()
+		return
+	}
+	if sum != nil && (sum.Added+sum.Updated+sum.Reused+sum.Removed+sum.Failed > 0 || offChanged) {
+		what := "rescan"
+		if len(within) > 0 {
+			what = fmt.Sprintf("%d changed %s", len(within), plural(len(within), "path", "paths"))
+		}
+		stopped := ""
+		if line.Interrupted {
+			stopped = ", interrupted"
+		}
+		r.say(r.out, "%s: added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d%s (%.1f s)", what,
+			sum.Added, sum.Updated, sum.Unchanged, sum.Reused, sum.Removed, sum.Failed, stopped, took.Seconds())
+		if sum.Unsaved > 0 {
+			r.say(r.out, "not saved: %s of these (the save failed); the next build redoes them", unsavedText(sum.Unsaved))
+		}
+		for _, f := range sum.Failures {
+			r.say(r.errw, "failed: %s", shown(namedError(f.Path, f.Error)))
+		}
+		if offChanged {
+			for _, off := range sum.Offline {
+				r.say(r.errw, "offline: %s, %d %s kept", off.Dir, off.Entries, plural(off.Entries, "entry", "entries"))
+			}
+		}
+	}
+	if sum != nil && sum.VideosSkipped > 0 && !r.toldVideos {
+		r.toldVideos = true
+		r.mu.Lock()
+		printVideoNotes(r.errw, &index.Summary{VideosSkipped: sum.VideosSkipped})
+		r.mu.Unlock()
+	}
+	if line.Error != "" {
+		r.say(r.errw, "build failed (a full rescan follows in a minute): %s", line.Error)
+	}
 }
 
 // runWatch keeps the index current over roots until ctx is done (nil
@@ -205,44 +372,27 @@ type watchLine struct {
 func runWatch(ctx context.Context, roots []string, wf watchFlags, command string, out, errw io.Writer) error {
 	im := &idleModel{idle: wf.idleUnload}
 	defer im.close()
-	var mu sync.Mutex   // out and errw are written from the watcher and its builds
-	var toldVideos bool // the note on videos skipped for want of ffmpeg, said once
+	rep := &watchReport{out: out, errw: errw, asJSON: wf.asJSON, rescan: wf.rescan, roots: roots, offline: offlineTold{}}
+	say := rep.say
 	// built is set once a build registered the roots in the index; then
 	// forgotten holds the roots the index no longer has (told once).
 	var built bool
 	forgotten := map[string]bool{}
-	say := func(w io.Writer, format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(w, time.Now().Format("15:04:05 ")+format+"\n", a...)
-	}
 	rescan := wf.rescan
 	if rescan == 0 {
 		rescan = -1
+	}
+	dbPath, err := filepath.Abs(g.db)
+	if err != nil {
+		return err
 	}
 	o := watch.Options{
 		Roots:    roots,
 		Rescan:   rescan,
 		Settle:   wf.settle,
 		NoEvents: wf.noEvents,
-		Notify: func(n watch.Note) {
-			switch n.Kind {
-			case "watching":
-				if n.Count > 0 {
-					say(errw, "watching %d %s under %v (%s)", n.Count, plural(n.Count, "folder", "folders"), roots, n.Text)
-				} else {
-					say(errw, "watching %v (%s)", roots, n.Text)
-				}
-			case "network":
-				say(errw, "%s is on %s: changes made by other machines raise no events there, so it is rescanned only (every %v)", n.Path, n.Text, wf.rescan)
-			case "limit":
-				say(errw, "%s: the folders left without a watch are rescanned only (every %v)", n.Text, wf.rescan)
-			case "overflow":
-				say(errw, "%s", n.Text)
-			case "error":
-				say(errw, "watch %s: %v", n.Path, n.Err)
-			}
-		},
+		Index:    dbPath, // a batch's commit is no change to build
+		Notify:   rep.note,
 		Build: func(ctx context.Context, within []string) error {
 			start := time.Now()
 			live := roots
@@ -282,53 +432,17 @@ func runWatch(ctx context.Context, roots []string, wf watchFlags, command string
 			sum, err := watchBuild(ctx, im, live, within, wf, command, func(e error) {
 				say(errw, "waiting: %v", e)
 			})
-			line := watchLine{Time: time.Now().UTC().Format(time.RFC3339), Changed: len(within)}
-			if sum != nil {
-				line.Summary = *sum
-			}
-			if err != nil && !errors.Is(err, context.Canceled) {
-				line.Error = err.Error()
-			}
 			if err == nil {
 				built = true // the roots are the index's from now on
 			}
-			if wf.asJSON {
-				mu.Lock()
-				json.NewEncoder(out).Encode(line)
-				mu.Unlock()
-			} else if sum != nil && (sum.Added+sum.Updated+sum.Reused+sum.Removed+sum.Failed > 0 || len(sum.Offline) > 0) {
-				what := "rescan"
-				if len(within) > 0 {
-					what = fmt.Sprintf("%d changed %s", len(within), plural(len(within), "path", "paths"))
-				}
-				say(out, "%s: added %d, updated %d, unchanged %d, reused %d, removed %d, failed %d (%.1f s)", what,
-					sum.Added, sum.Updated, sum.Unchanged, sum.Reused, sum.Removed, sum.Failed, time.Since(start).Seconds())
-				if sum.Unsaved > 0 {
-					say(out, "not saved: %s of these (the save failed); the next build redoes them", unsavedText(sum.Unsaved))
-				}
-				for _, f := range sum.Failures {
-					say(errw, "failed: %s", shown(namedError(f.Path, f.Error)))
-				}
-				for _, off := range sum.Offline {
-					say(errw, "offline: %s, %d %s kept", off.Dir, off.Entries, plural(off.Entries, "entry", "entries"))
-				}
-			}
-			if sum != nil && sum.VideosSkipped > 0 && !toldVideos && !wf.asJSON {
-				toldVideos = true
-				mu.Lock()
-				printVideoNotes(errw, &index.Summary{VideosSkipped: sum.VideosSkipped})
-				mu.Unlock()
-			}
-			if line.Error != "" && !wf.asJSON {
-				say(errw, "build failed (a full rescan follows in a minute): %s", line.Error)
-			}
+			rep.built(within, sum, err, time.Since(start))
 			// A build's maps (one record a file) are garbage now: give
 			// their memory back before a long idle, not minutes later.
 			debug.FreeOSMemory()
 			return err
 		},
 	}
-	err := watch.Run(ctx, o)
+	err = watch.Run(ctx, o)
 	if ctx.Err() != nil {
 		say(errw, "stopped: finished work is saved")
 	}
@@ -361,7 +475,7 @@ func watchBuild(ctx context.Context, im *idleModel, roots, within []string, wf w
 		Video:           sampler,
 		PreprocessFrame: framePre,
 		Encoder:         m,
-		Ready:           func() error { return m.Load(clipnpu.ImageTower) },
+		Ready:           im.ready,
 		Preprocess:      proc.Bytes,
 		Reach:           preprocess.Formats(), // what proc.Bytes decodes
 		Identity:        indexIdentity(m.Describe(wf.exif)),

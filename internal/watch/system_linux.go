@@ -39,11 +39,42 @@ func isLimit(err error) bool {
 	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EMFILE)
 }
 
-// limitAdvice says how to raise the limit, naming its current value.
+// The limits on inotify watches: the system's, and that of the user
+// namespace the process runs in (a container's), which may be lower; the
+// lower one is reached first.
+const (
+	sysWatchLimit  = "/proc/sys/fs/inotify/max_user_watches"
+	userWatchLimit = "/proc/sys/user/max_inotify_watches"
+)
+
+// limitAdvice says how to raise the limit, naming the one that applies
+// and its current value.
 func limitAdvice() string {
+	return limitText(readLimit(sysWatchLimit), readLimit(userWatchLimit))
+}
+
+// readLimit reads a limit from /proc (-1 when it cannot be read).
+func readLimit(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// limitText words limitAdvice for the system's limit sys and the user
+// namespace's user (-1: not known).
+func limitText(sys, user int64) string {
+	if user >= 0 && (sys < 0 || user < sys) {
+		return fmt.Sprintf("the limit on watched folders of this user namespace is reached (user.max_inotify_watches = %d, below the system's fs.inotify.max_user_watches); raise it with `sysctl user.max_inotify_watches=1048576` as root of the namespace, or where the container is set up", user)
+	}
 	cur := "?"
-	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
-		cur = strings.TrimSpace(string(b))
+	if sys >= 0 {
+		cur = strconv.FormatInt(sys, 10)
 	}
 	return fmt.Sprintf("the system's limit on watched folders is reached (fs.inotify.max_user_watches = %s); raise it with `sudo sysctl fs.inotify.max_user_watches=1048576` (and a line in /etc/sysctl.d/ to keep it)", cur)
 }

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +20,27 @@ func TestMountPoints(t *testing.T) {
 	} {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLimitText: in a user namespace whose own limit is the lower (a
+// container), the advice named fs.inotify.max_user_watches, which was not
+// the one reached. It names the lower of the two.
+func TestLimitText(t *testing.T) {
+	for _, c := range []struct {
+		sys, user int64
+		want      string
+	}{
+		{8192, 10, "user.max_inotify_watches = 10"},
+		{-1, 10, "user.max_inotify_watches = 10"},
+		{8192, 8192, "sudo sysctl fs.inotify.max_user_watches=1048576"},
+		{8192, -1, "fs.inotify.max_user_watches = 8192"},
+		{100, 8192, "fs.inotify.max_user_watches = 100"},
+		{-1, -1, "fs.inotify.max_user_watches = ?"},
+	} {
+		if got := limitText(c.sys, c.user); !strings.Contains(got, c.want) {
+			t.Errorf("limitText(%d, %d) = %q, want it to say %q", c.sys, c.user, got, c.want)
 		}
 	}
 }

@@ -5,7 +5,9 @@
 // to those paths (index.Options.Within). A periodic full build (the
 // rescan) catches what events miss: folders on network filesystems, where
 // other machines' changes raise none, folders left without a watch when
-// the system's limit is reached, and events lost when the queue overflows.
+// the system's limit is reached, and events lost when the queue overflows;
+// before it, every folder that lacks a watch gets one. Only the events
+// that may change what a build indexes count (changes.go).
 //
 // The package prints nothing: it tells its caller through Options.Notify.
 package watch
@@ -72,6 +74,11 @@ type Options struct {
 	RootPoll time.Duration
 	// Notify, when set, is told what the watcher does and meets.
 	Notify func(Note)
+	// Index is the index file the builds write (absolute), "" = none
+	// under the roots: events on it and on the files the store keeps
+	// beside it are not changes (each commit raises some, which would
+	// start the next batch, for ever).
+	Index string
 
 	// Clock and Source replace real time and fsnotify (tests drive both);
 	// Stat replaces os.Lstat for the settle check. nil = the real ones.
@@ -111,9 +118,11 @@ var remoteOrAuto = map[string]bool{
 //	"built"     it ended (Err set when it failed)
 //	"network"   Path is on a network filesystem (Text: which): rescans only
 //	"limit"     the system's watch limit is reached (said once; Text says
-//	            how to raise it): the folders left unwatched are rescanned
+//	            how to raise it): the folders left unwatched are rescanned,
+//	            and each rescan tries to watch them again
 //	"overflow"  events were lost: a full build follows
-//	"error"     a watch could not be set or reported an error (Err)
+//	"error"     a watch could not be set (said once a folder; each rescan
+//	            tries again) or reported an error (Err)
 type Note struct {
 	Kind  string
 	Path  string
@@ -184,17 +193,22 @@ func statOf(path string) stat {
 
 // watcher is the state of one Run.
 type watcher struct {
-	o       Options
-	src     Source
-	watched map[string]bool
+	o   Options
+	src Source
+	// watched holds each folder with a watch, and which folder it was
+	// when the watch was set: a folder renamed over a watched one, or
+	// made again under its name, is another one that needs its own.
+	watched map[string]rootID
 	pending map[string]*pend
 	// lastEvent is the time of the last event that added or changed a
 	// pending path; readySince when the oldest settled path settled.
 	lastEvent, readySince time.Time
-	full                  bool      // a full build is due
-	nextFull              time.Time // when the next one is due
-	limited               bool      // the watch limit was reached: no more watches
-	told                  map[string]bool
+	full                  bool            // a full build is due
+	nextFull              time.Time       // when the next one is due
+	limited               bool            // the watch limit was reached: no more watches until the next rescan
+	toldLimit             bool            // the "limit" note was given
+	told                  map[string]bool // network folders named (they get no watch)
+	failed                map[string]bool // folders whose watch failed, named once
 	// roots holds each root as last looked at (RootPoll); nextPoll is
 	// when they are looked at again (zero: never).
 	roots    map[string]rootID
@@ -244,6 +258,9 @@ func (o *Options) defaults() error {
 	if o.Mounts == nil {
 		o.Mounts = mountPoints
 	}
+	if o.Index != "" {
+		o.Index = filepath.Clean(o.Index)
+	}
 	if o.NoEvents && o.Rescan < 0 {
 		return errors.New("watch: with events off, a rescan interval is needed")
 	}
@@ -265,8 +282,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.defaults(); err != nil {
 		return err
 	}
-	w := &watcher{o: o, watched: map[string]bool{}, pending: map[string]*pend{}, told: map[string]bool{}, roots: map[string]rootID{},
-		polled: make(chan looked, 1)}
+	w := &watcher{o: o, watched: map[string]rootID{}, pending: map[string]*pend{}, told: map[string]bool{}, failed: map[string]bool{},
+		roots: map[string]rootID{}, polled: make(chan looked, 1)}
 	if !o.NoEvents {
 		w.src = o.Source
 		if w.src == nil {
@@ -524,6 +541,11 @@ func (w *watcher) rootsLooked(l looked) {
 func (w *watcher) changedUnder(dir string, id rootID) {
 	now := w.o.Clock.Now()
 	w.unwatch(dir)
+	for d := range w.told {
+		if store.Within(d, dir) {
+			delete(w.told, d) // a network disk there may be gone: look again
+		}
+	}
 	if id.dir {
 		w.watchTree(dir)
 	}
@@ -549,15 +571,19 @@ func (w *watcher) settle() {
 
 // event records one filesystem event: its path waits to settle; a new
 // folder gets its watches (its files written before count: the folder is
-// built whole); a folder gone loses them.
+// built whole); a folder gone loses them. An event that cannot change
+// what a build indexes is passed by (see counts): it neither starts a
+// batch nor delays one.
 func (w *watcher) event(ev fsnotify.Event) {
 	p := ev.Name
 	root := w.rootOf(p)
-	if root == "" || index.Skips(root, p) {
+	if root == "" || index.Skips(root, p) || w.indexFile(p) {
 		return
 	}
-	if ev.Op == fsnotify.Chmod {
-		return // a permission or time stamp alone: the rescan sees it
+	fi, err := os.Stat(p)
+	dir := err == nil && fi.IsDir()
+	if !w.counts(root, p, dir, err == nil) {
+		return
 	}
 	now := w.o.Clock.Now()
 	w.lastEvent = now
@@ -567,16 +593,20 @@ func (w *watcher) event(ev fsnotify.Event) {
 	} else {
 		w.pending[p] = &pend{stat: st, changed: now}
 	}
-	switch {
-	case ev.Op.Has(fsnotify.Create):
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			w.watchTree(p)
+	if ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename) {
+		if _, ok := w.watched[p]; ok { // a folder's watches are set from it down
+			w.unwatch(p)
 		}
-	case ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename):
-		w.unwatch(p)
 		if _, ok := w.roots[p]; ok {
 			w.roots[p] = rootID{} // gone: RootPoll sees it come back
 		}
+	}
+	if dir {
+		// A new folder, one renamed over a watched one (which raises
+		// only its Create: the old folder's watch went with it), or one
+		// that lacks its watch (it could not be read until this chmod):
+		// watchTree watches what is not watched as the folder it is.
+		w.watchTree(p)
 	}
 }
 
@@ -593,21 +623,25 @@ func (w *watcher) rootOf(p string) string {
 	return in
 }
 
-// rewatch sets the watches of a root that lost them (it went away with
-// its disk and came back: no event says so, the rescan finds it), and
-// sets them again on a root that is another folder than the one watched
-// (a disk mounted on it since): the old watches see the folder beneath.
+// rewatch, before each full build, sets the watches of every folder that
+// lacks one: a root that went away with its disk and came back (no event
+// says so, the rescan finds it), a folder whose watch the system dropped
+// or could not set (one renamed over a watched one, one that could not be
+// read then, those beyond the watch limit). A root that is another folder
+// than the one watched (a disk mounted on it since) loses its old
+// watches: they see the folder beneath.
 func (w *watcher) rewatch() {
 	if w.src == nil {
 		return
 	}
+	w.limited = false // watches may have been freed, or the limit raised
 	for _, r := range w.o.Roots {
 		id := rootOf(r)
 		if id != w.roots[r] {
 			w.unwatch(r)
 		}
 		w.roots[r] = id
-		if !w.watched[r] && id.dir {
+		if id.dir {
 			w.watchTree(r)
 		}
 	}
@@ -624,35 +658,28 @@ func (w *watcher) unwatch(dir string) {
 }
 
 // watchTree sets a watch on dir and every folder below it that a build
-// walks, except on a network filesystem (told once a tree) and once the
+// walks and that has none (or one on another folder of that name),
+// except on a network filesystem (told once a folder) and once the
 // system's limit is reached (told once).
 func (w *watcher) watchTree(dir string) {
 	root := w.rootOf(dir)
 	var walk func(d string, depth int)
 	walk = func(d string, depth int) {
-		if w.limited || w.watched[d] || depth > 256 {
+		if w.limited || w.told[d] || depth > 256 {
 			return
 		}
-		if fs := w.o.FSType(d); fs != "" {
-			if !w.told[d] {
-				w.told[d] = true
-				w.note(Note{Kind: "network", Path: d, Text: fs})
-			}
-			return
+		id := rootOf(d)
+		if !id.dir {
+			return // gone before its watch (moved on at once): its going raised an event
 		}
-		if err := w.src.Add(d); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return // gone before its watch (moved on at once): its going raised an event
+		if old, ok := w.watched[d]; !ok || old != id {
+			if ok {
+				w.unwatch(d) // another folder under this name: the old one's watches are gone
 			}
-			if isLimit(err) {
-				w.limited = true
-				w.note(Note{Kind: "limit", Path: d, Err: err, Text: limitAdvice()})
+			if !w.add(d, id) {
 				return
 			}
-			w.note(Note{Kind: "error", Path: d, Err: err})
-			return
 		}
-		w.watched[d] = true
 		entries, err := os.ReadDir(d)
 		if err != nil {
 			return // a folder that cannot be read: the build says so
@@ -666,4 +693,33 @@ func (w *watcher) watchTree(dir string) {
 		}
 	}
 	walk(dir, 0)
+}
+
+// add sets the watch of folder d (which is id), and reports whether it
+// did.
+func (w *watcher) add(d string, id rootID) bool {
+	if kind := w.o.FSType(d); kind != "" {
+		w.told[d] = true
+		w.note(Note{Kind: "network", Path: d, Text: kind})
+		return false
+	}
+	err := w.src.Add(d)
+	switch {
+	case err == nil:
+		w.watched[d] = id
+		delete(w.failed, d)
+		return true
+	case errors.Is(err, fs.ErrNotExist):
+		// Gone before its watch (moved on at once): its going raised an event.
+	case isLimit(err):
+		w.limited = true
+		if !w.toldLimit {
+			w.toldLimit = true
+			w.note(Note{Kind: "limit", Path: d, Err: err, Text: limitAdvice()})
+		}
+	case !w.failed[d]:
+		w.failed[d] = true
+		w.note(Note{Kind: "error", Path: d, Err: err})
+	}
+	return false
 }

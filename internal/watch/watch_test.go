@@ -110,10 +110,14 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // fakeSource stands in for fsnotify: the test sends events; Add fails
-// with addErr after limit watches (0 = no limit).
+// with ENOSPC after limit watches (0 = no limit), and with deny[d] for d.
+// A watch is on the folder it was set on (dirs holds which), as an
+// inotify watch is on an inode: another folder renamed over it is not
+// watched (watchingNow).
 type fakeSource struct {
 	mu     sync.Mutex
-	dirs   map[string]bool
+	dirs   map[string]rootID
+	deny   map[string]error
 	limit  int
 	events chan fsnotify.Event
 	errs   chan error
@@ -124,7 +128,7 @@ type fakeSource struct {
 }
 
 func newSource() *fakeSource {
-	return &fakeSource{dirs: map[string]bool{}, events: make(chan fsnotify.Event), errs: make(chan error)}
+	return &fakeSource{dirs: map[string]rootID{}, deny: map[string]error{}, events: make(chan fsnotify.Event), errs: make(chan error)}
 }
 
 func (s *fakeSource) Add(d string) error {
@@ -136,10 +140,13 @@ func (s *fakeSource) Add(d string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.deny[d]; err != nil {
+		return fmt.Errorf("add %s: %w", d, err)
+	}
 	if s.limit > 0 && len(s.dirs) >= s.limit {
 		return fmt.Errorf("add %s: %w", d, syscall.ENOSPC)
 	}
-	s.dirs[d] = true
+	s.dirs[d] = rootOf(d)
 	return nil
 }
 
@@ -153,7 +160,23 @@ func (s *fakeSource) Remove(d string) error {
 func (s *fakeSource) watching(d string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dirs[d]
+	_, ok := s.dirs[d]
+	return ok
+}
+
+// watchingNow reports whether the folder now at d is watched (not one
+// that had its name before).
+func (s *fakeSource) watchingNow(d string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.dirs[d]
+	return ok && id == rootOf(d)
+}
+
+func (s *fakeSource) allow(d string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.deny, d)
 }
 
 func (s *fakeSource) Events() <-chan fsnotify.Event { return s.events }
