@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/clipidx/clipidx/internal/export"
+	"github.com/clipidx/clipidx/search"
 	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
 )
@@ -21,7 +22,7 @@ func init() { subcommands = append(subcommands, newExportCmd) }
 func newExportCmd() *cobra.Command {
 	var format, dtype, under string
 	var rows, partition, partitions int
-	var asJSON bool
+	var asJSON, captions bool
 	c := &cobra.Command{
 		Use:   "export --format clip-retrieval|faiss-flat OUT",
 		Short: "Write the vectors for autofaiss / clip-retrieval or FAISS (no model needed)",
@@ -43,9 +44,17 @@ path order, for the tools that take over from clipidx:
   --format faiss-flat OUT.index  a FAISS IndexFlatIP file (float32) and
                                  OUT.index.paths, one path per line in row order
 
-OUT must be new or empty. A machine of a split build (build --shard I/N) writes
-its own partition with --partition I --partitions N into a shared folder that
-holds the others' partitions; no existing file is ever overwritten.
+OUT must be new or empty; faiss-flat creates OUT.index's folder. A machine of
+a split build (build --shard I/N) writes its own partition with --partition I
+--partitions N into a shared folder that holds the others' partitions; no
+existing file is ever overwritten. A machine whose share holds no row writes
+an empty partition (0-row files), so the export is complete.
+
+text_emb is written when some row has a caption vector; --captions writes it
+always (a zero row for each row without one), --captions=false never. Every
+partition of a split export has text_emb or none (a mix is refused): after
+build --captions, give every machine's export --captions, since a machine
+whose share holds no caption cannot tell whether the build had them.
 
 An export that fails (a full disk) or is stopped (Ctrl-C, SIGTERM: exit 130,
 143) removes the files and folders it wrote, so OUT is as it was. What a
@@ -73,6 +82,14 @@ it and says so.`,
 				return usageError("--rows-per-partition does not apply with --partition: the partition holds this index's every row")
 			case format == "faiss-flat" && (partitions > 0 || rows > 0 || dtype != "f16" && cmd.Flags().Changed("dtype")):
 				return usageError("--format faiss-flat writes one float32 file: --dtype, --rows-per-partition and --partition do not apply")
+			case format == "faiss-flat" && cmd.Flags().Changed("captions"):
+				return usageError("--format faiss-flat writes the image vectors only: --captions does not apply")
+			}
+			if cmd.Flags().Changed("captions") {
+				opts.Captions = export.CaptionsOff
+				if captions {
+					opts.Captions = export.CaptionsOn
+				}
 			}
 			if under != "" {
 				abs, err := filepath.Abs(under)
@@ -92,6 +109,15 @@ it and says so.`,
 			opts.Progress = func(n int) { bar.set(n) }
 			var res *export.Result
 			err = r.View(func(s *store.Snapshot) error {
+				if opts.Under != "" {
+					// The names the index holds the folder by, through
+					// links, as search --under takes it.
+					forms, err := search.UnderForms(s, []string{opts.Under})
+					if err != nil {
+						return err
+					}
+					opts.AlsoUnder = forms[1:]
+				}
 				var err error
 				if format == "faiss-flat" {
 					res, err = export.FaissFlat(ctx, s, args[0], opts)
@@ -123,8 +149,18 @@ it and says so.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "exported %d %s of dimension %d (%d %s, %.1f MB) to %s\n", res.Rows, plural(res.Rows, "row", "rows"),
 				res.Dim, len(res.Files), plural(len(res.Files), "file", "files"), float64(res.Bytes)/1e6, args[0])
-			if res.TextRows > 0 && res.TextRows < res.Rows {
+			if res.TextEmb && res.TextRows < res.Rows {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: %d of %d rows have no caption vector; their text_emb rows are zero\n", res.Rows-res.TextRows, res.Rows)
+			}
+			if res.Rows == 0 {
+				where := "in this index"
+				if under != "" {
+					where = "under " + opts.Under
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: partition %d is empty: no indexed image %s\n", partition, where)
+			}
+			if res.CaptionsUnknown {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: no exported row has a caption, so partition %d has no text_emb; if the build had --captions, every machine's export needs --captions for the partitions to line up\n", partition)
 			}
 			return nil
 		},
@@ -136,7 +172,8 @@ it and says so.`,
 	f.StringVar(&under, "under", "", "only the files at or under this folder (or the samples of this tar shard)")
 	f.IntVar(&partition, "partition", 0, "write this index as partition I of a split export (with --partitions)")
 	f.IntVar(&partitions, "partitions", 0, "the number N of partitions of a split export (one per machine)")
-	f.BoolVar(&asJSON, "json", false, `print {"rows","dim","partitions","bytes","files","text_rows"}`)
+	f.BoolVar(&captions, "captions", false, "write text_emb (caption vectors, zero rows for the rows without one) even where no row has one; --captions=false: never (default: when some row has one)")
+	f.BoolVar(&asJSON, "json", false, `print {"rows","dim","partitions","bytes","files","text_emb","text_rows"}`)
 	return c
 }
 

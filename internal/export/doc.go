@@ -5,7 +5,8 @@
 //     writes, which autofaiss turns into a FAISS index and clip-retrieval
 //     back serves: img_emb/img_emb_{P}.npy (NPY 1.0, '<f2' or '<f4',
 //     L2-normalised rows), text_emb/text_emb_{P}.npy when captions were
-//     embedded, metadata/metadata_{P}.parquet row for row with them;
+//     embedded (Options.Captions), metadata/metadata_{P}.parquet row for
+//     row with them;
 //   - FaissFlat: a FAISS IndexFlatIP file and its .paths file.
 //
 // Rows are the indexed files (or webdataset samples) in path order, one

@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,12 +39,36 @@ var (
 	ErrOptions = errors.New("invalid export options")
 )
 
+// Captions says whether ClipRetrieval writes the caption vectors of
+// webdataset samples (build --captions) as text_emb files.
+type Captions int
+
+const (
+	// CaptionsAuto writes text_emb when some exported row has a caption
+	// vector. In partition mode each machine then decides from its own
+	// rows: one whose share holds no caption writes none while the others
+	// do (see Result.CaptionsUnknown), so a split export of a build with
+	// captions takes CaptionsOn on every machine.
+	CaptionsAuto Captions = iota
+	// CaptionsOn always writes text_emb, a zero row for each row without
+	// a caption vector.
+	CaptionsOn
+	// CaptionsOff never writes text_emb.
+	CaptionsOff
+)
+
 // Options configures an export; the zero value exports everything as
 // float16 in partitions of DefaultRowsPerPartition rows.
 type Options struct {
 	// Under keeps only the files at or under this absolute path (a
 	// folder, a file, or a tar shard, whose samples are SHARD#KEY).
 	Under string
+	// AlsoUnder are more paths kept as Under is (the other names Under
+	// has in the index through symbolic links): their rows join Under's
+	// in path order, each row once.
+	AlsoUnder []string
+	// Captions says whether text_emb files are written (clip-retrieval).
+	Captions Captions
 	// DType is "f16" ('<f2', clip-retrieval's default; "" too) or "f32"
 	// ('<f4'). FaissFlat always writes float32.
 	DType string
@@ -52,7 +78,9 @@ type Options struct {
 	// Partitions > 0 writes every row as the single partition number
 	// Partition of an export of Partitions partitions (one per machine of
 	// a split build), numbered with Partitions' digits, into a folder that
-	// may hold other partitions of that export.
+	// may hold other partitions of that export. A machine whose share
+	// holds no row writes an empty partition (0-row files), so that the
+	// export is complete.
 	Partition, Partitions int
 	// Progress, when set, is called with the rows written so far.
 	Progress func(rows int)
@@ -70,9 +98,17 @@ type Result struct {
 	Partitions int      `json:"partitions"` // partition files written (one set each)
 	Bytes      int64    `json:"bytes"`
 	Files      []string `json:"files"`
-	// TextRows counts the rows with a caption vector; when some rows have
-	// one, text_emb files are written and the rows without one are zero.
-	TextRows int `json:"text_rows"`
+	// TextEmb says whether text_emb files were written (see Captions);
+	// TextRows counts their rows that hold a caption vector, the others
+	// being zero (0 without text_emb).
+	TextEmb  bool `json:"text_emb"`
+	TextRows int  `json:"text_rows"`
+	// CaptionsUnknown is set in partition mode with CaptionsAuto when the
+	// rows cannot tell whether the build embedded captions: no caption
+	// vector, and no sample with a caption (an empty share, or samples
+	// without captions). The partition has no text_emb, which lines up
+	// with the others only if they have none either.
+	CaptionsUnknown bool `json:"captions_unknown,omitempty"`
 	// Skipped lists the files left out of the export: for faiss-flat,
 	// those whose path holds a line break, which its paths file (one
 	// path a line) cannot hold.
@@ -92,7 +128,36 @@ type row struct {
 	file store.File
 }
 
-// collect lists the indexed files under Options.Under in path order.
+// collectAll lists the indexed files under Options.Under and AlsoUnder
+// (all when neither is set) in path order, each once.
+func collectAll(s *store.Snapshot, opts Options) ([]row, error) {
+	var unders []string
+	for _, u := range append([]string{opts.Under}, opts.AlsoUnder...) {
+		if u != "" && !slices.Contains(unders, u) {
+			unders = append(unders, u)
+		}
+	}
+	if len(unders) == 0 {
+		return collect(s, "")
+	}
+	var rows []row
+	for _, u := range unders {
+		r, err := collect(s, u)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
+	}
+	if len(unders) > 1 {
+		// One path under two of them (nested links) is one row.
+		slices.SortStableFunc(rows, func(a, b row) int { return strings.Compare(a.path, b.path) })
+		rows = slices.CompactFunc(rows, func(a, b row) bool { return a.path == b.path })
+	}
+	return rows, nil
+}
+
+// collect lists the indexed files at or under the path under (all when
+// it is "") in path order.
 func collect(s *store.Snapshot, under string) ([]row, error) {
 	var rows []row
 	keep := func(p string, f store.File) error {
@@ -159,9 +224,10 @@ func encodeRow(dst []byte, v []float32, size int) []byte {
 // clip-retrieval's inference does (see the package doc). dir must be
 // absent or empty, except in partition mode (Options.Partitions > 0)
 // where it may hold other partitions of the same export (the same digits,
-// dtype and dimension); no existing file is ever overwritten. What a
-// killed export left in dir (temporary files, the empty folders it makes)
-// does not count: it is removed and listed in Result.Leftovers.
+// dtype and dimension, and text_emb in all or none); no existing file is
+// ever overwritten. What a killed export left in dir (temporary files,
+// the empty folders it makes) does not count: it is removed and listed in
+// Result.Leftovers.
 //
 // ctx is checked between blocks of rows. When the export fails or ctx is
 // done, it removes the files and folders it created, so dir is as it was
@@ -185,35 +251,33 @@ func ClipRetrieval(ctx context.Context, s *store.Snapshot, dir string, opts Opti
 	if opts.Partitions < 0 || opts.Partitions > 0 && (opts.Partition < 0 || opts.Partition >= opts.Partitions) {
 		return nil, fmt.Errorf("%w: partition %d of %d (want 0 <= partition < partitions)", ErrOptions, opts.Partition, opts.Partitions)
 	}
-	rows, err := collect(s, opts.Under)
+	if opts.Captions < CaptionsAuto || opts.Captions > CaptionsOff {
+		return nil, fmt.Errorf("%w: captions %d", ErrOptions, opts.Captions)
+	}
+	rows, err := collectAll(s, opts)
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
+	if len(rows) == 0 && opts.Partitions == 0 {
 		return nil, ErrNoRows
 	}
 	dim := s.Dim()
-	// One pass over the samples types the JSON columns (the same schema
-	// in every partition) and tells whether captions were embedded.
-	ms := &metaSchema{fields: map[string]kind{}}
 	res := &Result{Rows: len(rows), Dim: dim}
-	for _, r := range rows {
-		smp, ok, err := s.Sample(r.path)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			ms.observe(smp.JSON)
-			if smp.Text != nil {
-				res.TextRows++
-			}
-		}
+	ms, text, err := scanSamples(s, rows, opts, res)
+	if err != nil {
+		return nil, err
 	}
-	ms.build()
 
+	// parts are the partitions to write: in partition mode the one
+	// numbered Partition, with every row (none for an empty share).
 	first, count := 0, (len(rows)+rpp-1)/rpp
+	var parts [][]row
 	if opts.Partitions > 0 {
-		first, count, rpp = opts.Partition, opts.Partitions, len(rows)
+		first, count, parts = opts.Partition, opts.Partitions, [][]row{rows}
+	} else {
+		for lo := 0; lo < len(rows); lo += rpp {
+			parts = append(parts, rows[lo:min(lo+rpp, len(rows))])
+		}
 	}
 	digits := len(strconv.Itoa(count))
 	// made lists the folders this export creates, for undo.
@@ -237,7 +301,7 @@ func ClipRetrieval(ctx context.Context, s *store.Snapshot, dir string, opts Opti
 			return nil, err
 		}
 	}
-	left, err := checkFolder(dir, digits, descr, dim, opts.Partitions > 0)
+	left, err := checkFolder(dir, digits, descr, dim, opts.Partitions > 0, text)
 	if err == nil {
 		err = removeLeftovers(left)
 	}
@@ -255,7 +319,7 @@ func ClipRetrieval(ctx context.Context, s *store.Snapshot, dir string, opts Opti
 		return res, err
 	}
 	subdirs := []string{"img_emb", "metadata"}
-	if res.TextRows > 0 {
+	if text {
 		subdirs = append(subdirs, "text_emb")
 	}
 	for _, sd := range subdirs {
@@ -266,14 +330,12 @@ func ClipRetrieval(ctx context.Context, s *store.Snapshot, dir string, opts Opti
 		}
 	}
 	done := 0
-	for lo := 0; lo < len(rows); lo += rpp {
+	for i, part := range parts {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
-		p := first + lo/rpp
-		name := fmt.Sprintf("%0*d", digits, p)
-		part := rows[lo:min(lo+rpp, len(rows))]
-		n, files, err := writePartition(ctx, s, part, dir, name, descr, size, ms, res.TextRows > 0, opts.NoSync, func(k int) {
+		name := fmt.Sprintf("%0*d", digits, first+i)
+		n, files, err := writePartition(ctx, s, part, dir, name, descr, size, ms, text, opts.NoSync, func(k int) {
 			if opts.Progress != nil {
 				opts.Progress(done + k)
 			}
@@ -289,14 +351,51 @@ func ClipRetrieval(ctx context.Context, s *store.Snapshot, dir string, opts Opti
 	return res, nil
 }
 
+// scanSamples makes one pass over the samples of rows: it types the JSON
+// columns (the same schema in every partition), counts the caption
+// vectors into res and decides whether text_emb is written.
+func scanSamples(s *store.Snapshot, rows []row, opts Options, res *Result) (*metaSchema, bool, error) {
+	ms := &metaSchema{fields: map[string]kind{}}
+	samples, captioned := false, false
+	for _, r := range rows {
+		smp, ok, err := s.Sample(r.path)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			samples = true
+			captioned = captioned || smp.Caption != ""
+			ms.observe(smp.JSON)
+			if smp.Text != nil {
+				res.TextRows++
+			}
+		}
+	}
+	ms.build()
+	switch opts.Captions {
+	case CaptionsOn:
+		res.TextEmb = true
+	case CaptionsAuto:
+		res.TextEmb = res.TextRows > 0
+		// Samples with captions but no caption vector were built without
+		// them; the rows of a share without a caption cannot tell.
+		res.CaptionsUnknown = opts.Partitions > 0 && !res.TextEmb && !captioned && (samples || len(rows) == 0)
+	}
+	if !res.TextEmb {
+		res.TextRows = 0
+	}
+	return ms, res.TextEmb, nil
+}
+
 var partName = regexp.MustCompile(`^(img_emb|text_emb|metadata)_([0-9]+)\.(npy|parquet)$`)
 
 // checkFolder refuses an output folder holding anything but what a killed
 // export left, which it returns (see leftovers), or, in partition mode,
 // partitions of the same export: the same number of digits, dtype and
-// dimension. In partition mode a temporary file may be another machine's
+// dimension, and text_emb files when this export writes them (text) and
+// only then. In partition mode a temporary file may be another machine's
 // partition being written: it is neither counted nor removed.
-func checkFolder(dir string, digits int, descr string, dim int, partitions bool) ([]string, error) {
+func checkFolder(dir string, digits int, descr string, dim int, partitions, text bool) ([]string, error) {
 	top, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -314,14 +413,18 @@ func checkFolder(dir string, digits int, descr string, dim int, partitions bool)
 		}
 		return left, nil
 	}
-	return nil, checkPartitions(dir, top, digits, descr, dim)
+	return nil, checkPartitions(dir, top, digits, descr, dim, text)
 }
 
-// checkPartitions is checkFolder in partition mode.
-func checkPartitions(dir string, top []os.DirEntry, digits int, descr string, dim int) error {
+// checkPartitions is checkFolder in partition mode. A partition's
+// img_emb file is published after its text_emb file (writePartition), so
+// an img_emb file without its text_emb is a partition written without.
+func checkPartitions(dir string, top []os.DirEntry, digits int, descr string, dim int, text bool) error {
 	foreign := func(p, why string) error {
 		return fmt.Errorf("%s: %w: %s %s, not a partition of this export; export into a new folder", dir, ErrNotEmpty, p, why)
 	}
+	var imgs []string            // partition numbers with an img_emb file
+	texts := map[string]string{} // partition number → its text_emb file
 	for _, e := range top {
 		sub := e.Name()
 		if !e.IsDir() || (sub != "img_emb" && sub != "text_emb" && sub != "metadata") {
@@ -343,11 +446,28 @@ func checkPartitions(dir string, top []os.DirEntry, digits int, descr string, di
 			if len(m[2]) != digits {
 				return foreign(p, fmt.Sprintf("is numbered with %d digits, not %d (another --partitions count)", len(m[2]), digits))
 			}
-			if sub == "img_emb" {
+			if sub != "metadata" {
 				if err := sameNPY(p, descr, dim); err != nil {
 					return foreign(p, err.Error())
 				}
 			}
+			switch sub {
+			case "img_emb":
+				imgs = append(imgs, m[2])
+			case "text_emb":
+				texts[m[2]] = p
+			}
+		}
+	}
+	// Every partition has text_emb, or none: readers join the sorted
+	// text_emb files row for row with the img_emb files.
+	const how = "every partition of a split export has text_emb or none: run every machine's export with --captions (text_emb, a zero row for each sample without a caption vector), or every one with --captions=false"
+	if others := slices.Sorted(maps.Values(texts)); !text && len(others) > 0 {
+		return fmt.Errorf("%s: %w: %s is there, and this export writes no text_emb; %s", dir, ErrNotEmpty, others[0], how)
+	}
+	for _, n := range imgs {
+		if _, ok := texts[n]; text && !ok {
+			return fmt.Errorf("%s: %w: %s has no text_emb_%s.npy beside it, and this export writes text_emb; %s", dir, ErrNotEmpty, filepath.Join(dir, "img_emb", "img_emb_"+n+".npy"), n, how)
 		}
 	}
 	return nil
@@ -373,6 +493,7 @@ func sameNPY(path, descr string, dim int) error {
 func writePartition(ctx context.Context, s *store.Snapshot, rows []row, dir, name, descr string, size int, ms *metaSchema, text, noSync bool, progress func(int)) (int64, []string, error) {
 	dim := s.Dim()
 	var g group
+	var err error
 	open := func(path string) (*outFile, error) {
 		o, err := createOut(path)
 		if err == nil {
@@ -380,21 +501,24 @@ func writePartition(ctx context.Context, s *store.Snapshot, rows []row, dir, nam
 		}
 		return o, err
 	}
-	img, err := open(filepath.Join(dir, "img_emb", "img_emb_"+name+".npy"))
-	if err != nil {
-		return 0, nil, err
+	// Opened (and so published) text_emb, metadata, img_emb: a
+	// partition's img_emb file is there only once the others are, which
+	// checkPartitions counts on.
+	var txt *outFile
+	if text {
+		if txt, err = open(filepath.Join(dir, "text_emb", "text_emb_"+name+".npy")); err != nil {
+			return 0, nil, err
+		}
 	}
 	meta, err := open(filepath.Join(dir, "metadata", "metadata_"+name+".parquet"))
 	if err != nil {
 		g.abort()
 		return 0, nil, err
 	}
-	var txt *outFile
-	if text {
-		if txt, err = open(filepath.Join(dir, "text_emb", "text_emb_"+name+".npy")); err != nil {
-			g.abort()
-			return 0, nil, err
-		}
+	img, err := open(filepath.Join(dir, "img_emb", "img_emb_"+name+".npy"))
+	if err != nil {
+		g.abort()
+		return 0, nil, err
 	}
 	hdr, err := npyHeader(descr, len(rows), dim)
 	if err != nil {
@@ -418,9 +542,10 @@ func writePartition(ctx context.Context, s *store.Snapshot, rows []row, dir, nam
 	if err != nil {
 		return 0, nil, err
 	}
-	var names []string
-	for _, o := range g {
-		names = append(names, o.final)
+	// Listed img_emb first: undo removes them in this order.
+	names := []string{img.final, meta.final}
+	if txt != nil {
+		names = append(names, txt.final)
 	}
 	return n, names, nil
 }
@@ -585,16 +710,17 @@ const lineBreaks = "\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029"
 
 // FaissFlat writes the rows of the snapshot as a FAISS IndexFlatIP file
 // at path (float32, row i = id i) and their paths, one per line, at
-// path + ".paths". Neither file may exist. A file whose path holds a line
-// break cannot be a line of the paths file: it is left out of both, and
-// listed in Result.Skipped. A line break is any that Python's
-// str.splitlines splits at (lineBreaks), since readers of the paths file
-// are mostly Python. The temporary files a killed FaissFlat into path left
-// beside it are removed and listed in Result.Leftovers. ctx is checked
-// every 4096 rows; when it is done, or the export fails, neither file is
-// left.
+// path + ".paths". Neither file may exist; the folder of path is created
+// when missing. A file whose path holds a line break cannot be a line of
+// the paths file: it is left out of both, and listed in Result.Skipped. A
+// line break is any that Python's str.splitlines splits at (lineBreaks),
+// since readers of the paths file are mostly Python. The temporary files
+// a killed FaissFlat into path left beside it are removed and listed in
+// Result.Leftovers. ctx is checked every 4096 rows; when it is done, or
+// the export fails, neither file is left, nor the folders it created
+// (listed in the Result's Removed).
 func FaissFlat(ctx context.Context, s *store.Snapshot, path string, opts Options) (*Result, error) {
-	all, err := collect(s, opts.Under)
+	all, err := collectAll(s, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -619,33 +745,41 @@ func FaissFlat(ctx context.Context, s *store.Snapshot, path string, opts Options
 		return nil, err
 	}
 	var g group
+	made, err := madedirs.MkdirAll(filepath.Dir(path))
+	fail := func(err error) (*Result, error) {
+		g.abort()
+		if len(made) == 0 {
+			return nil, err
+		}
+		removed, err := undo(nil, made, err)
+		return &Result{Removed: removed}, err
+	}
+	if err != nil {
+		return fail(err)
+	}
 	ix, err := createOut(path)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	g = append(g, ix)
 	pf, err := createOut(path + ".paths")
 	if err != nil {
-		g.abort()
-		return nil, err
+		return fail(err)
 	}
 	g = append(g, pf)
 	if err := writeFaissHeader(ix, len(rows), dim); err != nil {
-		g.abort()
-		return nil, err
+		return fail(err)
 	}
 	vec := make([]float32, dim)
 	buf := make([]byte, 0, 4*dim)
 	for i, r := range rows {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				g.abort()
-				return nil, err
+				return fail(err)
 			}
 		}
 		if !s.VectorInto(r.file.Vec, vec) {
-			g.abort()
-			return nil, fmt.Errorf("the vector of %s is missing from the index (run clipidx status --check)", r.path)
+			return fail(fmt.Errorf("the vector of %s is missing from the index (run clipidx status --check)", r.path))
 		}
 		ix.Write(encodeRow(buf[:0], vec, 4))
 		pf.WriteString(r.path)
@@ -655,8 +789,21 @@ func FaissFlat(ctx context.Context, s *store.Snapshot, path string, opts Options
 		}
 	}
 	n, err := g.commit(opts.NoSync)
+	if err == nil && !opts.NoSync {
+		// commit synced the file's folder and that folder's own; the
+		// names of the folders made above them are made durable here.
+		for _, m := range made {
+			if err = syncDir(filepath.Dir(m)); err != nil {
+				err = fmt.Errorf("sync folder %s: %w", filepath.Dir(m), err)
+				os.Remove(pf.final)
+				os.Remove(ix.final)
+				break
+			}
+		}
+	}
 	if err != nil {
-		return nil, err
+		g = nil // commit removed its files
+		return fail(err)
 	}
 	return &Result{Rows: len(rows), Dim: dim, Partitions: 1, Bytes: n, Files: []string{path, path + ".paths"}, Skipped: skipped, Leftovers: left}, nil
 }

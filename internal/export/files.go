@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/clipidx/clipidx/internal/flock"
@@ -34,7 +35,12 @@ func createOut(final string) (*outFile, error) {
 	}
 	f, err := createTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-")
 	if err != nil {
-		return nil, err
+		// Named by the final file, not its hidden temporary name.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("create %s: %w", final, err)
 	}
 	// Held while it is written, so that another export tells it from a
 	// killed one's (flock.Busy); where locks are not to be had (some
@@ -114,8 +120,10 @@ func (g group) abort() {
 	}
 }
 
-// commit finishes every file, then publishes them and syncs their
-// folders; a failure removes the files this group published already.
+// commit finishes every file, then publishes them in order and syncs
+// their folders; a failure removes the files this group published
+// already, the last published first (so the last file of a group is
+// there only while all the others are).
 func (g group) commit(noSync bool) (int64, error) {
 	var bytes int64
 	for _, o := range g {
@@ -127,7 +135,7 @@ func (g group) commit(noSync bool) (int64, error) {
 	}
 	for i, o := range g {
 		if err := o.publish(); err != nil {
-			for _, p := range g[:i] {
+			for _, p := range slices.Backward(g[:i]) {
 				os.Remove(p.final)
 			}
 			for _, q := range g[i+1:] {
@@ -138,7 +146,7 @@ func (g group) commit(noSync bool) (int64, error) {
 	}
 	if !noSync {
 		if err := g.syncFolders(); err != nil {
-			for _, o := range g {
+			for _, o := range slices.Backward(g) {
 				os.Remove(o.final)
 			}
 			return 0, err

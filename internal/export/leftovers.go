@@ -68,7 +68,7 @@ func faissLeftovers(path string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	var left []string
 	for _, e := range entries {
