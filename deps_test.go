@@ -77,7 +77,7 @@ func TestImportGraph(t *testing.T) {
 	if len(src) < 8 {
 		t.Fatalf("found only %d packages; is the test running at the repository root?", len(src))
 	}
-	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/core", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss", "internal/termimg", "internal/mmap", "internal/video", "internal/geo", "internal/userdir", "internal/madedirs"}
+	leaves := []string{"tokenizer", "preprocess", "internal/gemm", "clipnpu/core", "clipnpu/bundle", "internal/hub", "internal/fixtures", "internal/rss", "internal/termimg", "internal/mmap", "internal/video", "internal/geo", "internal/userdir", "internal/madedirs", "internal/flock", "internal/ctime"}
 	// The model runtime, split by what has run: who each part may import
 	// inside clipnpu. The root (the face) imports them all.
 	runtime := map[string][]string{
@@ -91,9 +91,11 @@ func TestImportGraph(t *testing.T) {
 		for _, leaf := range leaves {
 			if under(pkg, leaf) {
 				for _, p := range internal {
-					// internal/mmap is the one file-mapping helper that the
-					// model loaders (core, bundle) share: a leaf below leaves.
-					if !under(p, leaf) && p != "internal/mmap" {
+					// The system helpers are leaves below leaves: internal/mmap
+					// maps files for the model loaders (core, bundle),
+					// internal/flock locks files between processes (the
+					// decoder code cache, model pulls).
+					if !under(p, leaf) && p != "internal/mmap" && p != "internal/flock" {
 						t.Errorf("%s is a leaf but imports %s", pkg, p)
 					}
 				}
@@ -125,8 +127,8 @@ func TestImportGraph(t *testing.T) {
 			// The server stands on the model face, the one-pass search and
 			// the index; it never reaches the engines or the commands.
 			for _, p := range internal {
-				if !under(p, "internal/web") && p != "clipnpu" && p != "search" && p != "store" && p != "preprocess" {
-					t.Errorf("%s imports %s: the web server may import only clipnpu (the face), search, store and preprocess", pkg, p)
+				if !under(p, "internal/web") && p != "clipnpu" && p != "search" && p != "store" && p != "preprocess" && p != "internal/ctime" {
+					t.Errorf("%s imports %s: the web server may import only clipnpu (the face), search, store, preprocess and internal/ctime", pkg, p)
 				}
 			}
 		}

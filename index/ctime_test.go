@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clipidx/clipidx/internal/ctime"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -18,7 +19,7 @@ func needCtime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ctimeOf(fi) == 0 {
+	if ctime.Of(fi) == 0 {
 		t.Skipf("no status change time on %s: size and mtime alone say a file changed", runtime.GOOS)
 	}
 }
@@ -122,8 +123,8 @@ func TestCtimeStampsOlderIndex(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if f.CtimeNs == 0 || f.CtimeNs != ctimeOf(fi) {
-				t.Errorf("%s: recorded ctime %d, the file's is %d", p, f.CtimeNs, ctimeOf(fi))
+			if f.CtimeNs == 0 || f.CtimeNs != ctime.Of(fi) {
+				t.Errorf("%s: recorded ctime %d, the file's is %d", p, f.CtimeNs, ctime.Of(fi))
 			}
 			return nil
 		})

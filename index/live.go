@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/clipidx/clipidx/internal/ctime"
 	"github.com/clipidx/clipidx/internal/video"
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
@@ -127,7 +128,7 @@ func stillStamp(fi os.FileInfo) store.Hash {
 	n := copy(b[:], "clipidx live still\x00")
 	binary.LittleEndian.PutUint64(b[n:], uint64(fi.Size()))
 	binary.LittleEndian.PutUint64(b[n+8:], uint64(fi.ModTime().UnixNano()))
-	binary.LittleEndian.PutUint64(b[n+16:], uint64(ctimeOf(fi)))
+	binary.LittleEndian.PutUint64(b[n+16:], uint64(ctime.Of(fi)))
 	return sha256.Sum256(b[:])
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/clipidx/clipidx/internal/ctime"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -21,7 +22,7 @@ type found struct {
 	path    string
 	size    int64
 	mtimeNs int64
-	ctimeNs int64 // 0 when unknown (ctimeOf)
+	ctimeNs int64 // 0 when unknown (ctime.Of)
 }
 
 // walker collects image files under roots in a deterministic order: roots
@@ -142,7 +143,7 @@ func (w *walker) walkRoot(root string) error {
 		case wanted(root):
 			w.add(root, fi)
 		case IsShardName(root):
-			w.tars = append(w.tars, found{path: root, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctimeOf(fi)})
+			w.tars = append(w.tars, found{path: root, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctime.Of(fi)})
 		case !w.roots[root]:
 			// A path of a partial build (a watcher's changed file): not
 			// one a build reads, and its records, if any, are gone.
@@ -185,7 +186,7 @@ func (w *walker) add(path string, fi fs.FileInfo) {
 		return
 	}
 	w.seen[path] = true
-	w.files = append(w.files, found{path: path, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctimeOf(fi)})
+	w.files = append(w.files, found{path: path, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctime.Of(fi)})
 	if w.progress != nil && len(w.files)%256 == 0 {
 		w.progress(len(w.files))
 	}

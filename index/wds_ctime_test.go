@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clipidx/clipidx/internal/ctime"
 	"github.com/clipidx/clipidx/store"
 )
 
@@ -189,8 +190,8 @@ func TestShardCtimeStampsOlderIndex(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st, ok := s.Shard(p); !ok || st.CtimeNs == 0 || st.CtimeNs != ctimeOf(fi) {
-				t.Errorf("%s: recorded %+v (%v), the shard's ctime is %d", p, st, ok, ctimeOf(fi))
+			if st, ok := s.Shard(p); !ok || st.CtimeNs == 0 || st.CtimeNs != ctime.Of(fi) {
+				t.Errorf("%s: recorded %+v (%v), the shard's ctime is %d", p, st, ok, ctime.Of(fi))
 			}
 		}
 		return nil

@@ -36,7 +36,7 @@ func SplitFrame(path string) (video string, t float64, ok bool) {
 		return "", 0, false
 	}
 	t, err := strconv.ParseFloat(s, 64)
-	if err != nil || FrameTime(t) != s || namesSample(path[:i]) {
+	if err != nil || FrameTime(t) != s || NamesSample(path[:i]) {
 		return "", 0, false
 	}
 	return path[:i], t, true

@@ -45,13 +45,13 @@ func IsShardName(path string) bool {
 	return len(path) >= 4 && strings.EqualFold(path[len(path)-4:], ".tar")
 }
 
-// namesSample reports whether path is the path of a webdataset sample,
+// NamesSample reports whether path is the path of a webdataset sample,
 // SHARD.tar#KEY, or of a shard itself. A key is a member's name up to the
 // first dot of its base name, so the base name of KEY holds no dot (but
 // at its start, the key of a member misnamed ".x"); a file whose own name
 // holds the separator ("clip#1.mp4", "backup.tar#2.mp4") keeps its
 // extension there.
-func namesSample(path string) bool {
+func NamesSample(path string) bool {
 	if IsShardName(path) {
 		return true
 	}

@@ -206,7 +206,11 @@ func serveToken(flag, file string, getenv func(string) string) (string, error) {
 }
 
 // openBrowser starts the system's browser on u; a failure only prints.
-func openBrowser(cmd *cobra.Command, u string) {
+// The opener is waited for in the background (xdg-open exits once it has
+// handed u over, or with a non-zero status when it found no browser),
+// which says so and leaves no zombie. The channel is closed once it has
+// exited and any note is written.
+func openBrowser(cmd *cobra.Command, u string) <-chan struct{} {
 	name, args := "xdg-open", []string{u}
 	switch runtime.GOOS {
 	case "darwin":
@@ -214,9 +218,23 @@ func openBrowser(cmd *cobra.Command, u string) {
 	case "windows":
 		name, args = "rundll32", []string{"url.dll,FileProtocolHandler", u}
 	}
-	if err := exec.Command(name, args...).Start(); err != nil {
+	done := make(chan struct{})
+	note := func(err error) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "clipidx: could not open a browser (%v): open %s yourself\n", err, u)
 	}
+	c := exec.Command(name, args...)
+	if err := c.Start(); err != nil {
+		note(err)
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		if err := c.Wait(); err != nil {
+			note(fmt.Errorf("%s: %w", name, err))
+		}
+	}()
+	return done
 }
 
 // noteNoFFmpeg says, when the index at db holds video frames, that serve

@@ -201,8 +201,13 @@ func (s *Server) options(r *http.Request) (search.Options, error) {
 
 func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk ranked) {
 	a := Answer{Query: query, Results: make([]Result, 0, len(rk.res)), Listing: rk.listing}
-	for _, x := range rk.res {
-		id := s.ids.id(x.Path)
+	paths := make([]string, len(rk.res))
+	for i, x := range rk.res {
+		paths[i] = x.Path
+	}
+	ids := s.ids.answered(paths)
+	for i, x := range rk.res {
+		id := ids[i]
 		o, _ := store.OfflineFor(rk.offline, x.Path)
 		res := Result{ID: id, Path: x.Path, Score: x.Score, Thumb: "/thumb/" + id, Image: "/image/" + id, Offline: o.Dir}
 		if !utf8.ValidString(x.Path) {
@@ -366,7 +371,13 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 	var v []float32
 	if err == nil {
 		err = s.withModel(r.Context(), func(ctx context.Context) error {
-			v, err = p.Vector(ctx, func() (search.Encoder, error) { return s.modelFor() })
+			// A query typed on the page holds texts only (no @file).
+			m, release, err := s.readyModel(ctx, p.Identity, true, false)
+			if err != nil {
+				return err
+			}
+			defer release()
+			v, err = p.Vector(ctx, func() (search.Encoder, error) { return m, nil })
 			return err
 		})
 	}
@@ -460,7 +471,7 @@ func (s *Server) apiSimilar(w http.ResponseWriter, r *http.Request) {
 	// Only the stored vector is needed: similar images of a file that is
 	// away (an unplugged disk) or changed since still work.
 	var rk ranked
-	err = s.view(func(snap *store.Snapshot) error {
+	err = s.viewID(func(snap *store.Snapshot) error {
 		_, rec, err := s.indexed(snap, id)
 		if err != nil {
 			return err
@@ -547,13 +558,11 @@ func (s *Server) apiSearchImage(w http.ResponseWriter, r *http.Request) {
 // is checked between the stages; the decode and the image pass, once
 // started, run to their end (neither takes a context).
 func (s *Server) embedUpload(ctx context.Context, have store.Identity, data []byte) ([]float32, error) {
-	m, err := s.modelFor()
+	m, release, err := s.readyModel(ctx, have, false, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := search.Ready(ctx, m, have, false, true); err != nil {
-		return nil, err
-	}
+	defer release()
 	p, err := m.Processor(have.EXIF)
 	if err != nil {
 		return nil, err

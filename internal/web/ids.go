@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/clipidx/clipidx/internal/ctime"
 	"github.com/clipidx/clipidx/preprocess"
 	"github.com/clipidx/clipidx/store"
 )
@@ -58,18 +61,72 @@ func missing(snap *store.Snapshot, p string, err error) error {
 	return errRemoved
 }
 
+// idMap resolves ids. Every id the server answers (Server.answer) is
+// kept with its path, so a request for it costs one map read and the
+// record's lookup (indexed), however large the index and however often a
+// build commits. An id the server never answered (one computed from a
+// path) is found by listing the index: once per state of the index, in a
+// read session of its own, hashed after that session ends, while other
+// lookups go on.
 type idMap struct {
 	key []byte
 
-	mu    sync.Mutex
-	stamp string            // the index (Snapshot.Generation) paths was built from
-	paths map[string]string // id -> path
+	mu sync.Mutex
+	// known maps ids to paths: those of the last listing, and each path
+	// answered since. A path no longer indexed stays until the next
+	// listing; indexed finds no record for it.
+	known map[idKey]string
+	// listed is the Generation of the index the last listing read: an id
+	// not in known is in no record of that state ("" = none yet).
+	listed string
+	// started counts the listings begun; done is the number of the last
+	// one finished, err its error. One runs at a time: running is closed
+	// when it ends (nil when none runs), and added keeps the paths
+	// answered meanwhile, which its result must keep.
+	started, done uint64
+	err           error
+	running       chan struct{}
+	added         map[idKey]string
+}
+
+// idKey is an id decoded: the first 96 bits of the path's keyed hash.
+type idKey [idLen * 6 / 8]byte
+
+func (m *idMap) sum(h hash.Hash, path string) idKey {
+	h.Reset()
+	io.WriteString(h, path)
+	var k idKey
+	copy(k[:], h.Sum(nil))
+	return k
 }
 
 func (m *idMap) id(path string) string {
+	k := m.sum(hmac.New(sha256.New, m.key), path)
+	return base64.RawURLEncoding.EncodeToString(k[:])
+}
+
+// answered returns the ids of paths, records of the index being answered,
+// and keeps them: a later request for one finds it without a listing.
+func (m *idMap) answered(paths []string) []string {
 	h := hmac.New(sha256.New, m.key)
-	io.WriteString(h, path)
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:idLen]
+	keys := make([]idKey, len(paths))
+	ids := make([]string, len(paths))
+	for i, p := range paths {
+		keys[i] = m.sum(h, p)
+		ids[i] = base64.RawURLEncoding.EncodeToString(keys[i][:])
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.known == nil {
+		m.known = map[idKey]string{}
+	}
+	for i, p := range paths {
+		m.known[keys[i]] = p
+		if m.added != nil {
+			m.added[keys[i]] = p
+		}
+	}
+	return ids
 }
 
 // validID reports whether id has the shape of an id (no path characters).
@@ -85,40 +142,129 @@ func validID(id string) bool {
 	return true
 }
 
-// lookup returns the path of id, rebuilding the map from s when the index
-// file changed since it was built.
+// unlisted is lookup's error for an id that is not known while the index
+// s was read from (Generation) has not been listed: a listing begun after
+// seen listings (refresh) may find it. It is errGone to a caller that
+// does not list (a request answers 404 when the listing does not find it).
+type unlisted struct {
+	db   string
+	seen uint64
+}
+
+func (u *unlisted) Error() string { return errGone.Error() }
+func (u *unlisted) Unwrap() error { return errGone }
+
+// lookup returns the path of id as a snapshot s of the index db sees it:
+// a known id is taken as it is (the caller checks that s holds its
+// record); another is errGone when s is the state last listed, else an
+// *unlisted error. It reads no record of the index, so it costs the same
+// whatever the index's size, and a commit does not make it list again.
 func (m *idMap) lookup(db string, s *store.Snapshot, id string) (string, error) {
 	if !validID(id) {
 		return "", errGone
 	}
+	var k idKey
+	if _, err := base64.RawURLEncoding.Decode(k[:], []byte(id)); err != nil {
+		return "", errGone
+	}
+	m.mu.Lock()
+	p, ok := m.known[k]
+	listed, seen := m.listed, m.started
+	m.mu.Unlock()
+	if ok {
+		return p, nil
+	}
 	// The snapshot's own state, not a stat of the path: a file moved to
-	// the path after the snapshot began (merge, mv) would stamp the map
-	// built from the old one as the new one's, for good.
-	st := s.Generation()
+	// the path after the snapshot began (merge, mv) would take the
+	// listing of the old one for the new one's, for good.
+	if listed != "" && listed == s.Generation() {
+		return "", errGone
+	}
+	return "", &unlisted{db: db, seen: seen}
+}
+
+// refresh makes sure a listing of the index db begun after seen listings
+// has ended, running one when none has (in a read session of its own,
+// waiting at most timeout for the index) or waiting for the one under
+// way. Lookups go on meanwhile with what is known.
+func (m *idMap) refresh(db string, seen uint64, timeout time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.paths == nil || st != m.stamp {
-		paths := map[string]string{}
-		err := s.Files("", func(p string, f store.File) error {
+	for m.done <= seen {
+		if ch := m.running; ch != nil {
+			m.mu.Unlock()
+			<-ch
+			m.mu.Lock()
+			continue
+		}
+		m.started++
+		n, ch := m.started, make(chan struct{})
+		m.running, m.added = ch, map[idKey]string{}
+		m.mu.Unlock()
+		known, gen, err := m.list(db, timeout)
+		m.mu.Lock()
+		if err == nil {
+			for k, p := range m.added {
+				known[k] = p
+			}
+			m.known, m.listed = known, gen
+		}
+		m.running, m.added = nil, nil
+		m.done, m.err = n, err
+		close(ch)
+	}
+	return m.err
+}
+
+// list reads the paths of the index db's records that have a vector, and
+// its Generation, in one read session, and hashes them once it has ended:
+// a commit waits for the read only.
+func (m *idMap) list(db string, timeout time.Duration) (map[idKey]string, string, error) {
+	rd, err := store.OpenReader(db, store.ReaderOptions{Timeout: timeout})
+	if err != nil {
+		return nil, "", err
+	}
+	var paths []string
+	var gen string
+	err = rd.View(func(s *store.Snapshot) error {
+		gen = s.Generation()
+		return s.Files("", func(p string, f store.File) error {
 			if !f.Failed() {
-				paths[m.id(p)] = p
+				paths = append(paths, p)
 			}
 			return nil
 		})
-		if err != nil {
-			return "", err
-		}
-		m.paths, m.stamp = paths, st
+	})
+	if err := errors.Join(err, rd.Close()); err != nil {
+		return nil, "", err
 	}
-	p, ok := m.paths[id]
-	if !ok {
-		return "", errGone
+	known := make(map[idKey]string, len(paths))
+	h := hmac.New(sha256.New, m.key)
+	for _, p := range paths {
+		known[m.sum(h, p)] = p
 	}
-	return p, nil
+	return known, gen, nil
+}
+
+// viewID is view for a request naming an id (fn looks it up through
+// indexed): when the id is not known and the index has changed since it
+// was last listed, the index is listed (outside fn's read session) and fn
+// runs once more. An id still not found then is errGone.
+func (s *Server) viewID(fn func(*store.Snapshot) error) error {
+	err := s.view(fn)
+	var u *unlisted
+	if !errors.As(err, &u) {
+		return err
+	}
+	if err := s.ids.refresh(u.db, u.seen, s.o.OpenTimeout); err != nil {
+		return err
+	}
+	return s.view(fn)
 }
 
 // indexed returns the path and record of id, without looking at the file:
-// enough for what needs only the stored vector (similar images).
+// enough for what needs only the stored vector (similar images). It runs
+// in viewID's read, which lists the index when id is not known.
 func (s *Server) indexed(snap *store.Snapshot, id string) (string, store.File, error) {
 	p, err := s.ids.lookup(s.o.DB, snap, id)
 	if err != nil {
@@ -146,13 +292,21 @@ type indexedFile struct {
 	// and a hash of its own (see index), not the video's.
 	frame bool
 	t     float64
+	// moved is set for a file (not a sample, not a frame) whose status
+	// change time is no longer the one recorded, both known: changed as a
+	// build sees it (exiftool -P rewrites a file and puts its size and
+	// mtime back), though a chmod moves it too, so its content must prove
+	// it unchanged (checkContent) before anything made of it earlier is
+	// served (a cached thumbnail, a 304).
+	moved bool
 }
 
 // resolve finds id's record and checks that it is still what was indexed
 // (a file's size and modification time as recorded; a sample's shard's
 // modification time, which its records carry) and that the file or shard
 // may be served (inRoots). The content hash is checked when the bytes are
-// read (openChecked, readChecked).
+// read (openChecked, readChecked), or before a thumbnail made earlier is
+// served when the file's ctime moved (indexedFile.moved).
 func (s *Server) resolve(snap *store.Snapshot, id string) (indexedFile, error) {
 	p, rec, err := s.indexed(snap, id)
 	if err != nil {
@@ -192,7 +346,20 @@ func servable(snap *store.Snapshot, p string, rec store.File) (indexedFile, erro
 	case !fi.Mode().IsRegular() || fi.ModTime().UnixNano() != rec.MtimeNs || key == "" && fi.Size() != rec.Size:
 		return indexedFile{}, errChanged
 	}
-	return indexedFile{path: p, rec: rec, real: real, key: key, frame: frame, t: t}, nil
+	c := ctime.Of(fi)
+	moved := key == "" && !frame && rec.CtimeNs != 0 && c != 0 && c != rec.CtimeNs
+	return indexedFile{path: p, rec: rec, real: real, key: key, frame: frame, t: t, moved: moved}, nil
+}
+
+// checkContent reads f's indexed bytes through and checks them against
+// the record's content hash (errChanged when they differ): one read, for
+// a file whose stat no longer says it is unchanged (indexedFile.moved).
+func checkContent(f indexedFile) error {
+	file, _, err := openChecked(f)
+	if err != nil {
+		return err
+	}
+	return file.Close()
 }
 
 // splitSample splits a sample's path SHARD.tar#KEY at the first separator

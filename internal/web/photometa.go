@@ -87,7 +87,10 @@ func (s *Server) addPhotoMeta(res []Result) error {
 				res[i].PhotoMeta = &pm
 				res[i].Motion = m.Motion
 			}
-			res[i].MotionUnread = !m.MotionRead && res[i].Video == "" // the page asks of a JPEG or HEIC only
+			// The page asks of a JPEG or HEIC only; a video's frame and
+			// a webdataset sample (served from its shard, never as a
+			// Motion Photo: liveVideo) carry no video to ask about.
+			res[i].MotionUnread = !m.MotionRead && res[i].Video == "" && !store.NamesSample(res[i].Path)
 		}
 		return nil
 	})

@@ -330,7 +330,7 @@ func etag(h store.Hash, kind string) string {
 // image). ok is false when the response is already written: an error, or
 // 304 for a client that holds this content.
 func (s *Server) fileOrNotModified(w http.ResponseWriter, r *http.Request, id, kind string) (f indexedFile, ok bool) {
-	err := s.view(func(snap *store.Snapshot) error {
+	err := s.viewID(func(snap *store.Snapshot) error {
 		var err error
 		f, err = s.resolve(snap, id)
 		return err
@@ -339,7 +339,16 @@ func (s *Server) fileOrNotModified(w http.ResponseWriter, r *http.Request, id, k
 		fail(w, err)
 		return f, false
 	}
-	return f, !notModified(w, r, etag(f.rec.Hash, kind))
+	tag := etag(f.rec.Hash, kind)
+	if f.moved && noneMatch(r.Header.Values("If-None-Match"), tag) {
+		// The client holds the indexed content: tell it so only once
+		// the file proves it still is that.
+		if err := checkContent(f); err != nil {
+			fail(w, err)
+			return f, false
+		}
+	}
+	return f, !notModified(w, r, tag)
 }
 
 func (s *Server) thumb(w http.ResponseWriter, r *http.Request, id string) {
@@ -358,10 +367,17 @@ func (s *Server) thumb(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 // thumbOf returns the thumbnail of f, from the cache or made in one of
-// the decodeSlots (waiting for one as long as ctx lasts).
+// the decodeSlots (waiting for one as long as ctx lasts). A cached one is
+// served while f is unchanged as a build sees it (its size and mtime, which
+// resolve checked, and its ctime where recorded: indexedFile.moved), else
+// once its content proves it unchanged; one made is made of bytes checked
+// against the record's hash (readChecked). A file edited in place with its
+// size, mtime and ctime all kept (possible only where no ctime is
+// recorded: an older clipidx's record until a build stamps one, a system
+// without ctimes) keeps its cached thumbnail, as a build keeps its vector.
 func (s *Server) thumbOf(ctx context.Context, f indexedFile) ([]byte, error) {
-	if b := s.cachedThumb(f.rec.Hash); b != nil {
-		return b, nil
+	if b, err := s.cachedThumb(f); b != nil || err != nil {
+		return b, err
 	}
 	select {
 	case decodeSlots <- struct{}{}:
@@ -370,8 +386,8 @@ func (s *Server) thumbOf(ctx context.Context, f indexedFile) ([]byte, error) {
 	}
 	defer func() { <-decodeSlots }()
 	// A request for the same content may have made it during the wait.
-	if b := s.cachedThumb(f.rec.Hash); b != nil {
-		return b, nil
+	if b, err := s.cachedThumb(f); b != nil || err != nil {
+		return b, err
 	}
 	var data []byte
 	var name string
@@ -394,11 +410,19 @@ func (s *Server) thumbOf(ctx context.Context, f indexedFile) ([]byte, error) {
 	return b, nil
 }
 
-func (s *Server) cachedThumb(h store.Hash) []byte {
+// cachedThumb is f's thumbnail from the cache, nil for a miss, or
+// errChanged when f has moved (see thumbOf) and its content differs.
+func (s *Server) cachedThumb(f indexedFile) ([]byte, error) {
 	if s.th == nil {
-		return nil
+		return nil, nil
 	}
-	return s.th.getWhole(h)
+	b := s.th.getWhole(f.rec.Hash)
+	if b != nil && f.moved {
+		if err := checkContent(f); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // contentType is the Content-Type of an indexed file, by content first;

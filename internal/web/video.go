@@ -117,7 +117,7 @@ func serveVideo(w http.ResponseWriter, r *http.Request, f indexedFile) {
 // preprocess.FindMotionVideo) has its video served from its own bytes.
 func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 	var still, movie indexedFile
-	err := s.view(func(snap *store.Snapshot) error {
+	err := s.viewID(func(snap *store.Snapshot) error {
 		var err error
 		if still, err = s.resolve(snap, id); err != nil {
 			return err

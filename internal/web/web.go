@@ -17,6 +17,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -56,7 +57,12 @@ type Options struct {
 	Token string
 	// OpenModel opens the model on first need; it is called again after a
 	// failure (the error is shown on the page) and its model kept after a
-	// success. nil: only stored-vector queries work.
+	// success. It is also called once more when the model fails an index
+	// of an identity it was not opened again for (the index rebuilt for
+	// another model, or the model's folder changed, since it was opened):
+	// the new model replaces the old, which is closed, when it is an
+	// io.Closer, once no model run uses it (unless OpenModel returned it
+	// again). nil: only stored-vector queries work.
 	OpenModel func() (Model, error)
 	// ThumbDir caches thumbnails on disk ("" = made on every request).
 	ThumbDir string
@@ -116,9 +122,22 @@ type Server struct {
 	wait   chan struct{} // one slot per queued request
 
 	open     sync.Mutex // held while the model opens
-	mmu      sync.Mutex // guards model and modelErr
-	model    Model
+	mmu      sync.Mutex // guards the fields below
+	model    *heldModel
 	modelErr string
+	// reopenedFor is the identity of the index the model was last opened
+	// again for (reopen): a model that fails an index of that identity is
+	// not opened again for it.
+	reopenedFor store.Identity
+}
+
+// heldModel is a model the server opened and the number of model runs
+// using it: a model replaced by another (reopen) is closed once its last
+// run has ended.
+type heldModel struct {
+	m       Model
+	runs    int
+	dropped bool
 }
 
 // New checks o and returns a Server.
@@ -365,17 +384,19 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, name, ctype string
 	w.Write(b)
 }
 
-// modelFor returns the model, opening it on first need.
-// A status request never waits for a model that is loading.
-func (s *Server) modelFor() (Model, error) {
+// acquire returns the model, opening it on first need, counted as used
+// by one more run until release. A status request never waits for a model
+// that is loading.
+func (s *Server) acquire() (*heldModel, error) {
 	s.open.Lock()
 	defer s.open.Unlock()
 	s.mmu.Lock()
-	m := s.model
-	s.mmu.Unlock()
-	if m != nil {
-		return m, nil
+	if h := s.model; h != nil {
+		h.runs++
+		s.mmu.Unlock()
+		return h, nil
 	}
+	s.mmu.Unlock()
 	if s.o.OpenModel == nil {
 		return nil, search.ErrNoEncoder
 	}
@@ -386,8 +407,126 @@ func (s *Server) modelFor() (Model, error) {
 		s.modelErr = err.Error()
 		return nil, err
 	}
-	s.model, s.modelErr = m, ""
-	return m, nil
+	h := &heldModel{m: m, runs: 1}
+	s.model, s.modelErr = h, ""
+	return h, nil
+}
+
+// release ends a run's use of h, closing h's model when it was replaced
+// and this was its last run.
+func (s *Server) release(h *heldModel) {
+	s.mmu.Lock()
+	h.runs--
+	last := h.dropped && h.runs == 0
+	s.mmu.Unlock()
+	if last {
+		closeModel(h.m)
+	}
+}
+
+// closeModel closes m when it holds anything to close.
+func closeModel(m Model) {
+	if c, ok := m.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+// sameModel reports whether a and b are the one model (OpenModel may
+// return the model it returned before); models of a type that cannot be
+// compared are taken as different.
+func sameModel(a, b Model) (same bool) {
+	defer func() { recover() }()
+	return a == b
+}
+
+// reopen opens the model again in place of h, which failed an index of
+// identity have, and returns it counted as used by one more run (the
+// caller still releases h). A model another request opened again
+// meanwhile is taken as it is.
+func (s *Server) reopen(h *heldModel, have store.Identity) (*heldModel, error) {
+	s.open.Lock()
+	defer s.open.Unlock()
+	s.mmu.Lock()
+	s.reopenedFor = have
+	if cur := s.model; cur != nil && cur != h {
+		cur.runs++
+		s.mmu.Unlock()
+		return cur, nil
+	}
+	s.mmu.Unlock()
+	m, err := s.o.OpenModel()
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	if err == nil && sameModel(m, h.m) {
+		h.runs++
+		s.model = h
+		return h, nil
+	}
+	if s.model == h {
+		// h's runs include the caller's: release closes it.
+		h.dropped, s.model = true, nil
+	}
+	if err != nil {
+		s.modelErr = err.Error()
+		return nil, err
+	}
+	n := &heldModel{m: m, runs: 1}
+	s.model, s.modelErr = n, ""
+	return n, nil
+}
+
+// readyModel returns the model prepared for a query on an index of
+// identity have (search.Ready: the towers text and image need), and the
+// release to call once the query is done with it. A model that fails the
+// index (it was rebuilt for another model since the model was opened, or
+// the model's folder changed since) is opened again, once for an index of
+// that identity, and tried again; one that still differs is
+// store.ErrModelMismatch (409), which says that the server's own model is
+// used.
+func (s *Server) readyModel(ctx context.Context, have store.Identity, text, image bool) (Model, func(), error) {
+	h, err := s.acquire()
+	if err != nil {
+		return nil, nil, err
+	}
+	err = ready(ctx, h.m, have, text, image)
+	s.mmu.Lock()
+	again := err != nil && ctx.Err() == nil && s.reopenedFor != have
+	s.mmu.Unlock()
+	if again {
+		old := h
+		h, err = s.reopen(old, have)
+		s.release(old)
+		if err != nil {
+			return nil, nil, err
+		}
+		err = ready(ctx, h.m, have, text, image)
+	}
+	if err != nil {
+		s.release(h)
+		if errors.Is(err, store.ErrModelMismatch) {
+			err = fmt.Errorf("%w (this server searches with the model its --model names, opened again for this index: that model still differs; start `clipidx serve` again with the --model the index was built with)", err)
+			s.mmu.Lock()
+			s.modelErr = err.Error()
+			s.mmu.Unlock()
+		}
+		return nil, nil, err
+	}
+	s.mmu.Lock()
+	if s.model == h {
+		s.modelErr = ""
+	}
+	s.mmu.Unlock()
+	return h.m, func() { s.release(h) }, nil
+}
+
+// ready is search.Ready after a check of the model's name and dimension
+// against the index's, which loads nothing: a model of another index is
+// told without loading a tower.
+func ready(ctx context.Context, m Model, have store.Identity, text, image bool) error {
+	if err := have.Compatible(m.Identity(have.EXIF), true); err != nil {
+		return err
+	}
+	return search.Ready(ctx, m, have, text, image)
 }
 
 // errBusy is returned by enter when the queue for the model is full.

@@ -1,14 +1,14 @@
 //go:build linux || dragonfly || openbsd || solaris || illumos
 
-package index
+package ctime
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-// ctimeOf is the file's status change time in ns, 0 when unknown.
-func ctimeOf(fi fs.FileInfo) int64 {
+// Of is the file's status change time in ns, 0 when unknown.
+func Of(fi fs.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Ctim.Nano()
 	}

@@ -1,9 +1,9 @@
 //go:build !linux && !dragonfly && !openbsd && !solaris && !illumos && !darwin && !freebsd && !netbsd
 
-package index
+package ctime
 
 import "io/fs"
 
-// ctimeOf is 0 (unknown) where the walk does not read a status change
+// Of is 0 (unknown) where the walk does not read a status change
 // time (Windows has none): size and mtime alone then say a file changed.
-func ctimeOf(fs.FileInfo) int64 { return 0 }
+func Of(fs.FileInfo) int64 { return 0 }
