@@ -19,7 +19,12 @@ type File struct{ f *os.File }
 // TryLock takes an exclusive lock on path (created if needed, mode 0644)
 // without waiting: ErrHeld when another process holds it.
 func TryLock(path string) (*File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	return tryOpened(os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644))
+}
+
+// tryOpened locks the file just opened (f, err) without waiting, or
+// closes it.
+func tryOpened(f *os.File, err error) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -45,17 +50,7 @@ func Lock(path string, timeout time.Duration) (*File, error) {
 // TryLockDir takes an exclusive lock on the folder dir itself (which
 // must exist), without waiting: ErrHeld when another process holds it.
 // Nothing is created in or beside the folder.
-func TryLockDir(dir string) (*File, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := tryExclusive(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &File{f}, nil
-}
+func TryLockDir(dir string) (*File, error) { return tryOpened(os.Open(dir)) }
 
 // Hold takes an exclusive lock on the open file f without waiting, held
 // until f is closed: ErrHeld when another process holds one. It marks a
