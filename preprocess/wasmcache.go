@@ -332,7 +332,8 @@ func fileSum(name string) (string, error) {
 }
 
 // pruneCodeCache removes the subfolders of dir named like a codeKey but
-// not the key of a decoder this build embeds. Anything else is left alone.
+// not the key of a decoder this build embeds, and their lock files.
+// Anything else is left alone.
 func pruneCodeCache(dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -341,7 +342,8 @@ func pruneCodeCache(dir string) {
 	keep := map[string]bool{codeKey(heifWASMgz): true, codeKey(avifWASMgz): true}
 	for _, e := range entries {
 		n := e.Name()
-		if !e.IsDir() || len(n) != 8 || keep[n] || strings.Trim(n, "0123456789abcdef") != "" {
+		key, lock := strings.CutSuffix(n, ".lock") // the lock beside a key's folder
+		if e.IsDir() == lock || len(key) != 8 || keep[key] || strings.Trim(key, "0123456789abcdef") != "" {
 			continue
 		}
 		_ = os.RemoveAll(filepath.Join(dir, n))

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -198,12 +199,18 @@ func TestWASMCodeCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.WriteFile(stale+".lock", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	SetCodeCache(dir)
 	if got := decode("empty cache"); !slices.Equal(got, want) {
 		t.Fatal("pixels differ when compiled into the cache")
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the subfolder of a decoder not embedded is still there (%v)", err)
+	}
+	if _, err := os.Stat(stale + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("the lock file of a decoder not embedded is still there (%v)", err)
 	}
 	if _, err := os.Stat(filepath.Join(other, "f")); err != nil {
 		t.Errorf("a folder that is not the cache's was touched: %v", err)
@@ -263,12 +270,13 @@ func TestWASMCodeCache(t *testing.T) {
 	}
 }
 
-// cacheEntries lists the regular files under dir.
+// cacheEntries lists the regular files under dir but the lock files
+// beside the entries' folders (empty: nothing of the code).
 func cacheEntries(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && !strings.HasSuffix(p, ".lock") {
 			files = append(files, p)
 		}
 		return err
