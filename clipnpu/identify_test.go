@@ -108,3 +108,17 @@ func TestIdentifyMatchesLoad(t *testing.T) {
 		t.Errorf("SameModel = %q", d)
 	}
 }
+
+// TestArchOfFixture pins the text an index records of a model's
+// configuration (Info.Arch): a change to its wording would make every
+// index that recorded it refuse the same model.
+func TestArchOfFixture(t *testing.T) {
+	info, err := Identify(fixtures.TinyModel(t), core.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "image gelu eps 1e-05 heads 4; text gelu eps 1e-05 heads 4 eos 49407"
+	if info.Arch != want {
+		t.Errorf("Arch = %q, want %q", info.Arch, want)
+	}
+}

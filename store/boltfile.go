@@ -148,13 +148,14 @@ func notBolt(head []byte) bool {
 		}
 	}
 	hdr := head[:min(len(head), boltPageHeader)]
-	switch {
-	case !bytes.ContainsFunc(hdr, func(r rune) bool { return r != 0 }):
+	if !bytes.ContainsFunc(hdr, func(r rune) bool { return r != 0 }) {
 		return false // zeroed
-	case len(hdr) < boltPageHeader:
-		return true
 	}
-	return ne.Uint64(hdr[0:]) != 0 || ne.Uint16(hdr[8:]) != boltMetaFlag
+	// Meta page 0's header: id 0, the meta flag, no elements, no overflow
+	// (of a file cut short, the bytes it kept).
+	meta0 := make([]byte, boltPageHeader)
+	ne.PutUint16(meta0[8:], boltMetaFlag)
+	return !bytes.Equal(hdr, meta0[:len(hdr)])
 }
 
 // Page flags and element sizes of the bbolt format.

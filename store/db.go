@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -128,18 +130,34 @@ func validatePath(path string, readOnly bool, timeout time.Duration) error {
 	return nil
 }
 
+// noMeta says what a bbolt file without the meta bucket is: nil when it
+// holds no bucket (a new file), ErrCorrupt when it holds any of an
+// index's (an index whose meta bucket was lost: --reindex starts it over),
+// else ErrNotIndex naming its buckets (another program's file).
+func noMeta(tx *bolt.Tx) error {
+	var names []string
+	ours := false
+	tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		names = append(names, fmt.Sprintf("%q", name))
+		ours = ours || slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) })
+		return nil
+	})
+	switch {
+	case len(names) == 0:
+		return nil
+	case ours:
+		return fmt.Errorf("%w: the meta bucket is missing (it holds the buckets %s)", ErrCorrupt, strings.Join(names, ", "))
+	}
+	return notIndex("a bbolt file holding the buckets " + strings.Join(names, ", "))
+}
+
 // readMeta checks the schema and returns the identity (zero if unset).
 func readMeta(tx *bolt.Tx) (Identity, error) {
 	var id Identity
 	m := tx.Bucket(bMeta)
 	if m == nil {
-		var other []string
-		tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			other = append(other, fmt.Sprintf("%q", name))
-			return nil
-		})
-		if len(other) > 0 { // another program's bbolt file
-			return id, notIndex("a bbolt file holding the buckets " + strings.Join(other, ", "))
+		if err := noMeta(tx); err != nil {
+			return id, err
 		}
 		return id, ErrSchema
 	}
@@ -220,20 +238,29 @@ func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
 		// file that stays as it was is what it looks like.
 		time.Sleep(rewriteSettle)
 		after, serr := os.Stat(path)
-		if serr != nil || os.SameFile(before, after) && before.Size() == after.Size() && before.ModTime().Equal(after.ModTime()) {
+		if serr != nil {
+			return nil, err
+		}
+		same := os.SameFile(before, after) && before.Size() == after.Size() && before.ModTime().Equal(after.ModTime())
+		if same && time.Since(after.ModTime()) > rewriteRecent {
 			return nil, err
 		}
 		if try == rewriteTries {
-			return nil, fmt.Errorf("%s: %w (it was being written while it was read: %v)", path, ErrFault, err)
+			// ErrFault for serve (503: read again), and err as it was for
+			// a caller that waits no longer (a file damaged just now).
+			return nil, fmt.Errorf("%s: %w (it was being written while it was read: %w)", path, ErrFault, err)
 		}
 	}
 }
 
 // rewriteSettle and rewriteTries bound how long OpenReader waits for a
 // file being rewritten in place to settle: well inside serve's 5 s.
+// A file written within rewriteRecent counts as one being written even
+// when it did not change over rewriteSettle (a copy that paused).
 const (
 	rewriteSettle = 100 * time.Millisecond
 	rewriteTries  = 5
+	rewriteRecent = 5 * time.Second
 )
 
 // maybeTorn reports whether err is what reading a file half rewritten may
@@ -351,13 +378,8 @@ func (w *Writer) open() error {
 	id, opts := w.id, w.opts
 	err := w.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bMeta) == nil {
-			var other []string
-			tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-				other = append(other, fmt.Sprintf("%q", name))
-				return nil
-			})
-			if len(other) > 0 { // another program's bbolt file: never write into it
-				return notIndex("a bbolt file holding the buckets " + strings.Join(other, ", "))
+			if err := noMeta(tx); err != nil {
+				return err // never write into another program's file
 			}
 			return initialize(tx, id, false)
 		}

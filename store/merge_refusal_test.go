@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMergeRefusalWording: a refused merge names the input and OUT and
@@ -30,6 +31,12 @@ func TestMergeRefusalWording(t *testing.T) {
 	damaged := filepath.Join(dir, "damaged.db")
 	mergeFixture(t, damaged, testID, map[string]string{"/d/4.jpg": "four"}, 1)
 	if err := os.Truncate(damaged, 9000); err != nil {
+		t.Fatal(err)
+	}
+	// Damaged an hour ago: a file written just now may be one being
+	// copied onto, which a reader answers as changed, not damaged.
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(damaged, hourAgo, hourAgo); err != nil {
 		t.Fatal(err)
 	}
 	newOut := filepath.Join(dir, "new.db")

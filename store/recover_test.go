@@ -33,6 +33,26 @@ func TestReindexRecoversDamagedIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"meta bucket lost", func(t *testing.T, path string) {
+			w := openW(t, path)
+			var b Batch
+			b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+			commit(t, w, &b)
+			if err := w.update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bMeta) }); err != nil {
+				t.Fatal(err)
+			}
+			closeW(t, w)
+		}},
+		{"cut to 12 bytes", func(t *testing.T, path string) {
+			w := openW(t, path)
+			var b Batch
+			b.Put("/p/a", File{Hash: hashOf("A")}, vec(1, 8))
+			commit(t, w, &b)
+			closeW(t, w)
+			if err := os.Truncate(path, 12); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"corrupt record", func(t *testing.T, path string) {
 			w := openW(t, path)
 			var b Batch

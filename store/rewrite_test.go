@@ -85,3 +85,46 @@ func TestReaderDuringCopyOver(t *testing.T) {
 	r.Close()
 	t.Logf("%d opens during the copies, %d answered ErrFault", opens, torn)
 }
+
+// TestReaderDuringPausedCopy: a copy onto the index that pauses half way
+// (a slow disk, a network share) leaves a file that does not change for a
+// while; a reader then still takes it for one being written (ErrFault),
+// not for a damaged index.
+func TestReaderDuringPausedCopy(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "index.db")
+	backup := filepath.Join(dir, "backup.db")
+	for _, p := range []string{path, backup} {
+		w := openW(t, p)
+		var b Batch
+		for i := range 2000 {
+			b.Put(fmt.Sprintf("/p/%05d", i), File{Hash: hashOf(fmt.Sprint(i))}, vec(uint64(i+1), 8))
+		}
+		commit(t, w, &b)
+		closeW(t, w)
+	}
+	data, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data[:len(data)/2]); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenReader(path, ReaderOptions{})
+	if !errors.Is(err, ErrFault) {
+		t.Errorf("open half way through a paused copy: %v, want ErrFault", err)
+	}
+	if _, err := f.Write(data[len(data)/2:]); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader(path, ReaderOptions{})
+	if err != nil {
+		t.Fatalf("after the copy: %v", err)
+	}
+	r.Close()
+}

@@ -109,11 +109,10 @@ func TestForeignBoltFile(t *testing.T) {
 }
 
 // TestNotABoltFile: a --db naming a file that is no bbolt file at all (a
-// text file, a photo) was called a damaged index, and --reindex renamed it
-// to .corrupt-TIME and wrote an index in its place. It is refused, by
-// readers and writers, --reindex included, and left as it was; an index
-// damaged from its first byte (zeroed) is still a damaged index
-// (TestReindexRecoversDamagedIndex).
+// text file, a photo) is no index: readers and writers refuse it,
+// --reindex included, and leave it as it was, with no advice to reindex.
+// An index damaged from its first byte (zeroed, or cut inside its first
+// page header) is still a damaged index (TestReindexRecoversDamagedIndex).
 func TestNotABoltFile(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"text":  []byte("my notes about the photos\n"),

@@ -149,7 +149,7 @@ works while a build is running.`,
 				}
 				state := ""
 				if n := len(st.LastBuild.Within); n > 0 {
-					state = fmt.Sprintf(", of %d %s that changed (a partial build, as watch runs)", n, plural(n, "path", "paths"))
+					state = fmt.Sprintf(", within %d %s (a partial build of what changed, as watch runs)", n, plural(n, "path", "paths"))
 				}
 				if !st.LastBuild.Complete {
 					state += ", interrupted"

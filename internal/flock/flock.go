@@ -28,6 +28,12 @@ func tryOpened(f *os.File, err error) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !Supported {
+		// No lock to hold, and no handle kept open: on Windows one would
+		// stop the folder it names from being removed.
+		f.Close()
+		return &File{}, nil
+	}
 	if err := tryExclusive(f); err != nil {
 		f.Close()
 		return nil, err
