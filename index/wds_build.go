@@ -211,10 +211,9 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 }
 
 // shardUnchanged reports whether a shard whose stat rec was recorded when
-// it was last read completely is unchanged: same size, mtime and ctime
-// (sameCtime: either unknown counts as the same).
+// it was last read completely is unchanged (store.ShardStat.Same).
 func shardUnchanged(rec store.ShardStat, f found) bool {
-	return rec.Size == f.size && rec.MtimeNs == f.mtimeNs && sameCtime(rec.CtimeNs, f.ctimeNs)
+	return rec.Same(store.ShardStat{Size: f.size, MtimeNs: f.mtimeNs, CtimeNs: f.ctimeNs})
 }
 
 // stampShards records the ctime of the shards, among those still

@@ -496,13 +496,6 @@ func newerShard(a, b ShardStat) bool {
 	return a.CtimeNs > b.CtimeNs
 }
 
-// sameShard reports whether a and b record the same version of a shard:
-// the same size and mtime, and the same ctime where both know it (as a
-// build compares a shard with its record).
-func sameShard(a, b ShardStat) bool {
-	return a.Size == b.Size && a.MtimeNs == b.MtimeNs && (a.CtimeNs == b.CtimeNs || a.CtimeNs == 0 || b.CtimeNs == 0)
-}
-
 // settle chooses the version of each shard that out (t's) and the inputs
 // recorded, writes its record, and removes out's records within a shard
 // that do not belong to that version (counted in sum.Stale).
@@ -531,7 +524,7 @@ func (p *shardPlan) settle(t *wtx, sum *MergeSummary) error {
 		if err := bk.Put([]byte(shard), encodeShard(st)); err != nil {
 			return err
 		}
-		if have, ok := own[shard]; ok && sameShard(have, st) {
+		if have, ok := own[shard]; ok && have.Same(st) {
 			continue // out holds this version: all its records stay
 		}
 		for k, v := c.Seek([]byte(shard)); k != nil && bytes.HasPrefix(k, []byte(shard)); k, v = c.Next() {
@@ -569,7 +562,7 @@ func (p *shardPlan) keeps(stats map[string]ShardStat) func(string, File) bool {
 		}
 		win := p.win[shard]
 		if st, ok := stats[shard]; ok {
-			return sameShard(st, win)
+			return st.Same(win)
 		}
 		return f.MtimeNs == win.MtimeNs
 	}

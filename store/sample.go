@@ -77,6 +77,14 @@ type ShardStat struct {
 	CtimeNs int64
 }
 
+// Same reports whether st and other are the same version of a shard: the
+// same size and mtime, and the same ctime where both know it (0 is
+// unknown), as a build compares a shard with its record.
+func (st ShardStat) Same(other ShardStat) bool {
+	return st.Size == other.Size && st.MtimeNs == other.MtimeNs &&
+		(st.CtimeNs == other.CtimeNs || st.CtimeNs == 0 || other.CtimeNs == 0)
+}
+
 const sampleVersion = 1
 
 func encodeSample(s Sample) []byte {
