@@ -281,7 +281,7 @@ func openReader(path string, opts ReaderOptions) (*Reader, error) {
 		adviseReader(db, path)
 		return db.View(func(tx *bolt.Tx) error { _, err := readMeta(tx); return err })
 	}); err != nil {
-		db.Close()
+		closeDB(db)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
@@ -302,7 +302,27 @@ func (r *Reader) View(fn func(s *Snapshot) error) error {
 }
 
 // Close releases the shared lock.
-func (r *Reader) Close() error { return r.db.Close() }
+func (r *Reader) Close() error { return closeDB(r.db) }
+
+// closeDB closes db, giving up after closeWait: a memory fault that guard
+// caught while bbolt began a transaction (reading the meta page of a file
+// rewritten under it) leaves bbolt's meta lock held, and its Close would
+// wait for it for ever. The file and its mapping are then left open until
+// the process ends, rather than the caller (a serve request) hanging.
+func closeDB(db *bolt.DB) error {
+	done := make(chan error, 1)
+	go func() { done <- db.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(closeWait):
+		return fmt.Errorf("close %s: %w (a read faulted part way; the file stays open)", db.Path(), ErrFault)
+	}
+}
+
+// closeWait bounds closeDB; a Close with no transaction open takes
+// microseconds.
+const closeWait = 2 * time.Second
 
 // WriterOptions configures OpenWriter; the zero value works.
 type WriterOptions struct {
