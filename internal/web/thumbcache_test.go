@@ -65,13 +65,7 @@ func TestThumbCacheErr(t *testing.T) {
 // again, and the entry on disk is rewritten; a whole entry is served
 // without a decode.
 func TestThumbCacheDamagedEntry(t *testing.T) {
-	var decodes atomic.Int32
-	old := decodeForThumb
-	decodeForThumb = func(ctx context.Context, data []byte, name string, minSide int) (*image.RGBA, error) {
-		decodes.Add(1)
-		return old(ctx, data, name, minSide)
-	}
-	t.Cleanup(func() { decodeForThumb = old })
+	decodes := countDecodes(t)
 
 	thumbDir := filepath.Join(t.TempDir(), "thumbs")
 	e := newEnv(t, func(o *Options) { o.ThumbDir = thumbDir })
@@ -231,4 +225,18 @@ func TestThumbCacheFolderRemoved(t *testing.T) {
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("the thumbnail folder made again: %v (%v), want mode 0700 as at start", fi.Mode(), err)
 	}
+}
+
+// countDecodes counts the thumbnail decodes from now to the end of the
+// test: a thumbnail served from the cache is none.
+func countDecodes(t *testing.T) *atomic.Int32 {
+	t.Helper()
+	var n atomic.Int32
+	old := decodeForThumb
+	decodeForThumb = func(ctx context.Context, data []byte, name string, minSide int) (*image.RGBA, error) {
+		n.Add(1)
+		return old(ctx, data, name, minSide)
+	}
+	t.Cleanup(func() { decodeForThumb = old })
+	return &n
 }

@@ -1,15 +1,12 @@
 package web
 
 import (
-	"context"
 	"errors"
-	"image"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -41,13 +38,7 @@ func readOnly(t *testing.T, dir string) {
 // (ErrThumbsReadOnly); the thumbnails it holds are still served from it,
 // and others are made on each request.
 func TestThumbCacheReadOnly(t *testing.T) {
-	var decodes atomic.Int32
-	old := decodeForThumb
-	decodeForThumb = func(ctx context.Context, data []byte, name string, minSide int) (*image.RGBA, error) {
-		decodes.Add(1)
-		return old(ctx, data, name, minSide)
-	}
-	t.Cleanup(func() { decodeForThumb = old })
+	decodes := countDecodes(t)
 
 	thumbDir := filepath.Join(t.TempDir(), "thumbs")
 	e := newEnv(t, func(o *Options) { o.ThumbDir = thumbDir })
