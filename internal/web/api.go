@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -205,7 +206,7 @@ func (s *Server) answer(w http.ResponseWriter, query string, start time.Time, rk
 	for i, x := range rk.res {
 		paths[i] = x.Path
 	}
-	ids := s.ids.answered(paths)
+	ids := s.keep(paths)
 	for i, x := range rk.res {
 		id := ids[i]
 		o, _ := store.OfflineFor(rk.offline, x.Path)
@@ -585,7 +586,7 @@ func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		live, err := snap.LiveVideos(stats)
+		live, err := s.live.count(snap, stats)
 		if err != nil {
 			return err
 		}
@@ -609,4 +610,38 @@ func (s *Server) apiStatus(w http.ResponseWriter, r *http.Request) {
 	st.ModelLoaded, st.ModelError = s.model != nil, s.modelErr
 	s.mmu.Unlock()
 	writeJSON(w, http.StatusOK, st)
+}
+
+// liveCount keeps the number of Live Photo movies of the index state last
+// counted for /api/status: store.Snapshot.LiveVideos reads every record
+// of an index with failures (seconds at a million records), and the page
+// asks for the status every few seconds. One count per state of the index
+// (Snapshot.Generation), made by one request while others wait for it.
+type liveCount struct {
+	mu    sync.Mutex
+	gen   string // the Generation counted ("" = none yet)
+	n     int
+	scans int // counts made
+}
+
+// count returns the number of Live Photo movies snap holds, whose Stats
+// are st: none without failures (no count needed), else the count of
+// snap's state, made once.
+func (c *liveCount) count(snap *store.Snapshot, st store.Stats) (int, error) {
+	if st.Failed == 0 {
+		return 0, nil
+	}
+	gen := snap.Generation()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen {
+		return c.n, nil
+	}
+	c.scans++
+	n, err := snap.LiveVideos(st)
+	if err != nil {
+		return 0, err
+	}
+	c.gen, c.n = gen, n
+	return n, nil
 }

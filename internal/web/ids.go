@@ -67,7 +67,10 @@ func missing(snap *store.Snapshot, p string, err error) error {
 // build commits. An id the server never answered (one computed from a
 // path) is found by listing the index: once per state of the index, in a
 // read session of its own, hashed after that session ends, while other
-// lookups go on.
+// lookups go on. A listing also drops the ids of paths no longer indexed;
+// answers that grow the map past its bound (idMap.over) list the index
+// again for that alone (Server.keep), so files added and forgotten by
+// build after build do not stay in memory for the life of the server.
 type idMap struct {
 	key []byte
 
@@ -76,6 +79,8 @@ type idMap struct {
 	// answered since. A path no longer indexed stays until the next
 	// listing; indexed finds no record for it.
 	known map[idKey]string
+	// base is the size of known after the last listing (0 before one).
+	base int
 	// listed is the Generation of the index the last listing read: an id
 	// not in known is in no record of that state ("" = none yet).
 	listed string
@@ -126,6 +131,41 @@ func (m *idMap) answered(paths []string) []string {
 			m.added[keys[i]] = p
 		}
 	}
+	return ids
+}
+
+// idSlack is how many ids answers may add to the map beyond twice its
+// size after the last listing before it is listed again (idMap.over): the
+// map holds at most about twice the index's paths plus idSlack, and a
+// listing, which hashes every path, comes after at least as many new
+// answered paths as the index held, or idSlack, whichever is more.
+const idSlack = 1 << 12
+
+// over reports whether answers have grown known past its bound. The
+// caller holds mu.
+func (m *idMap) over() bool { return len(m.known) > 2*m.base+idSlack }
+
+// trim lists the index db (refresh) when answers have grown known past
+// its bound, unless a listing is under way (it will drop the ids of the
+// paths gone): the ids of paths no longer indexed are dropped.
+func (m *idMap) trim(db string, timeout time.Duration) error {
+	m.mu.Lock()
+	due := m.over() && m.running == nil
+	seen := m.started
+	m.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return m.refresh(db, seen, timeout)
+}
+
+// keep returns the ids of paths, records of the index being answered, and
+// keeps them (idMap.answered), listing the index when they grow the map
+// past its bound (idMap.trim). A listing that fails leaves the map as it
+// is: the answer stands, and the next one over the bound tries again.
+func (s *Server) keep(paths []string) []string {
+	ids := s.ids.answered(paths)
+	s.ids.trim(s.o.DB, s.o.OpenTimeout) // its error: see above
 	return ids
 }
 
@@ -207,7 +247,7 @@ func (m *idMap) refresh(db string, seen uint64, timeout time.Duration) error {
 			for k, p := range m.added {
 				known[k] = p
 			}
-			m.known, m.listed = known, gen
+			m.known, m.listed, m.base = known, gen, len(known)
 		}
 		m.running, m.added = nil, nil
 		m.done, m.err = n, err

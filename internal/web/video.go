@@ -115,6 +115,14 @@ func serveVideo(w http.ResponseWriter, r *http.Request, f indexedFile) {
 // requests answered). A still without one that is a Motion Photo (an
 // Android phone's JPEG or HEIC with a video appended:
 // preprocess.FindMotionVideo) has its video served from its own bytes.
+//
+// A Live movie's record holds the movie's size, mtime and ctime but no
+// hash of its bytes (its Hash is the stamp of its still's stat), so a
+// movie whose ctime moved (bytes copied over it with its size and mtime
+// kept) is refused as changed until a build records it again: nothing
+// else can prove it the indexed one. A still whose ctime moved must prove
+// its content unchanged (checkContent), as for /image: its bytes say
+// which movie is its own, and hold a Motion Photo's video.
 func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 	var still, movie indexedFile
 	err := s.viewID(func(snap *store.Snapshot) error {
@@ -136,9 +144,14 @@ func (s *Server) liveVideo(w http.ResponseWriter, r *http.Request, id string) {
 		if name, live := rec.LiveVideo(); !ok || !live || name != filepath.Base(still.path) {
 			return errGone
 		}
-		movie, err = servable(snap, p, rec)
+		if movie, err = servable(snap, p, rec); err == nil && movie.moved {
+			return errChanged
+		}
 		return err
 	})
+	if err == nil && still.moved {
+		err = checkContent(still)
+	}
 	if err != nil {
 		fail(w, err)
 		return

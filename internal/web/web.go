@@ -118,6 +118,7 @@ type Server struct {
 	cookie string          // the token cookie's name
 	ids    *idMap
 	th     *thumbs
+	live   liveCount     // Live Photo movies, for /api/status
 	gate   chan struct{} // one slot per concurrent model run
 	wait   chan struct{} // one slot per queued request
 
