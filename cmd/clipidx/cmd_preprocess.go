@@ -44,6 +44,10 @@ the stored orientation, as Hugging Face does for a PIL image.`,
 			if out == "" {
 				return &exitError{code: 2, err: errors.New("preprocess: -o OUT.f32 is required (use -o - for standard output)")}
 			}
+			// An output that cannot be created is named before the work.
+			if err := checkOutput(out); err != nil {
+				return fmt.Errorf("preprocess: %w", err)
+			}
 			cfg, err := loadPreprocessConfig(cmd.ErrOrStderr(), g.model)
 			if err != nil {
 				return err

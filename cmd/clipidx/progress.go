@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -19,12 +20,18 @@ const minRateInterval = time.Second
 // so callers need no checks.
 type progress struct {
 	bar   *progressbar.ProgressBar
-	total int64
-	unit  string
-	desc  string    // the current phase
-	since time.Time // start of the phase
-	from  int       // count at since
-	drawn time.Time // last time the description was redrawn
+	total int64 // the phase's total; -1 while unknown
+	// known is set once the phase has a total; growing once that total
+	// changed during the phase (a build over tar shards counts their
+	// samples as it reads them), which the bar then shows as a count
+	// with its rate and no ETA.
+	known, growing bool
+	unit           string
+	desc           string           // the current phase
+	since          time.Time        // start of the phase
+	from           int              // count at since
+	drawn          time.Time        // last time the description was redrawn
+	now            func() time.Time // the clock of the rate (a test sets its own)
 }
 
 // stderrIsTerminal reports whether a progress bar may be drawn.
@@ -36,12 +43,18 @@ func newProgress(desc, unit string, total int64) *progress {
 	if !stderrIsTerminal() {
 		return nil
 	}
-	return &progress{total: total, unit: unit, desc: desc, since: time.Now(), bar: progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(os.Stderr),
+	return startProgress(os.Stderr, 100*time.Millisecond, desc, unit, total)
+}
+
+// startProgress is newProgress drawing on w (a terminal), redrawn at most
+// once a throttle.
+func startProgress(w io.Writer, throttle time.Duration, desc, unit string, total int64) *progress {
+	return &progress{total: total, known: total >= 0, unit: unit, desc: desc, since: time.Now(), now: time.Now, bar: progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(false), // rateText does it, once meaningful
-		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionThrottle(throttle),
 		progressbar.OptionSpinnerType(14),
 		progressbar.OptionSetWidth(28),
 		progressbar.OptionFullWidth(),
@@ -70,7 +83,7 @@ func (p *progress) set(n int) {
 		return
 	}
 	p.bar.Set64(int64(n))
-	if now := time.Now(); now.Sub(p.drawn) >= 500*time.Millisecond {
+	if now := p.now(); now.Sub(p.drawn) >= 500*time.Millisecond {
 		p.drawn = now
 		total := p.total
 		if total > 0 {
@@ -83,21 +96,32 @@ func (p *progress) set(n int) {
 }
 
 // describe changes the text before the bar (the current phase); a new
-// phase starts its rate afresh.
+// phase starts its rate afresh, and waits for its own total.
 func (p *progress) describe(s string) {
 	if p != nil && s != p.desc {
-		p.desc, p.since, p.drawn = s, time.Now(), time.Time{}
+		p.desc, p.since, p.drawn = s, p.now(), time.Time{}
+		p.known, p.growing = false, false
 		p.bar.Describe(s)
 	}
 }
 
-// setTotal changes the end of the bar, and resets its rate and ETA.
+// setTotal gives the phase its total. The first one starts the bar, its
+// rate and ETA afresh; a total that changes after it is being counted as
+// the work goes, so the bar turns into a count with a rate that goes on
+// (a bar always full, restarted with each item, would draw nothing).
 func (p *progress) setTotal(n int) {
-	if p != nil && int64(n) != p.total {
-		p.total = int64(n)
+	switch {
+	case p == nil || p.growing || p.known && int64(n) == p.total:
+	case !p.known:
+		p.total, p.known = int64(n), true
 		p.bar.ChangeMax64(int64(n))
-		p.bar.Reset()
-		p.since, p.from, p.drawn = time.Now(), 0, time.Time{}
+		p.bar.Reset() // a bar that reached the end of its last phase draws again
+		p.since, p.from, p.drawn = p.now(), 0, time.Time{}
+	default:
+		p.total, p.growing = -1, true
+		p.bar.ChangeMax64(-1)
+		p.bar.Reset() // the count reached the old total: the bar had ended
+		p.drawn = time.Time{}
 	}
 }
 
