@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/clipidx/clipidx/store"
 )
@@ -191,7 +192,9 @@ type tarSample struct {
 	caption *string
 	json    []byte
 	// mtimeNs is the image member's own modification time (the tar
-	// header's), which dates a sample whose image carries no date.
+	// header's), which dates a sample whose image carries no date; 0 when
+	// the header gives none: 0, as many writers of reproducible archives
+	// put, or a time before it.
 	mtimeNs int64
 	err     error // the sample cannot be indexed (recorded as its failure)
 }
@@ -332,7 +335,10 @@ func readShard(ctx context.Context, shard string, maxBytes int64, emit func(tarS
 		switch kind {
 		case "image":
 			if len(images) == 1 {
-				cur.image, cur.mtimeNs = data, hdr.ModTime.UnixNano()
+				cur.image = data
+				if hdr.ModTime.After(time.Unix(0, 0)) {
+					cur.mtimeNs = hdr.ModTime.UnixNano()
+				}
 			}
 		case "caption":
 			c := strings.TrimRight(string(data), "\r\n")

@@ -281,8 +281,12 @@ func (b *builder) feedShards(ctx context.Context, seq int, tokens chan struct{},
 		n := 0
 		err := readShard(ctx, ss.path, b.opts.MaxFileBytes, func(s tarSample) error {
 			p := samplePath(ss.path, s.key)
+			dated := s.mtimeNs
+			if dated == 0 { // a member without a time: the shard's, as a file's
+				dated = ss.mtimeNs
+			}
 			j := job{seq: seq, found: found{path: p, size: int64(len(s.image)), mtimeNs: ss.mtimeNs}, old: b.tar.old[p],
-				tar: &tarJob{shard: ss.path, data: s.image, mtimeNs: s.mtimeNs, err: s.err}}
+				tar: &tarJob{shard: ss.path, data: s.image, mtimeNs: dated, err: s.err}}
 			if s.caption != nil || s.json != nil {
 				smp := store.Sample{JSON: s.json}
 				if s.caption != nil {
@@ -310,7 +314,9 @@ type tarJob struct {
 	data  []byte // the image member (nil with err)
 	// mtimeNs is the image member's modification time, which dates the
 	// sample when its image carries no date (the shard's own time, which
-	// the record keeps, changes whenever the shard is written again).
+	// the record keeps, changes whenever the shard is written again); the
+	// shard's time when the member has none (tarSample.mtimeNs 0), so
+	// that such a sample is not dated 1970-01-01.
 	mtimeNs int64
 	sample  *store.Sample // caption and JSON, or nil
 	err     error         // the sample cannot be indexed

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"time"
 
 	"github.com/clipidx/clipidx/internal/export"
-	"github.com/clipidx/clipidx/store"
 	"github.com/spf13/cobra"
 )
 
@@ -37,11 +33,11 @@ temporary folder by default); seconds count the export alone.`,
 				return err
 			}
 			defer release()
-			// Ctrl-C or SIGTERM stops the export (the fill once it is
-			// done); the temporary index and export are removed.
+			// Ctrl-C or SIGTERM stops the fill or the export; the
+			// temporary index and export are removed.
 			ctx, stop := stopContext(cmd.Context())
 			defer stop()
-			res, err := benchExport(ctx, tmp, n, dim)
+			res, err := export.Bench(ctx, tmp, n, dim)
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return &exitError{code: interruptCode(ctx), err: fmt.Errorf("interrupted: removed the temporary index and export in %s", tmp)}
 			}
@@ -62,37 +58,4 @@ temporary folder by default); seconds count the export alone.`,
 	f.StringVar(&dir, "dir", "", "folder for the temporary index and export (default: the system temporary folder)")
 	f.BoolVar(&asJSON, "json", false, `print {"seconds","bytes","rows_per_s","rows","dim","setup_seconds"}`)
 	return c
-}
-
-// benchExport measures what export.Bench does, stopped through ctx: it
-// fills an index of rows random vectors under work (export.WriteSynthetic,
-// which takes no context: ctx is looked at once it is done), then times
-// its export as clip-retrieval writes it (float16, default partitions).
-func benchExport(ctx context.Context, work string, rows, dim int) (*export.BenchResult, error) {
-	db := filepath.Join(work, "synthetic.db")
-	t0 := time.Now()
-	if err := export.WriteSynthetic(db, rows, dim, 1); err != nil {
-		return nil, err
-	}
-	setup := time.Since(t0)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	r, err := store.OpenReader(db, store.ReaderOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	var res *export.Result
-	t0 = time.Now()
-	err = r.View(func(s *store.Snapshot) error {
-		var err error
-		res, err = export.ClipRetrieval(ctx, s, filepath.Join(work, "export"), export.Options{})
-		return err
-	})
-	secs := time.Since(t0).Seconds()
-	if err != nil {
-		return nil, err
-	}
-	return &export.BenchResult{Seconds: secs, Bytes: res.Bytes, RowsPerS: float64(res.Rows) / secs, Rows: res.Rows, Dim: dim, SetupSecs: setup.Seconds()}, nil
 }

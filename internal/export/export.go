@@ -716,9 +716,10 @@ const lineBreaks = "\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029"
 // line break is any that Python's str.splitlines splits at (lineBreaks),
 // since readers of the paths file are mostly Python. The temporary files
 // a killed FaissFlat into path left beside it are removed and listed in
-// Result.Leftovers. ctx is checked every 4096 rows; when it is done, or
-// the export fails, neither file is left, nor the folders it created
-// (listed in the Result's Removed).
+// Result.Leftovers. Another FaissFlat still writing path makes it fail
+// with ErrBusy, touching nothing (see createFaissFiles). ctx is checked
+// every 4096 rows; when it is done, or the export fails, neither file is
+// left, nor the folders it created (listed in the Result's Removed).
 func FaissFlat(ctx context.Context, s *store.Snapshot, path string, opts Options) (*Result, error) {
 	all, err := collectAll(s, opts)
 	if err != nil {
@@ -737,17 +738,13 @@ func FaissFlat(ctx context.Context, s *store.Snapshot, path string, opts Options
 		return nil, ErrNoRows
 	}
 	dim := s.Dim()
-	left, err := faissLeftovers(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := removeLeftovers(left); err != nil {
-		return nil, err
-	}
 	var g group
 	made, err := madedirs.MkdirAll(filepath.Dir(path))
 	fail := func(err error) (*Result, error) {
 		g.abort()
+		if errors.Is(err, ErrBusy) {
+			made = nil // the other export writes there
+		}
 		if len(made) == 0 {
 			return nil, err
 		}
@@ -757,16 +754,11 @@ func FaissFlat(ctx context.Context, s *store.Snapshot, path string, opts Options
 	if err != nil {
 		return fail(err)
 	}
-	ix, err := createOut(path)
+	left, ix, pf, err := createFaissFiles(path)
 	if err != nil {
 		return fail(err)
 	}
-	g = append(g, ix)
-	pf, err := createOut(path + ".paths")
-	if err != nil {
-		return fail(err)
-	}
-	g = append(g, pf)
+	g = group{ix, pf}
 	if err := writeFaissHeader(ix, len(rows), dim); err != nil {
 		return fail(err)
 	}
@@ -806,4 +798,36 @@ func FaissFlat(ctx context.Context, s *store.Snapshot, path string, opts Options
 		return fail(err)
 	}
 	return &Result{Rows: len(rows), Dim: dim, Partitions: 1, Bytes: n, Files: []string{path, path + ".paths"}, Skipped: skipped, Leftovers: left}, nil
+}
+
+// createFaissFiles removes what a killed FaissFlat into path left beside
+// it (returned) and creates the temporary files of path and its .paths
+// file, held (createOut). It does so under the lock of their folder, which
+// another FaissFlat takes to look for leftovers: it cannot take these
+// files, created but not yet held, for a killed export's. An export still
+// writing into path (its files held) makes it fail with ErrBusy.
+func createFaissFiles(path string) (left []string, ix, pf *outFile, err error) {
+	dir := filepath.Dir(path)
+	lock, err := lockFolder(dir)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, nil, nil, fmt.Errorf("%s: %w (it holds the lock of %s)", path, ErrBusy, dir)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("write %s: lock its folder: %w", path, err)
+	}
+	defer lock.Unlock()
+	if left, err = faissLeftovers(path); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = removeLeftovers(left); err != nil {
+		return nil, nil, nil, err
+	}
+	if ix, err = createOut(path); err != nil {
+		return nil, nil, nil, err
+	}
+	if pf, err = createOut(path + ".paths"); err != nil {
+		ix.discard()
+		return nil, nil, nil, err
+	}
+	return left, ix, pf, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/clipidx/clipidx/internal/flock"
 	"github.com/clipidx/clipidx/store"
@@ -42,9 +43,15 @@ func createOut(final string) (*outFile, error) {
 		}
 		return nil, fmt.Errorf("create %s: %w", final, err)
 	}
+	if tempCreated != nil {
+		tempCreated(f.Name())
+	}
 	// Held while it is written, so that another export tells it from a
 	// killed one's (flock.Busy); where locks are not to be had (some
-	// network filesystems) it is written all the same.
+	// network filesystems) it is written all the same. Until it is held it
+	// looks like a killed export's: FaissFlat creates its files under the
+	// lock of their folder, which another FaissFlat takes to look for
+	// leftovers (a clip-retrieval folder is locked whole).
 	_ = flock.Hold(f)
 	o := &outFile{final: final, f: f}
 	o.Writer = bufio.NewWriterSize(countWriter{o}, 4<<20)
@@ -66,6 +73,29 @@ func createTemp(dir, prefix string) (*os.File, error) {
 	}
 }
 
+// tempCreated, when set (by tests), is called with the name of each
+// temporary file as soon as it is created, before it is held.
+var tempCreated func(name string)
+
+// folderWait is how long FaissFlat waits for the lock of its file's
+// folder, which another export holds while it looks for leftovers and
+// creates its temporary files there (or, a clip-retrieval export, while
+// it writes into that folder).
+var folderWait = 5 * time.Second
+
+// lockFolder takes the lock of the folder dir, waiting up to folderWait
+// while another export holds it; then it fails with flock.ErrHeld.
+func lockFolder(dir string) (*flock.File, error) {
+	deadline := time.Now().Add(folderWait)
+	for {
+		l, err := flock.TryLockDir(dir)
+		if !errors.Is(err, flock.ErrHeld) || !time.Now().Before(deadline) {
+			return l, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 type countWriter struct{ o *outFile }
 
 // writeFile writes to an output's temporary file; a variable so that tests
@@ -78,7 +108,8 @@ func (c countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// finish flushes, syncs and closes the temporary file (still unnamed).
+// finish flushes and syncs the temporary file (still unnamed); publish
+// closes it.
 func (o *outFile) finish(noSync bool) error {
 	if err := o.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", o.final, err)
@@ -88,24 +119,39 @@ func (o *outFile) finish(noSync bool) error {
 			return fmt.Errorf("write %s: %w", o.final, err)
 		}
 	}
-	if err := o.f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", o.final, err)
+	if !flock.Supported {
+		// Nothing is held; some systems refuse to link an open file.
+		if err := o.f.Close(); err != nil {
+			return fmt.Errorf("write %s: %w", o.final, err)
+		}
 	}
 	return nil
 }
 
 // publish gives the finished file its final name, failing with ErrExists
-// when another process created that name meanwhile.
+// when another process created that name meanwhile. The temporary file is
+// held (open) until it has its final name: another export that found it
+// unheld before would take it for a killed export's and remove it.
 func (o *outFile) publish() error {
 	err := os.Link(o.f.Name(), o.final)
-	os.Remove(o.f.Name())
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s: %w", o.final, ErrExists)
+	cerr := o.f.Close()
+	if !flock.Supported {
+		cerr = nil // closed by finish
 	}
-	return err
+	os.Remove(o.f.Name())
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s: %w", o.final, ErrExists)
+	case err != nil:
+		return err
+	case cerr != nil:
+		os.Remove(o.final)
+		return fmt.Errorf("write %s: %w", o.final, cerr)
+	}
+	return nil
 }
 
-// discard removes the temporary file.
+// discard closes (if still open) and removes the temporary file.
 func (o *outFile) discard() {
 	o.f.Close()
 	os.Remove(o.f.Name())
@@ -139,7 +185,7 @@ func (g group) commit(noSync bool) (int64, error) {
 				os.Remove(p.final)
 			}
 			for _, q := range g[i+1:] {
-				os.Remove(q.f.Name())
+				q.discard()
 			}
 			return 0, err
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
@@ -19,7 +18,7 @@ import (
 // the fixed column wins.
 const (
 	colPath    = "image_path" // the file path, or SHARD.tar#KEY
-	colCaption = "caption"    // the .txt member of a sample; null for a plain file
+	colCaption = "caption"    // the .txt member of a sample; null for a plain file and a sample without one
 	colSHA256  = "sha256"     // hex SHA-256 of the image bytes
 	colMtime   = "mtime"      // the file's (or shard's) modification time
 	// A video's frame is a row of its own, image_path VIDEO#t=SECONDS;
@@ -34,10 +33,10 @@ const (
 	colVideoBytes = "video_path_bytes"
 )
 
-// text is s as the value of a STRING column: valid UTF-8, each invalid
-// byte sequence as U+FFFD.
+// text is s as the value of a STRING column: valid UTF-8, each maximal
+// invalid subpart as U+FFFD (validUTF8).
 func text(s string) parquet.Value {
-	return parquet.ByteArrayValue([]byte(strings.ToValidUTF8(s, "\uFFFD")))
+	return parquet.ByteArrayValue([]byte(validUTF8(s)))
 }
 
 // kind is the Parquet type chosen for a JSON field from the values seen.
@@ -92,12 +91,14 @@ type metaSchema struct {
 }
 
 // decodeJSON reads a sample's JSON member as a flat object (nil when it
-// is not one: the fields of such a sample are left null).
+// is not one: the fields of such a sample are left null). Bytes that are
+// not UTF-8 are replaced first (validJSON), so its strings and field
+// names show them as the other text columns do.
 func decodeJSON(b []byte) map[string]any {
 	if len(b) == 0 {
 		return nil
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
+	d := json.NewDecoder(bytes.NewReader(validJSON(b)))
 	d.UseNumber()
 	var m map[string]any
 	if err := d.Decode(&m); err != nil {
@@ -215,7 +216,12 @@ func (mw *metaWriter) add(path string, f store.File, smp *store.Sample, pm *stor
 			set(colVideoTime, parquet.DoubleValue(t), true)
 		}
 	} else {
-		set(colCaption, text(smp.Caption), true)
+		// A sample without a .txt member and one with an empty .txt are
+		// one record in the index (store.Sample.Caption ""), which text_emb
+		// also treats as no caption (a zero row): null, as for a plain file.
+		if smp.Caption != "" {
+			set(colCaption, text(smp.Caption), true)
+		}
 		for k, v := range decodeJSON(smp.JSON) {
 			kd, ok := m.fields[k]
 			if !ok || v == nil {
