@@ -33,29 +33,11 @@ func replaceIndex(ctx context.Context, out string, id Identity, opts WriterOptio
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
-	// A build that names the link locks out's lock file, one that names
-	// the file itself the target's: hold both.
-	locks := []string{out + ".lock"}
-	if target != out {
-		locks = append(locks, target+".lock")
+	release, err := lockReplaced(out, target, onLeftover)
+	if err != nil {
+		return err
 	}
-	for _, p := range locks {
-		lock, err := lockFile(p)
-		if errors.Is(err, ErrBuildRunning) {
-			err = heldError(p)
-		}
-		if err != nil {
-			return err
-		}
-		defer unlockFile(lock)
-	}
-	// Every merge into target holds target's lock (out's, or both), so
-	// no copy of target is in use now.
-	for _, l := range removeLeftovers(target) {
-		if onLeftover != nil {
-			onLeftover(l)
-		}
-	}
+	defer release()
 	tmp, err := copyBeside(ctx, target, opts.Timeout)
 	if err != nil {
 		return err
@@ -75,19 +57,65 @@ func replaceIndex(ctx context.Context, out string, id Identity, opts WriterOptio
 	if err := fn(w); err != nil {
 		return err
 	}
-	if !opts.NoSync {
+	return renameOver(ctx, tmp, target, opts.NoSync)
+}
+
+// lockReplaced takes the build locks of the index named out, whose file
+// is target (resolveLink), for a command that replaces target whole, and
+// returns what releases them. A build that names a link locks out's lock
+// file, one that names the file itself the target's: it holds both. With
+// them held, it removes the copies of target that killed merges or
+// compactions left, telling onLeftover (see removeLeftovers).
+func lockReplaced(out, target string, onLeftover func(Leftover)) (release func(), err error) {
+	locks := []string{out + ".lock"}
+	if target != out {
+		locks = append(locks, target+".lock")
+	}
+	var held []*os.File
+	release = func() {
+		for _, f := range held {
+			unlockFile(f)
+		}
+	}
+	for _, p := range locks {
+		lock, err := lockFile(p)
+		if errors.Is(err, ErrBuildRunning) {
+			err = heldError(p)
+		}
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, lock)
+	}
+	// Every command that replaces target holds target's lock (out's, or
+	// both), so no copy of target is in use now.
+	for _, l := range removeLeftovers(target) {
+		if onLeftover != nil {
+			onLeftover(l)
+		}
+	}
+	return release, nil
+}
+
+// renameOver syncs tmp (unless noSync), made beside target, and renames
+// it over target, then syncs their folder. ctx is looked at last before
+// the rename: done, it returns ctx.Err() and target is as it was (the
+// caller removes tmp).
+func renameOver(ctx context.Context, tmp, target string, noSync bool) error {
+	if !noSync {
 		if err := syncPath(tmp); err != nil {
 			return fmt.Errorf("write %s: %w", tmp, err)
 		}
 	}
-	// The last point where stopping leaves out as it was.
+	// The last point where stopping leaves target as it was.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, target); err != nil {
 		return err
 	}
-	if opts.NoSync {
+	if noSync {
 		return nil
 	}
 	if err := SyncDir(filepath.Dir(target)); err != nil {

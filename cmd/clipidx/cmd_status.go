@@ -28,7 +28,8 @@ type statusJSON struct {
 	Dim        int              `json:"dim"`
 	Weights    string           `json:"weights"` // "stored", or the type weights were rounded to at load ("f16")
 	DBBytes    int64            `json:"db_bytes"`
-	Device     string           `json:"device"` // where the last build ran the model ("" = unknown)
+	FreeBytes  int64            `json:"free_bytes"` // the file's free pages, which clipidx compact gives back
+	Device     string           `json:"device"`     // where the last build ran the model ("" = unknown)
 	LastBuild  *store.LastBuild `json:"last_build"`
 	Folders    []string         `json:"folders"` // every folder or tar shard ever indexed, by any build or merge
 	// FoldersBytes is, beside Folders and only when one of them is not
@@ -66,9 +67,13 @@ works while a build is running.`,
 			folders := []string{}
 			var prog *store.Progress
 			var ms metaStats
+			var free int64
 			err = r.View(func(s *store.Snapshot) error {
 				id = s.Identity()
 				var err error
+				if free, err = s.FreeBytes(); err != nil {
+					return err
+				}
 				if ms, err = readMetaStats(s); err != nil {
 					return err
 				}
@@ -116,11 +121,14 @@ works while a build is running.`,
 				if weights == "" {
 					weights = "stored"
 				}
-				js := statusJSON{Images: st.Images, Failed: st.Failed, LiveVideos: live, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms, Unused: st.Queued}
+				js := statusJSON{Images: st.Images, Failed: st.Failed, LiveVideos: live, Videos: videos, Frames: frames, Model: id.Model, Dim: id.Dim, Weights: weights, DBBytes: st.Bytes, FreeBytes: free, Device: device, LastBuild: st.LastBuild, Folders: folders, Offline: offline, Build: build, Metadata: ms, Unused: st.Queued}
 				js.FoldersBytes = store.PathsBytes(folders)
 				return e.Encode(js)
 			}
 			fmt.Fprintf(out, "index:       %s (%s)\n", g.db, humanBytes(st.Bytes))
+			if free > st.Bytes/10 {
+				fmt.Fprintf(out, "free space:  %s (clipidx compact gives it back)\n", humanBytes(free))
+			}
 			fmt.Fprintf(out, "images:      %d (%d distinct)\n", st.Images, st.Vectors-st.Queued)
 			if st.Queued > 0 {
 				fmt.Fprintf(out, "unused:      %d %s no file uses any more, kept for a file moved to a folder not built yet (freed by a build of every folder, or by any build %d days on)\n",

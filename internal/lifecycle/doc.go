@@ -6,7 +6,7 @@
 // build` without a folder); a disk that goes away and
 // comes back; a link whose target goes; decoders that learn a format;
 // ffmpeg uninstalled and installed again; a build killed with SIGKILL or
-// stopped; merge; forget) is applied to a temporary tree and its index,
+// stopped; merge; forget; compact) is applied to a temporary tree and its index,
 // with one `serve` open all the while and searched while each build runs,
 // and after every step the index and the server are compared with what
 // should be. TestLifecycleWatch lives the file changes, and the watched

@@ -1623,6 +1623,8 @@ func (l *lab) randomStep() {
 		l.toggleFFmpeg()
 	case r < 94:
 		l.moveFolder()
+	case r < 97:
+		l.compact()
 	default:
 		l.step("serve check")
 		l.serveCheck()
