@@ -104,6 +104,9 @@ func Compact(ctx context.Context, path string, opts CompactOptions) (sum Compact
 	if fi, err = os.Stat(target); err != nil {
 		return sum, err
 	}
+	if err := ctx.Err(); err != nil { // stopped while waiting for the lock
+		return sum, err
+	}
 	sum.Before = fi.Size()
 
 	src, err := openBolt(target, true, opts.Timeout)
@@ -130,6 +133,9 @@ func Compact(ctx context.Context, path string, opts CompactOptions) (sum Compact
 	}
 	if damage != nil {
 		return sum, fmt.Errorf("%s: %w; nothing was changed (clipidx status --check lists the damage):\n%v", path, ErrCorrupt, damage)
+	}
+	if err := ctx.Err(); err != nil { // stopped during the check
+		return sum, err
 	}
 	live, pageSize, err := liveBytes(target)
 	if err != nil {
@@ -160,6 +166,10 @@ func Compact(ctx context.Context, path string, opts CompactOptions) (sum Compact
 	if err := verifyCompact(tmp, txid); err != nil {
 		return sum, fmt.Errorf("compact %s: the new file %s does not read back: %w", path, tmp, err)
 	}
+	if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
+		return sum, err
+	}
+	keepOwner(tmp, fi)
 	nfi, err := os.Stat(tmp)
 	if err != nil {
 		return sum, err
@@ -241,17 +251,22 @@ func createCompact(ctx context.Context, target string, mode fs.FileMode, need in
 			os.Remove(f.Name())
 		}
 	}()
-	// The umask may have taken bits of the index's mode away.
-	if err := f.Chmod(mode); err != nil {
+	// Writable until the copy is done (an index of mode 0444 is copied
+	// into a file bbolt must open for writing); Compact then gives it the
+	// index's mode, which the umask may also have cut.
+	if err := f.Chmod(mode | 0o200); err != nil {
 		return "", err
 	}
-	noSpace := func(off int64, err error) error {
+	aside := func(off int64, err error) error {
+		if !noSpace(err) {
+			return fmt.Errorf("set aside %s for the new index in %s: %w", megabytes(need), filepath.Dir(target), err)
+		}
 		return fmt.Errorf("%w in %s: compact needs %s there (the index's live data and a margin), and setting it aside failed after %s (%v); free some space and compact again: nothing was changed",
 			ErrNoSpace, filepath.Dir(target), megabytes(need), megabytes(off), err)
 	}
 	ok, err := allocate(f, need)
 	if err != nil {
-		return "", noSpace(0, err)
+		return "", aside(0, err)
 	}
 	buf := make([]byte, 1<<20)
 	for off := int64(0); !ok && off < need; off += int64(len(buf)) {
@@ -260,7 +275,7 @@ func createCompact(ctx context.Context, target string, mode fs.FileMode, need in
 		}
 		n := min(int64(len(buf)), need-off)
 		if _, err := f.WriteAt(buf[:n], off); err != nil {
-			return "", noSpace(off, err)
+			return "", aside(off, err)
 		}
 	}
 	return f.Name(), f.Truncate(0)
@@ -475,12 +490,16 @@ func verifyCompact(path string, txid uint64) error {
 // the file's meta and free list only (0 when the file at the index's path
 // is no longer the one this snapshot reads).
 func (s *Snapshot) FreeBytes() (int64, error) {
-	m, free, err := freeList(s.tx.DB().Path())
+	path := s.tx.DB().Path()
+	m, free, err := freeList(path)
 	if err != nil {
-		return 0, err
+		// A read torn by a commit or a file renamed in: once more.
+		if m, free, err = freeList(path); err != nil {
+			return 0, fmt.Errorf("free pages of %s: %w", path, err)
+		}
 	}
 	if m.txid != uint64(s.tx.ID()) || int64(m.pgid)*int64(m.pageSize) != s.tx.Size() {
-		return 0, nil // replaced since this snapshot began
+		return 0, nil // replaced or written since this snapshot began
 	}
 	return int64(len(free)) * int64(m.pageSize), nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -50,5 +51,30 @@ func TestCompactNoSpace(t *testing.T) {
 	}
 	if after, _ := dumpIndex(t, path); len(after) != len(before) {
 		t.Errorf("%d lines in the dump after compact, %d before", len(after), len(before))
+	}
+}
+
+// TestCompactKeepsOwner: an index root compacts keeps its owner and
+// group (it became root's, which its user could no longer write).
+func TestCompactKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the index another owner")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.db")
+	compactFixture(t, path, 200)
+	const uid, gid = 65534, 65534
+	if err := os.Chown(path, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compact(context.Background(), path, CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid {
+		t.Errorf("owner %d:%d after compact, want %d:%d", st.Uid, st.Gid, uid, gid)
 	}
 }

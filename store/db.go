@@ -476,7 +476,20 @@ func (w *Writer) openForCommit(timeout time.Duration) (*bolt.DB, *os.File, error
 		if slice < 10*time.Millisecond {
 			slice = 10 * time.Millisecond
 		}
+		was, _ := os.Stat(w.path)
 		db, err := openBolt(w.path, false, slice)
+		if err == nil && was != nil && time.Now().Before(deadline) {
+			// The file may have been replaced while the open waited for
+			// its lock: a compaction or merge that reached it by another
+			// name (a link), whose build lock is not this one, renames
+			// its new file in as it lets go of the old, and a commit to
+			// the old file would be lost with it. Open the new one.
+			if now, serr := os.Stat(w.path); serr == nil && !os.SameFile(was, now) {
+				closeDB(db)
+				leaveGate(gate)
+				continue
+			}
+		}
 		if err == nil {
 			return db, gate, nil
 		}

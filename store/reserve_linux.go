@@ -24,3 +24,9 @@ func allocate(f *os.File, n int64) (ok bool, err error) {
 	}
 	return err == nil, err
 }
+
+// noSpace reports whether err says the file system has no room (for the
+// user: EDQUOT).
+func noSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+}

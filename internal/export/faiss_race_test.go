@@ -105,14 +105,14 @@ func TestFaissExportsRacing(t *testing.T) {
 			case err == nil:
 				ok++
 			case !errors.Is(err, ErrBusy) && !errors.Is(err, ErrExists):
-				t.Errorf("round %d: %v, want ErrBusy or ErrExists", i, err)
+				t.Errorf("attempt %d: %v, want ErrBusy or ErrExists", i, err)
 			}
 		}
 		if ok != 1 {
-			t.Fatalf("round %d: %d exports succeeded (%v), want 1", i, ok, errs)
+			t.Fatalf("attempt %d: %d exports succeeded (%v), want 1", i, ok, errs)
 		}
 		if got := tree(t, filepath.Dir(out)); !slices.Equal(got, []string{"photos.index", "photos.index.paths"}) {
-			t.Fatalf("round %d: the folder holds %q, want the two files", i, got)
+			t.Fatalf("attempt %d: the folder holds %q, want the two files", i, got)
 		}
 	}
 }
