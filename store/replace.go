@@ -285,7 +285,7 @@ func removeLeftovers(target string) []Leftover {
 		}
 		switch {
 		case err != nil:
-			found = append(found, Leftover{Path: p, Err: fmt.Errorf("could not remove a copy left by an interrupted merge (delete it by hand): %w", err)})
+			found = append(found, Leftover{Path: p, Err: fmt.Errorf("could not remove a copy left by an interrupted compact or merge (delete it by hand): %w", err)})
 		case !strings.HasSuffix(p, ".gate"): // a gate is empty: not worth a word
 			found = append(found, Leftover{Path: p, Size: fi.Size()})
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -47,7 +46,7 @@ leaves its new file (INDEX.merge-NUMBER); the next compact or merge removes it.`
 			defer close(finished) // runs before stop
 			go announceMergeStop(ctx, stop, finished, g.db, cmd.ErrOrStderr())
 
-			sum, err := store.Compact(ctx, g.db, store.CompactOptions{OnLeftover: compactLeftover(cmd.ErrOrStderr())})
+			sum, err := store.Compact(ctx, g.db, store.CompactOptions{OnLeftover: leftoverReporter(cmd.ErrOrStderr())})
 			switch {
 			case errors.Is(err, store.ErrBuildRunning):
 				return fmt.Errorf("index busy: %w; run clipidx compact again once it has finished", err)
@@ -69,19 +68,6 @@ leaves its new file (INDEX.merge-NUMBER); the next compact or merge removes it.`
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, `print {"path","before_bytes","after_bytes"}`)
 	return c
-}
-
-// compactLeftover is store.CompactOptions.OnLeftover: it says which new
-// files of killed compactions (or copies of killed merges) were removed
-// and the space each freed, and which could not be.
-func compactLeftover(w io.Writer) func(store.Leftover) {
-	return func(l store.Leftover) {
-		if l.Err != nil {
-			fmt.Fprintf(w, "warning: %v\n", l.Err)
-			return
-		}
-		fmt.Fprintf(w, "removed %s, left by an interrupted compact or merge (%s freed)\n", l.Path, humanBytes(l.Size))
-	}
 }
 
 // compactInterrupted is the exit of a compact stopped by a signal: the

@@ -114,16 +114,17 @@ func announceMergeStop(ctx context.Context, stop func(), finished <-chan struct{
 	}
 }
 
-// leftoverReporter is store.MergeOptions.OnLeftover: it says which copies
-// left by killed merges were removed and the space each freed, and which
-// could not be.
+// leftoverReporter is store.MergeOptions.OnLeftover and
+// store.CompactOptions.OnLeftover: it says which copies left by killed
+// merges or compactions (both name them INDEX.merge-NUMBER) were removed
+// and the space each freed, and which could not be.
 func leftoverReporter(w io.Writer) func(store.Leftover) {
 	return func(l store.Leftover) {
 		if l.Err != nil {
 			fmt.Fprintf(w, "warning: %v\n", l.Err)
 			return
 		}
-		fmt.Fprintf(w, "removed %s, left by an interrupted merge (%s freed)\n", l.Path, humanBytes(l.Size))
+		fmt.Fprintf(w, "removed %s, left by an interrupted compact or merge (%s freed)\n", l.Path, humanBytes(l.Size))
 	}
 }
 

@@ -226,7 +226,7 @@ func TestMergeInterruptEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("merge after a killed one: exit %d\n%s", code, stderr)
 	}
-	if want := fmt.Sprintf("removed %s, left by an interrupted merge (%s freed", left, humanBytes(fi.Size())); !strings.Contains(stderr, want) {
+	if want := fmt.Sprintf("removed %s, left by an interrupted compact or merge (%s freed", left, humanBytes(fi.Size())); !strings.Contains(stderr, want) {
 		t.Errorf("stderr of the merge after a killed one:\n%s\nwant %q", stderr, want)
 	}
 	if !strings.Contains(stdout, "merged 20000 records from 1 index into "+out) {
