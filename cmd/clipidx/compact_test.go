@@ -213,12 +213,17 @@ func TestCompactRefusals(t *testing.T) {
 	if err := os.WriteFile(damaged, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A page of records overwritten with garbage, as a bad disk leaves it.
+	// Pages overwritten with garbage, as a bad disk leaves them: every
+	// third page after the meta pages, so that some hold records (one
+	// page in the middle of the file was sometimes a free one, and the
+	// index then read whole).
 	f, err := os.OpenFile(damaged, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteAt(bytes.Repeat([]byte{0xa5}, 4096-16), int64(len(orig)/2/4096*4096+16))
+	for off := int64(2 * 4096); off+4096 <= int64(len(orig)); off += 3 * 4096 {
+		f.WriteAt(bytes.Repeat([]byte{0xa5}, 4096-16), off+16)
+	}
 	f.Close()
 	for _, tc := range []struct{ path, words string }{
 		{filepath.Join(dir, "none.db"), "no index yet"},
