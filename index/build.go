@@ -348,9 +348,9 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 	defer w.Close()
 
-	// What the index knows about the files under the roots, and which
-	// folders earlier builds found to be mount points.
-	old := map[string]*store.File{}
+	// What the index knows about the files under the roots (records.go),
+	// and which folders earlier builds found to be mount points.
+	old := newOldRecords()
 	wasMount := map[string]bool{}
 	var vmetaVersion uint64
 	err = w.View(func(s *store.Snapshot) error {
@@ -369,21 +369,16 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 			return err
 		}
 		for _, r := range scope {
-			err := s.Files(r, func(p string, f store.File) error {
-				old[p] = &f
+			add := func(p string, f store.File) error {
+				old.add(p, f)
 				return nil
-			})
+			}
+			err := s.Files(r, add)
 			if err == nil && IsShardName(r) { // its samples: SHARD.tar#KEY
-				err = s.FilesPrefix(r+SampleSep, func(p string, f store.File) error {
-					old[p] = &f
-					return nil
-				})
+				err = s.FilesPrefix(r+SampleSep, add)
 			}
 			if err == nil && IsVideoName(r) { // a partial build naming a video: its frames, VIDEO#t=S
-				err = s.FilesPrefix(r+store.FrameSep, func(p string, f store.File) error {
-					old[p] = &f
-					return nil
-				})
+				err = s.FilesPrefix(r+store.FrameSep, add)
 			}
 			if err != nil {
 				return err
@@ -394,27 +389,29 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if err != nil {
 		return nil, err
 	}
+	old.done()
 
-	b := &builder{opts: opts, w: w, known: map[store.Hash]bool{}, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
+	b := &builder{opts: opts, w: w, claimed: map[store.Hash]bool{}, claimedVideos: map[store.Hash]bool{},
 		sum:  &Summary{Failures: []Failure{}, Offline: []store.Offline{}, Backup: w.Backup()},
 		prog: progressState{roots: abs, started: time.Now()}, scope: scope,
-		frames: groupFrames(old), ctx: ctx}
+		old: old, frames: old.frames, ctx: ctx}
 	b.vmeta = videoMetaState{read: map[string]bool{}, stale: b.prober() != nil && vmetaVersion < videoMetaVersion}
 	wk := newWalker(ctx, abs)
+	wk.old = old
 	wk.onError, wk.wasMount, wk.isMount, wk.entryInfo, wk.canEnter = opts.OnError, wasMount, opts.mountPoint, opts.entryInfo, opts.canEnter
 	wk.progress = func(n int) { b.event(Event{Phase: "scan", Done: n}) }
-	wk.held = func(p string) bool { return holdsRecords(b.oldPaths(old), p) }
+	wk.held = func(p string) bool { return holdsRecords(b.oldPaths(), p) }
 	// A root that no longer exists is away if it held records, an error
 	// (before anything is written) otherwise.
 	present, err := walkScope(wk, scope, func(p string) bool { return slices.Contains(abs, p) })
 	if err != nil {
 		if ctx.Err() != nil {
-			return b.finish(ctx, abs, nil, nil)
+			return b.finish(ctx, abs, nil)
 		}
 		return nil, err
 	}
 	goneMounts(wk, present)
-	b.event(Event{Phase: "scan", Done: len(wk.files)})
+	b.event(Event{Phase: "scan", Done: wk.found()})
 	if err := checkShare(dbPath, old, wk, abs, opts.Shard, opts.Shards); err != nil {
 		return nil, err
 	}
@@ -427,7 +424,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 	b.unwalked = unwalkedRoots(b.registered, scope)
 	selectShare(wk, abs, opts.Shard, opts.Shards)
-	if err := b.planShards(wk, old); err != nil {
+	if err := b.planShards(wk); err != nil {
 		return nil, err
 	}
 	// A dangling link that carried indexed files may be a disk that is not
@@ -437,7 +434,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	if len(wk.dangling) > 0 {
 		for _, l := range wk.dangling {
 			switch {
-			case holdsRecords(b.oldPaths(old), l.path):
+			case holdsRecords(b.oldPaths(), l.path):
 				wk.fail(l.path, fmt.Errorf("%w (%v)", ErrUnreachable, l.err))
 			case mayHoldPhotos(l.path):
 				wk.fail(l.path, nowhere(l))
@@ -446,29 +443,38 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 
 	var jobs []job
+	var fill []int                     // jobs whose record was kept plain (fillOld)
 	stamps := &stamper{b: b, ctx: ctx} // ctimes for unchanged records written without one
+	b.sum.Unchanged += wk.same         // found unchanged by the walk (records.go)
 	for _, f := range wk.files {
-		o := old[f.path]
+		r := old.find(f.path)
+		o := old.record(r) // a video's record is always kept whole
 		if IsVideoName(f.path) {
 			if read, check := b.planVideo(f, o, stamps); read || check {
 				jobs = append(jobs, job{seq: len(jobs), found: f, old: o, liveCheck: !read})
 			}
 			continue
 		}
-		if classify(o, f, nil, nil, b.retry()) == actUnchanged {
+		if unchanged, stamp := b.unchangedFile(r, f); unchanged {
 			b.sum.Unchanged++
-			if stampsCtime(o, f) {
+			if stamp {
 				stamps.add(f.path, f.ctimeNs)
 			}
 			continue
+		}
+		if r != nil && o == nil {
+			fill = append(fill, len(jobs))
 		}
 		jobs = append(jobs, job{seq: len(jobs), found: f, old: o})
 	}
 	if err := stamps.flush(); err != nil {
 		return nil, err
 	}
+	if err := b.fillOld(jobs, fill); err != nil {
+		return nil, err
+	}
 	jobs = b.unsampled(jobs)
-	if err := b.startIndexPhase(len(wk.files), len(jobs)); err != nil {
+	if err := b.startIndexPhase(wk.found(), len(jobs)); err != nil {
 		return nil, err
 	}
 	if len(jobs) > 0 || len(b.tar.tars) > 0 {
@@ -477,7 +483,9 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 			if err := b.readAllFrames(s, jobs); err != nil {
 				return err
 			}
-			return s.Hashes(func(h store.Hash) error { b.known[h] = true; return nil })
+			known, err := readHashes(s)
+			b.known = known
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -485,7 +493,7 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 	if err := b.run(ctx, jobs); err != nil {
 		if ctx.Err() != nil {
-			sum, ferr := b.finish(ctx, abs, nil, nil)
+			sum, ferr := b.finish(ctx, abs, nil)
 			if !errors.Is(err, ctx.Err()) {
 				// Stopped, and the last commit failed too: what it held is
 				// lost (the next build does it again), and the caller
@@ -505,11 +513,11 @@ func Build(ctx context.Context, dbPath string, roots []string, opts Options) (*S
 	}
 	if err := b.completeMeta(ctx, wk); err != nil { // meta.go
 		if ctx.Err() != nil {
-			return b.finish(ctx, abs, nil, nil)
+			return b.finish(ctx, abs, nil)
 		}
 		return b.sum, err
 	}
-	return b.finish(ctx, abs, wk, old)
+	return b.finish(ctx, abs, wk)
 }
 
 type builder struct {
@@ -519,8 +527,10 @@ type builder struct {
 	// unwalked those of them this build's walk never enters
 	// (unwalkedRoots): their records are kept.
 	registered, unwalked []string
-	known                map[store.Hash]bool // hashes with a stored vector (read-only during run)
-	// sorted holds the paths of the records under the roots (oldPaths).
+	known                hashSet // hashes with a stored vector (read-only during run)
+	// old holds the records under the scope as the build started
+	// (records.go); sorted their paths, when asked (oldPaths).
+	old    *oldRecords
 	sorted []string
 
 	mu            sync.Mutex
@@ -875,7 +885,7 @@ func (b *builder) prepare(j job) result {
 	if j.tar == nil { // a shard's sample plays no video of its own: serve reads files
 		readMotion(r.meta, bytes.NewReader(data), int64(len(data)))
 	}
-	r.act = classify(j.old, j.found, &r.hash, func(h store.Hash) bool { return b.known[h] }, b.retry())
+	r.act = classify(j.old, j.found, &r.hash, b.known.has, b.retry())
 	if r.act != actEmbed {
 		return r
 	}
@@ -1231,19 +1241,18 @@ func (b *builder) collect(roots []string, complete bool) error {
 // finish removes files that disappeared (only after a complete walk, and
 // none on a disk that is away), records the offline folders, frees unused
 // vectors and records the build.
-func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old map[string]*store.File) (*Summary, error) {
+func (b *builder) finish(ctx context.Context, roots []string, wk *walker) (*Summary, error) {
 	complete := wk != nil && ctx.Err() == nil
 	b.sortFailures()
 	if complete {
 		b.event(Event{Phase: "remove"})
-		paths := make([]string, 0, len(old))
-		for p := range old {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
 		counted := map[string]bool{}
-		for _, p := range paths {
-			if wk.seen[p] || b.keepRecord(p) || wk.awayWithin(p) || keepFrame(wk, p) || withinAny(p, b.unwalked) {
+		for r := range b.old.all() {
+			if r.flags&recWalked != 0 {
+				continue // still there
+			}
+			p := b.old.path(r)
+			if b.keepRecord(p) || wk.awayWithin(p) || keepFrame(wk, p) || withinAny(p, b.unwalked) {
 				continue // still there, on a disk that is away, or not looked at
 			}
 			b.batch.Delete(p)
@@ -1255,7 +1264,7 @@ func (b *builder) finish(ctx context.Context, roots []string, wk *walker, old ma
 		if err := b.maybeCommit(true); err != nil {
 			return b.sum, err
 		}
-		if err := b.recordAway(b.scope, wk, old); err != nil {
+		if err := b.recordAway(b.scope, wk); err != nil {
 			return b.sum, err
 		}
 		if err := b.settleVideoMeta(); err != nil {

@@ -69,7 +69,7 @@ func (r retryRule) retries(old store.File) bool {
 // stays recorded as it is.
 func classify(old *store.File, st found, hash *store.Hash, known func(store.Hash) bool, retry retryRule) action {
 	if hash == nil {
-		if old != nil && old.Size == st.size && old.MtimeNs == st.mtimeNs && sameCtime(old.CtimeNs, st.ctimeNs) && !retry.retries(*old) {
+		if old != nil && sameStat(old.Size, old.MtimeNs, old.CtimeNs, st) && !retry.retries(*old) {
 			return actUnchanged
 		}
 		return actNeedHash
@@ -81,6 +81,12 @@ func classify(old *store.File, st found, hash *store.Hash, known func(store.Hash
 		return actReuse
 	}
 	return actEmbed
+}
+
+// sameStat reports whether a file's stat st is the one a record holds:
+// the same size and mtime, and the same ctime (sameCtime).
+func sameStat(size, mtimeNs, ctimeNs int64, st found) bool {
+	return size == st.size && mtimeNs == st.mtimeNs && sameCtime(ctimeNs, st.ctimeNs)
 }
 
 // sameCtime reports whether a recorded ctime and a file's agree: equal, or
@@ -96,5 +102,11 @@ func sameCtime(recorded, now int64) bool {
 // was written without a ctime the file now has: the build records it
 // (stamper, store.Batch.StampCtime) without reading the file.
 func stampsCtime(old *store.File, st found) bool {
-	return old != nil && old.CtimeNs == 0 && st.ctimeNs != 0
+	return old != nil && lacksCtime(old.CtimeNs, st)
+}
+
+// lacksCtime reports whether a record's ctime (recorded) is unknown and
+// the file st has one.
+func lacksCtime(recorded int64, st found) bool {
+	return recorded == 0 && st.ctimeNs != 0
 }

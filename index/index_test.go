@@ -528,23 +528,11 @@ func TestBuildCancel(t *testing.T) {
 	verify(t, db)
 }
 
-// BenchmarkNoChangeRebuild times a re-run over 10,000 unchanged files.
+// BenchmarkNoChangeRebuild times a re-run over 10,000 unchanged files, and
+// measures its memory per file as BenchmarkRebuildMemory does.
 func BenchmarkNoChangeRebuild(b *testing.B) {
-	d := b.TempDir()
-	db := filepath.Join(b.TempDir(), "i.db")
-	for i := range 10000 {
-		write(b, filepath.Join(d, fmt.Sprintf("d%02d", i%50), fmt.Sprintf("p%05d.png", i)), fmt.Sprintf("%s%d", png, i))
-	}
-	o := Options{Encoder: &fakeEnc{}, Preprocess: fakePre, Identity: fakeID, CommitEvery: 1000}
-	if _, err := Build(context.Background(), db, []string{d}, o); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		sum, err := Build(context.Background(), db, []string{d}, o)
-		if err != nil || sum.Unchanged != 10000 {
-			b.Fatal(sum, err)
-		}
-	}
+	d, db, o := indexedLibrary(b, 10000, 200)
+	benchRebuild(b, d, db, o, 10000, false)
 }
 
 // brokenEnc fails every pass after the first few images.

@@ -93,7 +93,7 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 	var stale bool
 	err = b.w.View(func(s *store.Snapshot) error {
 		stale = s.PlacesVersion() != places
-		for _, f := range wk.files {
+		look := func(f found) error {
 			// Most records have metadata this reader would not read
 			// again: the record itself is looked up only for the others.
 			m, has, err := s.Meta(f.path)
@@ -102,7 +102,7 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 			}
 			whole := !has || m.TakenSource == store.TakenMtime && s.MetaRead(f.path) < photoMetaVersion
 			if !whole && m.MotionRead {
-				continue
+				return nil
 			}
 			rec, ok, err := s.File(f.path)
 			if err != nil {
@@ -116,6 +116,19 @@ func (b *builder) completeMeta(ctx context.Context, wk *walker) error {
 					t.old = &m
 				}
 				todo = append(todo, t)
+			}
+			return nil
+		}
+		for _, f := range wk.files {
+			if err := look(f); err != nil {
+				return err
+			}
+		}
+		for r := range b.old.all() { // the files the walk found unchanged
+			if r.flags&recSame != 0 {
+				if err := look(b.old.statOf(r)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

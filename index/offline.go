@@ -21,19 +21,6 @@ import (
 // listed offline (store.Offline) until a build finds the path back, when
 // its unchanged files need no model run; clipidx forget drops them.
 
-// oldPaths returns the paths of the records the build started with,
-// sorted (computed once, and only when a question about them comes).
-func (b *builder) oldPaths(old map[string]*store.File) []string {
-	if b.sorted == nil {
-		b.sorted = make([]string, 0, len(old))
-		for p := range old {
-			b.sorted = append(b.sorted, p)
-		}
-		sort.Strings(b.sorted)
-	}
-	return b.sorted
-}
-
 // holdsRecords reports whether a sorted path list has dir, a path under it
 // or a sample of the tar shard dir (store.Within).
 func holdsRecords(sorted []string, dir string) bool {
@@ -127,7 +114,7 @@ func offline(away []awayDir, prev []store.Offline, sorted []string, kept func(st
 // (those of earlier builds outside this build's roots stay as they were)
 // and the mount points (those under its roots replaced by what the walk
 // saw, except under a folder that is away).
-func (b *builder) recordAway(roots []string, wk *walker, old map[string]*store.File) error {
+func (b *builder) recordAway(roots []string, wk *walker) error {
 	var prev []store.Offline
 	var mounts []string
 	err := b.w.View(func(s *store.Snapshot) error {
@@ -141,9 +128,9 @@ func (b *builder) recordAway(roots []string, wk *walker, old map[string]*store.F
 	if err != nil {
 		return err
 	}
-	kept := func(p string) bool { return !wk.seen[p] && !b.keepRecord(p) }
+	kept := func(p string) bool { return !wk.saw(p) && !b.keepRecord(p) }
 	if len(wk.away) > 0 {
-		b.sum.Offline = offline(wk.away, prev, b.oldPaths(old), kept, time.Now().UTC().Format(time.RFC3339))
+		b.sum.Offline = offline(wk.away, prev, b.oldPaths(), kept, time.Now().UTC().Format(time.RFC3339))
 	}
 	underRoots := func(p string) bool {
 		return slices.ContainsFunc(roots, func(r string) bool { return store.Within(p, r) })

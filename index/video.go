@@ -80,19 +80,11 @@ func frameHash(h store.Hash, t float64) store.Hash {
 	return sha256.Sum256([]byte("clipidx video frame\x00" + string(h[:]) + store.FrameSep + store.FrameTime(t)))
 }
 
-// groupFrames lists the frame records of old by their video's path, in
-// time order.
-func groupFrames(old map[string]*store.File) map[string][]frameRec {
-	out := map[string][]frameRec{}
-	for p, f := range old {
-		if v, t, ok := store.SplitFrame(p); ok {
-			out[v] = append(out[v], frameRec{path: p, t: t, f: *f})
-		}
-	}
-	for _, fs := range out {
+// sortFrames puts the frame records of each video in time order.
+func sortFrames(byVideo map[string][]frameRec) {
+	for _, fs := range byVideo {
 		sort.Slice(fs, func(i, j int) bool { return fs[i].t < fs[j].t })
 	}
-	return out
 }
 
 // planVideo decides what a build does with a video found on disk: read
@@ -244,7 +236,7 @@ func (b *builder) prepareVideo(j job) result {
 	r.meta, r.video.read = videoMeta(info, j.mtimeNs), true
 	for _, fr := range frames {
 		vf := vframe{t: fr.Time, hash: frameHash(h, fr.Time)}
-		if !b.known[vf.hash] {
+		if !b.known.has(vf.hash) {
 			vf.pixels, err = b.opts.PreprocessFrame(fr.Image())
 			if err == nil && len(vf.pixels) == 0 {
 				err = errors.New("preprocessing returned no pixels")
@@ -261,14 +253,14 @@ func (b *builder) prepareVideo(j job) result {
 
 // framesOf returns the frames of recs when they are those of a video with
 // content h (every frame hash matches, every vector is stored), else nil.
-func framesOf(h store.Hash, recs []frameRec, known map[store.Hash]bool) []vframe {
+func framesOf(h store.Hash, recs []frameRec, known hashSet) []vframe {
 	if len(recs) == 0 {
 		return nil
 	}
 	out := make([]vframe, 0, len(recs))
 	for _, fr := range recs {
 		fh := frameHash(h, fr.t)
-		if fr.f.Failed() || fr.f.Hash != fh || !known[fh] {
+		if fr.f.Failed() || fr.f.Hash != fh || !known.has(fh) {
 			return nil
 		}
 		out = append(out, vframe{t: fr.t, hash: fh})
@@ -282,14 +274,15 @@ func (b *builder) readAllFrames(s *store.Snapshot, jobs []job) error {
 	if !slices.ContainsFunc(jobs, func(j job) bool { return IsVideoName(j.path) && j.tar == nil }) {
 		return nil
 	}
-	all := map[string]*store.File{}
+	all := map[string][]frameRec{}
 	err := s.FilesPrefix("", func(p string, f store.File) error {
-		if _, _, ok := store.SplitFrame(p); ok {
-			all[p] = &f
+		if v, t, ok := store.SplitFrame(p); ok {
+			all[v] = append(all[v], frameRec{path: p, t: t, f: f})
 		}
 		return nil
 	})
-	b.allFrames = groupFrames(all)
+	sortFrames(all)
+	b.allFrames = all
 	return err
 }
 
@@ -452,7 +445,7 @@ func (b *builder) recordVideo(r result) {
 // when it was recorded), or was not looked at (no ffmpeg).
 func keepFrame(wk *walker, p string) bool {
 	v, _, ok := store.SplitFrame(p)
-	return ok && wk.seen[v]
+	return ok && wk.saw(v)
 }
 
 // countRemoved reports whether deleting the old record p counts as a

@@ -29,10 +29,16 @@ type found struct {
 // sorted, entries sorted by name, symlinked directories followed once each
 // (by device and inode), so loops and duplicate mounts end.
 type walker struct {
-	ctx      context.Context
-	visited  map[fileID]string // each folder walked: the path it was walked by
-	files    []found
-	tars     []found // tar shard roots (webdataset), read by Build
+	ctx     context.Context
+	visited map[fileID]string // each folder walked: the path it was walked by
+	files   []found
+	tars    []found // tar shard roots (webdataset), read by Build
+	// old, when set, holds the records the build started with: a file
+	// found is marked there (recWalked), and one unchanged (recSame) is
+	// counted in same, not kept in files. seen holds the files found
+	// that have no record (see saw).
+	old      *oldRecords
+	same     int
 	seen     map[string]bool
 	dangling []linkErr // links whose target is missing (reported by Build if they hold records)
 	// away lists the folders, links and shards that looked away (could
@@ -182,14 +188,75 @@ func fileType(m fs.FileMode) string {
 }
 
 func (w *walker) add(path string, fi fs.FileInfo) {
-	if w.seen[path] {
-		return
+	w.take(w.old.find(path), path, "", "", fi)
+}
+
+// take adds the file fi, whose record is r (nil: none), found at path, or
+// in folder as name when path is "" (joined only when kept). A file
+// unchanged by its record (oldRecords.same) is only counted.
+func (w *walker) take(r *oldRec, path, folder, name string, fi fs.FileInfo) {
+	st := found{size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctime.Of(fi)}
+	if r != nil {
+		if r.flags&recWalked != 0 {
+			return
+		}
+		r.flags |= recWalked
+		if w.old.same(r, st) {
+			r.flags |= recSame
+			w.same++
+			w.tick()
+			return
+		}
 	}
-	w.seen[path] = true
-	w.files = append(w.files, found{path: path, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano(), ctimeNs: ctime.Of(fi)})
-	if w.progress != nil && len(w.files)%256 == 0 {
-		w.progress(len(w.files))
+	if path == "" {
+		path = filepath.Join(folder, name)
 	}
+	if r == nil {
+		if w.seen[path] {
+			return
+		}
+		w.seen[path] = true
+	}
+	st.path = path
+	w.files = append(w.files, st)
+	w.tick()
+}
+
+// tick reports the progress of the walk every 256 files.
+func (w *walker) tick() {
+	if n := w.found(); w.progress != nil && n%256 == 0 {
+		w.progress(n)
+	}
+}
+
+// found counts the files the walk found: those kept in files, and those
+// unchanged (recSame).
+func (w *walker) found() int { return len(w.files) + w.same }
+
+// saw reports whether the walk found the file at path.
+func (w *walker) saw(path string) bool {
+	if r := w.old.find(path); r != nil {
+		return r.flags&recWalked != 0
+	}
+	return w.seen[path]
+}
+
+// unsee takes path out of the files the walk found (another machine's
+// share: selectShare), but not out of files.
+func (w *walker) unsee(path string) {
+	if r := w.old.find(path); r != nil {
+		w.unseeRecord(r)
+	} else {
+		delete(w.seen, path)
+	}
+}
+
+// unseeRecord takes the file of record r out of the files the walk found.
+func (w *walker) unseeRecord(r *oldRec) {
+	if r.flags&recSame != 0 {
+		w.same--
+	}
+	r.flags &^= recWalked | recSame
 }
 
 // dir walks the folder path; parent is the folder that lists it (nil for
@@ -233,14 +300,15 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 		w.goAway(path, "lists nothing (a share not mounted, a disk unplugged?)")
 		return nil
 	}
-	for _, e := range entries { // sorted by name
+	records := w.old.dirIndex(path) // the records of its files, if any
+	for _, e := range entries {     // sorted by name
 		name := e.Name()
 		if skipName(name) {
 			continue
 		}
-		p := filepath.Join(path, name)
 		switch {
 		case e.IsDir():
+			p := filepath.Join(path, name)
 			info, err := e.Info()
 			if err != nil {
 				w.unreachable(p, err)
@@ -250,6 +318,7 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 				return err
 			}
 		case e.Type()&fs.ModeSymlink != 0:
+			p := filepath.Join(path, name)
 			info, err := os.Stat(p) // follow
 			if err != nil {
 				// A dangling link looks the same as a link to an unmounted
@@ -269,7 +338,7 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 		case e.Type().IsRegular() && wanted(name):
 			var info fs.FileInfo
 			if w.entryInfo != nil {
-				info, err = w.entryInfo(p, e)
+				info, err = w.entryInfo(filepath.Join(path, name), e)
 			} else {
 				info, err = e.Info()
 			}
@@ -286,10 +355,11 @@ func (w *walker) dir(path string, fi, parent fs.FileInfo, depth int) error {
 			if err != nil {
 				// Not looked at (a file an ACL hides), not gone: keep its
 				// record, and walk on.
-				w.unreachable(p, err)
+				w.unreachable(filepath.Join(path, name), err)
 				continue
 			}
-			w.add(p, info)
+			// The path is made only for a file kept (walker.take).
+			w.take(w.old.lookup(records, name), "", path, name, info)
 		}
 	}
 	return nil

@@ -38,7 +38,7 @@ type shardState struct {
 type tarState struct {
 	tars    []*shardState
 	byPath  map[string]*shardState
-	old     map[string]*store.File // records of the samples, read-only during run
+	old     map[string]*store.File // records of the samples of the shards to stream, read-only during run
 	seen    map[string]bool        // sample paths read in this build
 	kept    []string               // shards read with an error: all their records stay
 	textQ   []textItem             // captions waiting for the text encoder
@@ -63,10 +63,15 @@ func selectShare(wk *walker, roots []string, shard, shards int) {
 		if pathShare(f.path, roots, shards) == shard {
 			kept = append(kept, f)
 		} else {
-			delete(wk.seen, f.path) // another machine's: not this index's
+			wk.unsee(f.path) // another machine's: not this index's
 		}
 	}
 	wk.files = kept
+	for r := range wk.old.all() {
+		if r.flags&recSame != 0 && pathShare(wk.old.path(r), roots, shards) != shard {
+			wk.unseeRecord(r)
+		}
+	}
 	var tars []found
 	for i, t := range wk.tars {
 		if i%shards == shard {
@@ -103,7 +108,7 @@ var ErrOtherShares = errors.New("the index holds records of other shares")
 // tar shard that the walk did not find (gone, or unreachable) has no
 // position: it is left to the build's rules for those. It runs before
 // selectShare, on every tar shard walked.
-func checkShare(db string, old map[string]*store.File, wk *walker, roots []string, shard, shards int) error {
+func checkShare(db string, old *oldRecords, wk *walker, roots []string, shard, shards int) error {
 	if shards <= 1 {
 		return nil
 	}
@@ -112,7 +117,8 @@ func checkShare(db string, old map[string]*store.File, wk *walker, roots []strin
 		tarShare[t.path] = i % shards
 	}
 	n := 0
-	for p := range old {
+	for r := range old.all() {
+		p := old.path(r)
 		if v, _, isFrame := store.SplitFrame(p); isFrame {
 			p = v // a video's frames go with their video
 		}
@@ -160,9 +166,9 @@ func sampleShare(p string, tarShare map[string]int) (share int, ok bool) {
 // tells two shards of one size and mtime (tar pads to 10 KiB; sync tools
 // keep mtimes) swapped or copied over each other. A shard recorded
 // without one (by an older clipidx) takes its ctime without being read.
-func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
+func (b *builder) planShards(wk *walker) error {
 	t := &b.tar
-	t.byPath, t.old, t.seen = map[string]*shardState{}, old, map[string]bool{}
+	t.byPath, t.old, t.seen = map[string]*shardState{}, map[string]*store.File{}, map[string]bool{}
 	if len(wk.tars) == 0 {
 		return nil
 	}
@@ -185,29 +191,65 @@ func (b *builder) planShards(wk *walker, old map[string]*store.File) error {
 		}
 		return nil
 	})
-	if err != nil || len(unchanged) == 0 {
+	if err != nil {
 		return err
 	}
-	b.retryShards(wk, old, unchanged)
-	if err := b.stampShards(stamps, unchanged); err != nil {
-		return err
+	if len(unchanged) > 0 {
+		b.retryShards(wk, unchanged)
+		if err := b.stampShards(stamps, unchanged); err != nil {
+			return err
+		}
+		b.keepUnchangedSamples(unchanged)
 	}
-	// The records of an unchanged shard's samples (SHARD.tar#KEY) count as
-	// unchanged: one pass over the old records, trying each separator in
-	// a path as the end of a shard's path (a folder or a key may hold
-	// the separator too).
-	for p := range old {
-		for i := range len(p) {
-			if p[i] != SampleSep[0] {
+	return b.readSampleRecords()
+}
+
+// keepUnchangedSamples counts the records of an unchanged shard's samples
+// (SHARD.tar#KEY) as unchanged, and marks them kept (recShardKept): one
+// pass over the old records, trying each separator in a path as the end
+// of a shard's path (a folder or a key may hold the separator too).
+func (b *builder) keepUnchangedSamples(unchanged map[string]int) {
+	for r := range b.old.all() {
+		if !strings.Contains(b.old.dirs[r.dir].path, SampleSep) && !strings.Contains(r.name, SampleSep) {
+			continue
+		}
+		p := b.old.path(r)
+		for j := range len(p) {
+			if p[j] != SampleSep[0] {
 				continue
 			}
-			if n := unchanged[p[:i]]; n > 0 {
-				t.seen[p] = true
+			if n := unchanged[p[:j]]; n > 0 {
+				r.flags |= recShardKept
 				b.sum.Unchanged += n
 			}
 		}
 	}
-	return nil
+}
+
+// readSampleRecords reads the whole records of the samples of the shards
+// to stream (those under the build's scope), which classify compares by
+// content hash: a shard's samples are many, and those of a shard found
+// unchanged are only counted.
+func (b *builder) readSampleRecords() error {
+	t := &b.tar
+	if len(t.tars) == 0 {
+		return nil
+	}
+	return b.w.View(func(s *store.Snapshot) error {
+		for _, ss := range t.tars {
+			err := s.FilesPrefix(ss.path+SampleSep, func(p string, f store.File) error {
+				if b.old.find(p) != nil {
+					c := f
+					t.old[p] = &c
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // shardUnchanged reports whether a shard whose stat rec was recorded when
@@ -238,10 +280,10 @@ func (b *builder) stampShards(stamps map[string]store.ShardStat, unchanged map[s
 // retryShards moves from unchanged to the shards to stream every shard
 // holding a failed sample that this build retries (in walk order): its
 // other samples are only read and hashed again.
-func (b *builder) retryShards(wk *walker, old map[string]*store.File, unchanged map[string]int) {
+func (b *builder) retryShards(wk *walker, unchanged map[string]int) {
 	rule := b.retry()
 	again := map[string]bool{}
-	for p, f := range old {
+	for p, f := range b.old.full { // a failure is kept whole
 		if !f.Failed() || !rule.retries(*f) {
 			continue
 		}
@@ -412,10 +454,13 @@ func (b *builder) flushTexts() error {
 }
 
 // keepRecord reports whether finish must keep an old record that the walk
-// did not see: a sample read in this build, or one of a shard that could
-// not be read to its end.
+// did not see: a sample read in this build or of a shard found unchanged,
+// or one of a shard that could not be read to its end.
 func (b *builder) keepRecord(p string) bool {
 	if b.tar.seen[p] {
+		return true
+	}
+	if r := b.old.find(p); r != nil && r.flags&recShardKept != 0 {
 		return true
 	}
 	for _, s := range b.tar.kept {
