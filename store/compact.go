@@ -34,6 +34,9 @@ type CompactOptions struct {
 	// or compaction killed part-way left beside it (see Leftover), once
 	// it is removed or could not be.
 	OnLeftover func(Leftover)
+	// Command names the compaction in the lock file while it runs (what a
+	// build that waits for it says: "clipidx compact").
+	Command string
 }
 
 // CompactSummary says what Compact did.
@@ -95,7 +98,7 @@ func Compact(ctx context.Context, path string, opts CompactOptions) (sum Compact
 		return sum, naming(path, err)
 	}
 	r.Close()
-	release, err := lockReplaced(path, target, opts.OnLeftover)
+	release, err := lockReplaced(path, target, opts.Command, opts.OnLeftover)
 	if err != nil {
 		return sum, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -24,4 +25,30 @@ func TestCompactStoppedBeforeCopy(t *testing.T) {
 	if diff := sameFolder(was, folderState(t, dir)); diff != nil {
 		t.Errorf("a stopped compaction changed the folder: %v", diff)
 	}
+}
+
+// TestReplacingNamesItselfInLock: while a compaction or merge holds an
+// index's build lock, a build that meets it names it ("held by pid N
+// (clipidx compact)"); it said only that a build was running, or named
+// whichever command had held the lock before. Released, it clears it.
+func TestReplacingNamesItselfInLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	compactFixture(t, path, 10)
+	release, err := lockReplaced(path, path, "clipidx compact", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenWriter(path, testID, WriterOptions{})
+	release()
+	if !errors.Is(err, ErrBuildRunning) || !strings.Contains(err.Error(), "(clipidx compact)") {
+		t.Errorf("a build meeting a compaction: %v, want ErrBuildRunning naming clipidx compact", err)
+	}
+	if h, ok := readHolder(path + ".lock"); ok {
+		t.Errorf("the lock still names %v after the compaction let go", h)
+	}
+	w, err := OpenWriter(path, testID, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeW(t, w)
 }

@@ -33,7 +33,7 @@ func replaceIndex(ctx context.Context, out string, id Identity, opts WriterOptio
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
-	release, err := lockReplaced(out, target, onLeftover)
+	release, err := lockReplaced(out, target, opts.Command, onLeftover)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func replaceIndex(ctx context.Context, out string, id Identity, opts WriterOptio
 // file, one that names the file itself the target's: it holds both. With
 // them held, it removes the copies of target that killed merges or
 // compactions left, telling onLeftover (see removeLeftovers).
-func lockReplaced(out, target string, onLeftover func(Leftover)) (release func(), err error) {
+func lockReplaced(out, target, command string, onLeftover func(Leftover)) (release func(), err error) {
 	locks := []string{out + ".lock"}
 	if target != out {
 		locks = append(locks, target+".lock")
@@ -74,9 +74,11 @@ func lockReplaced(out, target string, onLeftover func(Leftover)) (release func()
 	var held []*os.File
 	release = func() {
 		for _, f := range held {
+			clearHolder(f)
 			unlockFile(f)
 		}
 	}
+	h := newHolder(command)
 	for _, p := range locks {
 		lock, err := lockFile(p)
 		if errors.Is(err, ErrBuildRunning) {
@@ -87,6 +89,12 @@ func lockReplaced(out, target string, onLeftover func(Leftover)) (release func()
 			return nil, err
 		}
 		held = append(held, lock)
+		// Who holds it, for a build that waits (as a build's own lock
+		// says; an earlier holder's words would name the wrong command).
+		if err := writeHolder(lock, h); err != nil {
+			release()
+			return nil, fmt.Errorf("lock %s: %w", p, err)
+		}
 	}
 	// Every command that replaces target holds target's lock (out's, or
 	// both), so no copy of target is in use now.

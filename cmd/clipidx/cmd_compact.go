@@ -46,7 +46,7 @@ leaves its new file (INDEX.merge-NUMBER); the next compact or merge removes it.`
 			defer close(finished) // runs before stop
 			go announceMergeStop(ctx, stop, finished, g.db, cmd.ErrOrStderr())
 
-			sum, err := store.Compact(ctx, g.db, store.CompactOptions{OnLeftover: leftoverReporter(cmd.ErrOrStderr())})
+			sum, err := store.Compact(ctx, g.db, store.CompactOptions{OnLeftover: leftoverReporter(cmd.ErrOrStderr()), Command: "clipidx compact"})
 			switch {
 			case errors.Is(err, store.ErrBuildRunning):
 				return fmt.Errorf("index busy: %w; run clipidx compact again once it has finished", err)

@@ -62,7 +62,8 @@ entries the merged index keeps under it.`,
 					bar.setTotal(p.Total)
 					bar.set(p.Done)
 				},
-				OnLeftover: leftoverReporter(cmd.ErrOrStderr()),
+				OnLeftover:    leftoverReporter(cmd.ErrOrStderr()),
+				WriterOptions: store.WriterOptions{Command: "clipidx merge"},
 			}
 			var sum store.MergeSummary
 			err := waitForLock(cmd, noWait, func() (err error) {
