@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
@@ -42,37 +41,8 @@ func TestParquetPathsNotUTF8(t *testing.T) {
 		_, err := ClipRetrieval(context.Background(), s, out, Options{})
 		return err
 	})
-	f, err := os.Open(filepath.Join(out, "metadata", "metadata_0.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := func(name string) []parquet.Value {
-		leaf, ok := pf.Schema().Lookup(name)
-		if !ok {
-			t.Fatalf("no column %s", name)
-		}
-		var vals []parquet.Value
-		for _, rg := range pf.RowGroups() {
-			pages := rg.ColumnChunks()[leaf.ColumnIndex].Pages()
-			for {
-				p, err := pages.ReadPage()
-				if err != nil {
-					break
-				}
-				vs := make([]parquet.Value, p.NumValues())
-				n, _ := p.Values().ReadValues(vs)
-				vals = append(vals, vs[:n]...)
-			}
-			pages.Close()
-		}
-		return vals
-	}
+	meta := filepath.Join(out, "metadata", "metadata_0.parquet")
+	col := func(name string) []parquet.Value { return parquetColumn(t, meta, name) }
 	if n := len(col("image_path")); n != len(paths) {
 		t.Fatalf("image_path: %d values read, want %d", n, len(paths))
 	}
